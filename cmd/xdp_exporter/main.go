@@ -1,0 +1,140 @@
+// Command xdp_exporter serves XDP, NAPI, NIC and CPU telemetry to Prometheus.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/xdp-exporter/xdp_exporter/collector"
+)
+
+const program = "xdp_exporter"
+
+// defaultListenAddress uses 9739, a port no widely used exporter claims
+// (node_exporter has 9100, ethtool_exporter 9417, 9435 is taken too).
+const defaultListenAddress = ":9739"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	app := kingpin.New(program, "Prometheus exporter for XDP, NAPI, NIC (ethtool) and per-CPU softirq telemetry.")
+	var (
+		metricsPath = app.Flag("web.telemetry-path", "Path under which to expose metrics.").
+				Default("/metrics").String()
+		maxRequests = app.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 disables the limit.").
+				Default("40").Int()
+		defaultTimeout = app.Flag("web.scrape-timeout", "Scrape deadline used when Prometheus sends no X-Prometheus-Scrape-Timeout-Seconds header.").
+				Default("10s").Duration()
+		webConfig = kingpinflag.AddFlags(app, defaultListenAddress)
+		logConfig = &promslog.Config{}
+	)
+	promslogflag.AddFlags(app, logConfig)
+	selection := collector.AddFlags(app)
+	app.Version(version.Print(program))
+	app.HelpFlag.Short('h')
+	if _, err := app.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: error: %v (try --help)\n", program, err)
+		return 2
+	}
+
+	logger := promslog.New(logConfig)
+	logger.Info("starting "+program, "version", version.Info(), "collectors", selection.Enabled())
+
+	set := collector.NewSet(selection.Build(logger), logger)
+	defer func() {
+		if err := set.Close(); err != nil {
+			logger.Error("closing collectors", "err", err)
+		}
+	}()
+
+	process := prometheus.NewRegistry()
+	process.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		versioncollector.NewCollector(program),
+	)
+
+	mux := http.NewServeMux()
+	mux.Handle(*metricsPath, metricsHandler(set, process, logger, *maxRequests, *defaultTimeout))
+	if *metricsPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name:        program,
+			Description: "XDP, NAPI, NIC and CPU telemetry for Prometheus",
+			Version:     version.Info(),
+			Links:       []web.LandingLinks{{Address: *metricsPath, Text: "Metrics"}},
+		})
+		if err != nil {
+			logger.Error("building landing page", "err", err)
+			return 1
+		}
+		mux.Handle("/", landing)
+	}
+
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- web.ListenAndServe(server, webConfig, logger) }()
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	select {
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("cannot serve", "err", err)
+			return 1
+		}
+	case sig := <-stop:
+		logger.Info("shutting down", "signal", sig.String())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := server.Shutdown(ctx); err != nil {
+			logger.Error("shutting down web server", "err", err)
+		}
+	}
+	return 0
+}
+
+// metricsHandler gathers the collectors afresh for every request, bounded by
+// the scrape timeout Prometheus announces (minus a little for the transfer),
+// so a hung source cannot hold the scrape past the point Prometheus gives up.
+func metricsHandler(set *collector.Set, process prometheus.Gatherer, logger *slog.Logger, maxRequests int, defaultTimeout time.Duration) http.Handler {
+	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelError)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		timeout := defaultTimeout
+		if v := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); v != "" {
+			if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+				timeout = time.Duration(s * float64(time.Second) * 0.9)
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(set.Scrape(ctx))
+		promhttp.HandlerFor(prometheus.Gatherers{process, reg}, promhttp.HandlerOpts{
+			ErrorLog:            errLog,
+			ErrorHandling:       promhttp.ContinueOnError,
+			MaxRequestsInFlight: maxRequests,
+		}).ServeHTTP(w, r)
+	})
+}

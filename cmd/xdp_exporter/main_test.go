@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/xdp-exporter/xdp_exporter/collector"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// exporterBinary builds the real binary once per test run.
+func exporterBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "xdp_exporter-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "xdp_exporter")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// freeAddr returns a loopback address no one listens on right now.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// exporter is a running xdp_exporter process.
+type exporter struct {
+	Addr   string
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+}
+
+// startExporter runs the binary with args on a free loopback port and waits
+// until it answers. The process gets SIGTERM at the end of the test.
+func startExporter(t testing.TB, args ...string) *exporter {
+	t.Helper()
+	e := &exporter{Addr: freeAddr(t), stderr: &bytes.Buffer{}}
+	e.cmd = exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + e.Addr}, args...)...)
+	e.cmd.Stderr = e.stderr
+	if err := e.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- e.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("exporter exited with %v; log:\n%s", err, e.stderr)
+			}
+		case <-time.After(10 * time.Second):
+			_ = e.cmd.Process.Kill()
+			t.Errorf("exporter did not stop within 10s of SIGINT; log:\n%s", e.stderr)
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + e.Addr + "/")
+		if err == nil {
+			resp.Body.Close()
+			return e
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exporter did not answer on %s: %v; log:\n%s", e.Addr, err, e.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Scrape fetches /metrics and returns the body.
+func (e *exporter) Scrape(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get("http://" + e.Addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: HTTP %d\n%s", resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+// promtoolCheck runs `promtool check metrics` on a scrape body; promtool
+// comes from Debian's prometheus package, which .ci/run installs.
+func promtoolCheck(t testing.TB, body string) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		testenv.Unavailable(t, "promtool not installed (apt-get install prometheus)")
+		return
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// parse decodes a text exposition into families by name.
+func parse(t testing.TB, body string) map[string]bool {
+	t.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing scrape: %v", err)
+	}
+	out := map[string]bool{}
+	for name := range mfs {
+		out[name] = true
+	}
+	return out
+}
+
+// TestScrapeDefaults starts the exporter with no collector flags, scrapes
+// it, lints the result with promtool and checks that every family it
+// exposes is documented in METRICS.md, and that every enabled collector
+// succeeded.
+func TestScrapeDefaults(t *testing.T) {
+	testenv.Privileged(t)
+	e := startExporter(t)
+	body := e.Scrape(t)
+	promtoolCheck(t, body)
+
+	documented := map[string]bool{}
+	var patterns []string
+	for _, f := range collector.Catalogue() {
+		if i := strings.Index(f.Name, "<"); i >= 0 {
+			patterns = append(patterns, f.Name[:i])
+			continue
+		}
+		documented[f.Name] = true
+		if f.Type == collector.Histogram {
+			for _, s := range []string{"_bucket", "_sum", "_count"} {
+				documented[f.Name+s] = true
+			}
+		}
+	}
+	for name := range parse(t, body) {
+		if !strings.HasPrefix(name, collector.Namespace+"_") || strings.HasPrefix(name, "xdp_exporter_build_info") {
+			continue
+		}
+		ok := documented[name]
+		for _, p := range patterns {
+			ok = ok || strings.HasPrefix(name, p)
+		}
+		if !ok {
+			t.Errorf("family %s is exposed but not in METRICS.md's catalogue", name)
+		}
+	}
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "xdp_scrape_collector_success{") && strings.HasSuffix(line, " 0") {
+			t.Errorf("default collector failed on this host: %s\nlog:\n%s", line, e.stderr)
+		}
+	}
+}
+
+// TestBadInput checks that each kind of bad start-up input exits non-zero
+// with one clear line on stderr.
+func TestBadInput(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"--no-such-flag"}, "unknown long flag '--no-such-flag'"},
+		{"address in use", []string{"--web.listen-address=" + busy.Addr().String()}, "address already in use"},
+		{"unreadable web config", []string{"--web.listen-address=127.0.0.1:0", "--web.config.file=/nonexistent/web.yml"}, "no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, exporterBinary(t), tc.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if err == nil || ctx.Err() != nil {
+				t.Fatalf("exit: %v (timeout: %v), want a non-zero exit", err, ctx.Err())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("stderr does not say %q:\n%s", tc.want, stderr.String())
+			}
+			if lines := strings.Count(strings.TrimSpace(lastError(stderr.String())), "\n"); lines > 0 {
+				t.Fatalf("error spans %d lines:\n%s", lines+1, stderr.String())
+			}
+		})
+	}
+}
+
+// lastError returns the last log line, where the fatal error is reported.
+func lastError(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}

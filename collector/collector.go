@@ -1,0 +1,154 @@
+// Package collector holds one collector per kernel source and the machinery
+// that runs them on every scrape.
+//
+// A collector owns its kernel objects (links, maps, sockets) and releases them
+// in Close. Collectors get an explicit configuration struct; the only package
+// state is the list of registrations, so tests can build collectors directly
+// and run in parallel.
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Namespace prefixes every metric the exporter produces.
+const Namespace = "xdp"
+
+// Collector is one source of metrics.
+//
+// Update is called once per scrape, possibly concurrently with itself (two
+// Prometheus servers scraping at once), and must honour ctx: when the scrape
+// times out its metrics are discarded and the goroutine should stop soon.
+type Collector interface {
+	Update(ctx context.Context, ch chan<- prometheus.Metric) error
+	Close() error
+}
+
+// Builder constructs a collector from the flag values parsed for it.
+type Builder func(logger *slog.Logger) (Collector, error)
+
+// Registration describes a collector: its name (used in --collector.NAME and
+// in the collector label), whether it runs by default, and a function that
+// declares its own flags under --collector.NAME.* and returns the builder
+// bound to their values.
+type Registration struct {
+	Name           string
+	Help           string
+	DefaultEnabled bool
+	// Requires says which kernel, driver and privileges the collector needs;
+	// METRICS.md prints it.
+	Requires string
+	Flags          func(f *FlagSet) Builder
+}
+
+var registrations = map[string]Registration{}
+
+// register is called from the init function of each collector's file.
+func register(r Registration) {
+	if _, dup := registrations[r.Name]; dup {
+		panic("collector: duplicate registration " + r.Name)
+	}
+	registrations[r.Name] = r
+}
+
+// Registrations returns every known collector sorted by name.
+func Registrations() []Registration {
+	out := make([]Registration, 0, len(registrations))
+	for _, r := range registrations {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// FlagSet scopes a collector's flags under --collector.NAME.*.
+type FlagSet struct {
+	app  *kingpin.Application
+	name string
+}
+
+// Flag declares --collector.NAME.<flag>.
+func (f *FlagSet) Flag(flag, help string) *kingpin.FlagClause {
+	return f.app.Flag("collector."+f.name+"."+flag, help)
+}
+
+// Selection is the outcome of flag parsing: which collectors are enabled and
+// how to build each.
+type Selection struct {
+	enabled  map[string]*bool
+	builders map[string]Builder
+}
+
+// AddFlags declares --[no-]collector.NAME and every collector's own flags on app.
+func AddFlags(app *kingpin.Application) *Selection {
+	s := &Selection{enabled: map[string]*bool{}, builders: map[string]Builder{}}
+	for _, r := range Registrations() {
+		state := "disabled"
+		if r.DefaultEnabled {
+			state = "enabled"
+		}
+		s.enabled[r.Name] = app.Flag("collector."+r.Name,
+			fmt.Sprintf("%s (default: %s).", r.Help, state)).
+			Default(fmt.Sprint(r.DefaultEnabled)).Bool()
+		if r.Flags != nil {
+			s.builders[r.Name] = r.Flags(&FlagSet{app: app, name: r.Name})
+		}
+	}
+	return s
+}
+
+// Enabled lists the collectors selected on the command line.
+func (s *Selection) Enabled() []string {
+	var out []string
+	for _, r := range Registrations() {
+		if *s.enabled[r.Name] {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// Build constructs every enabled collector. A collector whose constructor
+// fails (a kernel feature or capability is missing) is logged once, here, and
+// kept as an unavailable collector so that every scrape still reports it with
+// success 0; it never prevents the others from running.
+func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
+	out := map[string]Collector{}
+	for _, name := range s.Enabled() {
+		b := s.builders[name]
+		if b == nil {
+			out[name] = Unavailable(fmt.Errorf("collector %s has no builder", name))
+			continue
+		}
+		c, err := b(logger.With("collector", name))
+		if err != nil {
+			logger.Error("collector unavailable; it will report success 0 on every scrape",
+				"collector", name, "err", err)
+			c = Unavailable(err)
+		}
+		out[name] = c
+	}
+	return out
+}
+
+// ErrUnavailable marks an error that was already reported at startup; the
+// scrape logs it only at debug level.
+var ErrUnavailable = errors.New("collector unavailable")
+
+type unavailable struct{ err error }
+
+// Unavailable returns a collector that reports err on every Update.
+func Unavailable(err error) Collector { return unavailable{err: err} }
+
+func (u unavailable) Update(context.Context, chan<- prometheus.Metric) error {
+	return fmt.Errorf("%w: %w", ErrUnavailable, u.err)
+}
+
+func (unavailable) Close() error { return nil }

@@ -1,0 +1,96 @@
+package collector
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// discardLogger keeps test output to failures.
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// single adapts one Collector to prometheus.Collector for a pedantic registry.
+type single struct{ c Collector }
+
+func (s single) Describe(chan<- *prometheus.Desc) {} // unchecked: families are dynamic
+
+func (s single) Collect(ch chan<- prometheus.Metric) {
+	if err := s.c.Update(context.Background(), ch); err != nil {
+		panic(err)
+	}
+}
+
+// gather runs one Update through a pedantic registry (which rejects
+// duplicates and inconsistent label sets), lints the result with the
+// Prometheus naming rules, and returns the families by name.
+func gather(t testing.TB, c Collector) map[string]*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(single{c})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatalf("lint: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// value returns the value of the sample of family name whose labels include
+// every name=value pair given, failing the test unless exactly one matches.
+func value(t testing.TB, mfs map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	mf, ok := mfs[name]
+	if !ok {
+		t.Fatalf("family %s missing", name)
+	}
+	var found []float64
+	for _, m := range mf.GetMetric() {
+		if hasLabels(m, labels) {
+			switch {
+			case m.Counter != nil:
+				found = append(found, m.GetCounter().GetValue())
+			case m.Gauge != nil:
+				found = append(found, m.GetGauge().GetValue())
+			case m.Untyped != nil:
+				found = append(found, m.GetUntyped().GetValue())
+			default:
+				t.Fatalf("%s: value() reads counters, gauges and untyped only", name)
+			}
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s{%s}: %d samples match, want 1", name, strings.Join(labels, ","), len(found))
+	}
+	return found[0]
+}
+
+func hasLabels(m *dto.Metric, labels []string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		ok := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,128 @@
+package collector
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Type is the Prometheus type of a family as documented in METRICS.md.
+type Type string
+
+// The family types used by the exporter.
+const (
+	Counter   Type = "counter"
+	Gauge     Type = "gauge"
+	Untyped   Type = "untyped"
+	Histogram Type = "histogram"
+)
+
+// Family is one documented metric family. Every fixed family the exporter
+// emits is declared through newFamily, which makes the catalogue the single
+// source for both the descriptors and METRICS.md.
+type Family struct {
+	Name      string
+	Help      string
+	Type      Type
+	Labels    []string
+	Collector string
+	desc      *prometheus.Desc
+}
+
+var catalogue []*Family
+
+// newFamily declares the family NAMESPACE_[subsystem_]name. collector names
+// the owning collector in METRICS.md; the subsystem usually equals it.
+func newFamily(subsystem, name, help string, typ Type, labels ...string) *Family {
+	return newCollectorFamily(subsystem, subsystem, name, help, typ, labels...)
+}
+
+// newCollectorFamily is newFamily for a family whose subsystem differs from
+// the collector that emits it.
+func newCollectorFamily(collector, subsystem, name, help string, typ Type, labels ...string) *Family {
+	f := &Family{
+		Name:      prometheus.BuildFQName(Namespace, subsystem, name),
+		Help:      help,
+		Type:      typ,
+		Labels:    labels,
+		Collector: collector,
+	}
+	f.desc = prometheus.NewDesc(f.Name, help, labels, nil)
+	catalogue = append(catalogue, f)
+	return f
+}
+
+// Desc returns the family's descriptor.
+func (f *Family) Desc() *prometheus.Desc { return f.desc }
+
+// Must builds one sample of a counter, gauge or untyped family.
+func (f *Family) Must(value float64, labelValues ...string) prometheus.Metric {
+	var vt prometheus.ValueType
+	switch f.Type {
+	case Counter:
+		vt = prometheus.CounterValue
+	case Gauge:
+		vt = prometheus.GaugeValue
+	case Untyped:
+		vt = prometheus.UntypedValue
+	default:
+		panic("collector: Must on a " + string(f.Type) + " family " + f.Name)
+	}
+	return prometheus.MustNewConstMetric(f.desc, vt, value, labelValues...)
+}
+
+// Catalogue returns every declared family sorted by name.
+func Catalogue() []*Family {
+	out := append([]*Family(nil), catalogue...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// PatternFamily documents a family whose name is built at run time (the
+// untyped ethtool stats): Name holds a pattern such as xdp_ethtool_<stat>.
+func PatternFamily(collector, pattern, help string, typ Type, labels ...string) *Family {
+	f := &Family{Name: pattern, Help: help, Type: typ, Labels: labels, Collector: collector}
+	catalogue = append(catalogue, f)
+	return f
+}
+
+// MetricsMarkdown renders the catalogue as the body of METRICS.md.
+func MetricsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("# Metrics\n\n")
+	b.WriteString("Generated from the code by `go test ./collector -run TestMetricsDoc -update`; a test fails when this file drifts.\n")
+	byCollector := map[string][]*Family{}
+	var names []string
+	for _, f := range Catalogue() {
+		c := f.Collector
+		if c == "" {
+			c = "exporter"
+		}
+		if _, ok := byCollector[c]; !ok {
+			names = append(names, c)
+		}
+		byCollector[c] = append(byCollector[c], f)
+	}
+	sort.Strings(names)
+	for _, c := range names {
+		b.WriteString("\n## " + c + "\n\n")
+		if r, ok := registrations[c]; ok {
+			state := "off by default"
+			if r.DefaultEnabled {
+				state = "on by default"
+			}
+			b.WriteString(r.Help + " (`--collector." + c + "`, " + state + ")\n\n")
+			if r.Requires != "" {
+				b.WriteString("Requires: " + r.Requires + "\n\n")
+			}
+		}
+		b.WriteString("| name | type | labels | meaning |\n|---|---|---|---|\n")
+		for _, f := range byCollector[c] {
+			labels := strings.Join(f.Labels, ", ")
+			help := strings.ReplaceAll(f.Help, "|", "\\|")
+			b.WriteString("| `" + f.Name + "` | " + string(f.Type) + " | " + labels + " | " + help + " |\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,137 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	scrapeDuration = newFamily("", "scrape_collector_duration_seconds",
+		"Time a collector took during this scrape.", Gauge, "collector")
+	scrapeSuccess = newFamily("", "scrape_collector_success",
+		"1 if the collector's last scrape succeeded, 0 if it failed, timed out or is unavailable on this host.", Gauge, "collector")
+)
+
+// Set runs a fixed set of collectors on each scrape, each in its own
+// goroutine, and reports per-collector duration and success.
+type Set struct {
+	collectors map[string]Collector
+	logger     *slog.Logger
+}
+
+// NewSet wraps the built collectors.
+func NewSet(collectors map[string]Collector, logger *slog.Logger) *Set {
+	return &Set{collectors: collectors, logger: logger}
+}
+
+// Close closes every collector, returning all errors joined.
+func (s *Set) Close() error {
+	var errs []error
+	for name, c := range s.collectors {
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Scrape returns a prometheus.Collector that runs every collector once per
+// Collect call and gives up on any collector still running when ctx ends.
+// The HTTP handler builds one per request so that the request's deadline
+// (Prometheus' X-Prometheus-Scrape-Timeout-Seconds) bounds the scrape.
+func (s *Set) Scrape(ctx context.Context) prometheus.Collector {
+	return scrape{set: s, ctx: ctx}
+}
+
+type scrape struct {
+	set *Set
+	ctx context.Context
+}
+
+func (scrape) Describe(ch chan<- *prometheus.Desc) {
+	ch <- scrapeDuration.Desc()
+	ch <- scrapeSuccess.Desc()
+}
+
+type result struct {
+	metrics  []prometheus.Metric
+	err      error
+	duration time.Duration
+}
+
+func (sc scrape) Collect(ch chan<- prometheus.Metric) {
+	names := make([]string, 0, len(sc.set.collectors))
+	for name := range sc.set.collectors {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	results := make([]chan result, len(names))
+	for i, name := range names {
+		results[i] = make(chan result, 1)
+		go func(c Collector, out chan<- result) {
+			out <- run(sc.ctx, c)
+		}(sc.set.collectors[name], results[i])
+	}
+	for i, name := range names {
+		var r result
+		select {
+		case r = <-results[i]:
+		case <-sc.ctx.Done():
+			r = result{err: fmt.Errorf("scrape deadline reached before the collector finished: %w", sc.ctx.Err())}
+		}
+		sc.report(ch, name, r)
+	}
+}
+
+// run calls Update, buffering its metrics so that a collector that misses
+// the deadline can never write into a finished scrape, and turning a panic
+// into an error.
+func run(ctx context.Context, c Collector) (r result) {
+	start := time.Now()
+	mch := make(chan prometheus.Metric, 64)
+	done := make(chan struct{})
+	go func() {
+		for m := range mch {
+			r.metrics = append(r.metrics, m)
+		}
+		close(done)
+	}()
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.err = fmt.Errorf("panic: %v", p)
+			}
+		}()
+		r.err = c.Update(ctx, mch)
+	}()
+	close(mch)
+	<-done
+	r.duration = time.Since(start)
+	return r
+}
+
+func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result) {
+	success := 1.0
+	if r.err != nil {
+		success = 0
+		level := slog.LevelError
+		if errors.Is(r.err, ErrUnavailable) {
+			level = slog.LevelDebug
+		}
+		sc.set.logger.Log(context.Background(), level, "collector failed", "collector", name, "err", r.err)
+	}
+	// A collector that fails part-way keeps what it gathered, as
+	// node_exporter does: success 0 says the set may be incomplete.
+	for _, m := range r.metrics {
+		ch <- m
+	}
+	ch <- scrapeDuration.Must(r.duration.Seconds(), name)
+	ch <- scrapeSuccess.Must(success, name)
+}

@@ -1,0 +1,65 @@
+package trafficgen
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/safchain/ethtool"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+// TestExactCount sends a known number of frames from both CPUs and checks
+// that veth's own per-queue XDP counters on the receiving end saw exactly
+// that many.
+func TestExactCount(t *testing.T) {
+	pair := netlab.TestPair(t, 2)
+	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.XDP,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R0, 1), // XDP_DROP
+			asm.Return(),
+		},
+	})
+	testenv.Check(t, err, "loading an XDP_DROP program")
+	defer drop.Close()
+	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
+	testenv.Check(t, err, "attaching XDP to veth")
+	defer l.Close()
+
+	g, err := New()
+	testenv.Check(t, err, "loading the generator")
+	defer g.Close()
+
+	const n = 100_000
+	sent, err := g.Run(context.Background(), Config{
+		NS: pair.NS, Ifindex: pair.Peer.Index,
+		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
+		Count: n, CPUs: []int{0, 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != n {
+		t.Fatalf("generator counted %d frames, want %d", sent, n)
+	}
+
+	e, err := ethtool.NewEthtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	stats, err := e.Stats(pair.Host.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q0, q1 := stats["rx_queue_0_xdp_drops"], stats["rx_queue_1_xdp_drops"]
+	if q0+q1 != n || q0 == 0 || q1 == 0 {
+		t.Fatalf("veth XDP drops per queue = %d + %d, want a split summing to %d", q0, q1, n)
+	}
+}
