@@ -45,7 +45,7 @@ type Registration struct {
 	// Requires says which kernel, driver and privileges the collector needs;
 	// METRICS.md prints it.
 	Requires string
-	Flags          func(f *FlagSet) Builder
+	Flags    func(f *FlagSet) Builder
 }
 
 var registrations = map[string]Registration{}

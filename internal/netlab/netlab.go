@@ -19,7 +19,7 @@ import (
 
 // Pair is a veth pair with one end in a named namespace.
 type Pair struct {
-	Namespace string       // name under /run/netns
+	Namespace string // name under /run/netns
 	NS        netns.NsHandle
 	Host      *net.Interface // the DUT end, in the caller's namespace
 	Peer      *net.Interface // the generator end, inside Namespace
