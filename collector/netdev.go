@@ -25,7 +25,7 @@ func init() {
 		Help:           "Kernel netdev generic netlink family: per-device and per-queue qstats, page pools, XDP features, queue to NAPI/IRQ/CPU mapping",
 		DefaultEnabled: true,
 		Requires: "the \"netdev\" generic netlink family: Linux 6.3+ for dev-get (XDP features), 6.8+ for page-pool-get, " +
-			"6.9+ for queue-get/napi-get, 6.10+ for qstats-get, CONFIG_PAGE_POOL_STATS for page-pool-stats-get; " +
+			"6.8+ for queue-get/napi-get, 6.9+ for qstats-get, CONFIG_PAGE_POOL_STATS for page-pool-stats-get; " +
 			"qstats need a driver with netdev_stat_ops (virtio_net, mlx5, bnxt, ice/idpf, gve, ...). No privileges needed.",
 		Flags: func(f *FlagSet) Builder {
 			include := f.Flag("device-include", "Regexp of devices to report (default: all).").String()

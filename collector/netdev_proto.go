@@ -21,9 +21,9 @@ const (
 	netdevCmdDevGet           = 1  // NETDEV_CMD_DEV_GET, Linux 6.3
 	netdevCmdPagePoolGet      = 5  // NETDEV_CMD_PAGE_POOL_GET, Linux 6.8
 	netdevCmdPagePoolStatsGet = 9  // NETDEV_CMD_PAGE_POOL_STATS_GET, Linux 6.8, CONFIG_PAGE_POOL_STATS
-	netdevCmdQueueGet         = 10 // NETDEV_CMD_QUEUE_GET, Linux 6.9
-	netdevCmdNapiGet          = 11 // NETDEV_CMD_NAPI_GET, Linux 6.9
-	netdevCmdQstatsGet        = 12 // NETDEV_CMD_QSTATS_GET, Linux 6.10
+	netdevCmdQueueGet         = 10 // NETDEV_CMD_QUEUE_GET, Linux 6.8
+	netdevCmdNapiGet          = 11 // NETDEV_CMD_NAPI_GET, Linux 6.8
+	netdevCmdQstatsGet        = 12 // NETDEV_CMD_QSTATS_GET, Linux 6.9
 )
 
 // Attribute set "dev".

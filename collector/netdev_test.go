@@ -366,8 +366,9 @@ func BenchmarkNetdevUpdate(b *testing.B) {
 	}
 }
 
-// BenchmarkNetdevDecode measures decoding alone on the captured replies.
-func BenchmarkNetdevDecode(b *testing.B) {
+// BenchmarkNetdevReplay measures an Update on the fixtures: reading and
+// parsing the hex files plus decoding, without the kernel.
+func BenchmarkNetdevReplay(b *testing.B) {
 	c, _, _ := replayCollector(b, NetdevConfig{PerQueueStats: true}, nil)
 	b.ReportAllocs()
 	for b.Loop() {
