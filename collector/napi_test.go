@@ -49,8 +49,10 @@ func newNapiLab(t testing.TB) *napiLab {
 	return &napiLab{pair: pair, gen: g}
 }
 
-// send sends n frames from the given CPUs and fails unless all were sent.
-func (l *napiLab) send(t testing.TB, n uint64, cpus ...int) {
+// send sends at least n frames from the given CPUs and returns the number
+// the generator's program counted: BPF_PROG_RUN restarts a batch that a
+// signal interrupted, so a few more may go out.
+func (l *napiLab) send(t testing.TB, n uint64, cpus ...int) uint64 {
 	t.Helper()
 	sent, err := l.gen.Run(context.Background(), trafficgen.Config{
 		NS: l.pair.NS, Ifindex: l.pair.Peer.Index,
@@ -60,9 +62,10 @@ func (l *napiLab) send(t testing.TB, n uint64, cpus ...int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent != n {
-		t.Fatalf("generator sent %d frames, want %d", sent, n)
+	if sent < n {
+		t.Fatalf("generator sent %d frames, want at least %d", sent, n)
 	}
+	return sent
 }
 
 // xdpDrops is veth's own count of frames its XDP program dropped, summed
@@ -207,8 +210,8 @@ func TestNapiPollHistogram(t *testing.T) {
 
 	const n = 200_000
 	start := time.Now()
-	lab.send(t, n, 0, 1)
-	after := waitWork(t, func() map[string]*dto.MetricFamily { return gather(t, c) }, dev, exactly(n))
+	sent := lab.send(t, n, 0, 1)
+	after := waitWork(t, func() map[string]*dto.MetricFamily { return gather(t, c) }, dev, exactly(sent))
 	elapsed := time.Since(start)
 	proc2 := procSoftirqs(t)
 	afterAgain := gather(t, c)
@@ -218,11 +221,11 @@ func TestNapiPollHistogram(t *testing.T) {
 
 	byCtx := devicePolls(t, after, dev)
 	work, count := totalWork(byCtx)
-	if work != n {
-		t.Fatalf("histogram total work for %s = %d, want %d (by context: %+v)", dev, work, n, byCtx)
+	if work != sent {
+		t.Fatalf("histogram total work for %s = %d, want the %d frames sent (by context: %+v)", dev, work, sent, byCtx)
 	}
-	if drops := lab.xdpDrops(t); drops != n {
-		t.Fatalf("veth counted %d XDP drops, want %d", drops, n)
+	if drops := lab.xdpDrops(t); drops != sent {
+		t.Fatalf("veth counted %d XDP drops, want the %d frames sent", drops, sent)
 	}
 	// Nothing here runs threaded NAPI or busy polling: every poll ran in
 	// a NET_RX softirq, in the sender's task, in ksoftirqd or on idle.
@@ -369,18 +372,18 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	defer c.Close()
 
 	const n = 10_000
-	lab.send(t, n, 0)
+	sent := lab.send(t, n, 0)
 	var updateErr error
 	mfs := waitWork(t, func() map[string]*dto.MetricFamily {
 		var mfs map[string]*dto.MetricFamily
 		mfs, updateErr = gatherErr(t, c)
 		return mfs
-	}, lab.pair.Host.Name, exactly(n))
+	}, lab.pair.Host.Name, exactly(sent))
 	if !errors.Is(updateErr, ErrUnavailable) || !strings.Contains(updateErr.Error(), "irq:softirq_raise") {
 		t.Fatalf("Update error = %v, want ErrUnavailable naming irq:softirq_raise", updateErr)
 	}
-	if work, _ := totalWork(devicePolls(t, mfs, lab.pair.Host.Name)); work != n {
-		t.Errorf("histogram work = %d, want %d", work, n)
+	if work, _ := totalWork(devicePolls(t, mfs, lab.pair.Host.Name)); work != sent {
+		t.Errorf("histogram work = %d, want the %d frames sent", work, sent)
 	}
 	if value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_raise") != 0 ||
 		value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_entry") != 1 {
