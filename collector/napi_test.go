@@ -174,7 +174,7 @@ func waitWork(t testing.TB, read func() map[string]*dto.MetricFamily, device str
 
 func exactly(n uint64) func() uint64 { return func() uint64 { return n } }
 
-// softirqSnapshot is /proc/softirqs' NET_RX and TIMER columns.
+// procSoftirqs reads /proc/softirqs.
 func procSoftirqs(t testing.TB) procfs.Softirqs {
 	t.Helper()
 	fs, err := procfs.NewDefaultFS()
