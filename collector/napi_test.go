@@ -264,9 +264,14 @@ func TestNapiPollHistogram(t *testing.T) {
 		t.Errorf("NET_RX raises %v (+%v missed) < %d polls that completed", raises, raiseMisses, completed)
 	}
 
-	// The entry program fires right after the kernel's own /proc/softirqs
-	// increment, so its delta is sandwiched between the deltas of
-	// /proc/softirqs read just inside and just outside our two reads.
+	entryMisses := value(t, afterAgain, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_entry") -
+		value(t, before, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_entry")
+	// The kernel increments /proc/softirqs right before the entry
+	// tracepoint, so our delta is sandwiched between the deltas of
+	// /proc/softirqs read just inside and just outside our two reads. The
+	// increment and the tracepoint are two steps, and at most one softirq
+	// per CPU can sit between them when we read (a stalled vCPU can hold it
+	// there for a while): hence the one-event slack on each side.
 	for cpu := 0; cpu < 2; cpu++ {
 		for _, v := range []struct {
 			name string
@@ -278,8 +283,8 @@ func TestNapiPollHistogram(t *testing.T) {
 			ours := softirqValue(t, afterAgain, "xdp_softirq_entries_total", cpu, v.name) - softirqValueOr0(before, "xdp_softirq_entries_total", cpu, v.name)
 			inner := float64(v.col(proc2)[cpu] - v.col(proc1)[cpu])
 			outer := float64(v.col(proc3)[cpu] - v.col(proc0)[cpu])
-			if ours < inner || ours > outer {
-				t.Errorf("CPU %d %s: %v entries counted, /proc/softirqs says between %v and %v", cpu, v.name, ours, inner, outer)
+			if ours+entryMisses+1 < inner || ours > outer+1 {
+				t.Errorf("CPU %d %s: %v entries counted (+%v missed), /proc/softirqs says between %v and %v", cpu, v.name, ours, entryMisses, inner, outer)
 			}
 		}
 	}
