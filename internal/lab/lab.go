@@ -203,3 +203,12 @@ func deleteLink(h *netlink.Handle, name string) error {
 // netlinkHandle is a handle in the caller's namespace (the zero Handle uses
 // the package-level socket of vishvananda/netlink).
 func netlinkHandle() *netlink.Handle { return &netlink.Handle{} }
+
+// Queues returns the DUT's RX queue count, or an error when the lab is down.
+func Queues() (int, error) {
+	l, err := netlink.LinkByName(DUT)
+	if err != nil {
+		return 0, fmt.Errorf("lab is not up (run `xdp-lab up`): %w", err)
+	}
+	return l.Attrs().NumRxQueues, nil
+}

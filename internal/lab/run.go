@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/procfs"
 	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
@@ -60,7 +61,7 @@ type RunConfig struct {
 	Rate     float64       // offered frames/s in total; 0 = as fast as possible
 	Duration time.Duration // 0 with Count > 0 = until Count is sent
 	Count    uint64        // frames to send; 0 = for Duration
-	Attach   AttachFunc
+	Attach   AttachFunc // nil: the exporter's rxq collector attached it already
 	Progress io.Writer // one line per second; nil for none
 }
 
@@ -224,13 +225,22 @@ func prepare(cfg RunConfig, ns netns.NsHandle, et *ethtool.Ethtool) ([]io.Closer
 		return append(closers, rule), nil
 	}
 	if cfg.Attach == nil {
-		return closers, errors.New("no DUT program to attach")
+		// The exporter attached its rxq program itself; without any program
+		// veth would not run NAPI and every frame would be dropped unseen.
+		l, err := netlink.LinkByName(DUT)
+		if err != nil {
+			return closers, err
+		}
+		if x := l.Attrs().Xdp; x == nil || !x.Attached {
+			return closers, fmt.Errorf("no XDP program on %s: start the exporter with --collector.rxq.device=%s --collector.rxq.action=%s, or let xdp-lab attach one", DUT, DUT, cfg.Scenario)
+		}
+	} else {
+		c, err := cfg.Attach(cfg.Scenario)
+		if err != nil {
+			return closers, fmt.Errorf("attaching the DUT program to %s: %w", DUT, err)
+		}
+		closers = append(closers, c)
 	}
-	c, err := cfg.Attach(cfg.Scenario)
-	if err != nil {
-		return closers, fmt.Errorf("attaching the DUT program to %s: %w", DUT, err)
-	}
-	closers = append(closers, c)
 	var sinks []string
 	switch cfg.Scenario {
 	case TX:
