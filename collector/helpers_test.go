@@ -94,3 +94,14 @@ func hasLabels(m *dto.Metric, labels []string) bool {
 	}
 	return true
 }
+
+// sumFamily adds the samples of name whose labels include the given pairs.
+func sumFamily(mfs map[string]*dto.MetricFamily, name string, labels ...string) (sum float64, n int) {
+	for _, m := range mfs[name].GetMetric() {
+		if hasLabels(m, labels) {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			n++
+		}
+	}
+	return sum, n
+}

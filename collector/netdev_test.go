@@ -44,17 +44,6 @@ func sysfsCounter(t *testing.T, dev, name string) float64 {
 	return float64(v)
 }
 
-// sumFamily adds the samples of name whose labels include the given pairs.
-func sumFamily(mfs map[string]*dto.MetricFamily, name string, labels ...string) (sum float64, n int) {
-	for _, m := range mfs[name].GetMetric() {
-		if hasLabels(m, labels) {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			n++
-		}
-	}
-	return sum, n
-}
-
 // TestNetdevQstatsEth0 reads qstats of the VM's virtio_net eth0 and checks
 // them against the kernel's rtnl_link_stats64 in sysfs, read just before
 // and just after: the counters are live, so qstats must lie in between.
