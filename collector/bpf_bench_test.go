@@ -25,8 +25,8 @@ import (
 //	go test ./collector -run '^$' -bench BPFStatsCost -benchtime=11x
 func BenchmarkBPFStatsCost(b *testing.B) {
 	testenv.Privileged(b)
-	proc := &BPFCollector{cfg: BPFConfig{ProcPath: "/proc"}}
-	if on, err := proc.sysctlStats(); err != nil || on {
+	sysctl := &BPFCollector{cfg: BPFConfig{ProcPath: "/proc"}}
+	if on, err := sysctl.sysctlStats(); err != nil || on {
 		testenv.Unavailable(b, "kernel.bpf_stats_enabled must be 0 to measure statistics off (on=%v, err=%v)", on, err)
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -196,7 +197,7 @@ func TestBPFStatsEnabled(t *testing.T) {
 	if err != nil {
 		testenv.Unavailable(t, "kernel without BPF statistics: %v", err)
 	}
-	want, err := strconv.ParseFloat(string(raw[:len(raw)-1]), 64)
+	want, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
