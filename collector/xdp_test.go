@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -315,5 +316,94 @@ func TestXDPProtoMismatch(t *testing.T) {
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_bulk_tx"); v != 0 {
 		t.Fatalf("program with a mismatched prototype attached = %v", v)
+	}
+}
+
+// TestXDPCpumap: frames redirected into a cpumap entry are all counted at
+// enqueue, and each is either dropped there (queue full) or processed by
+// the kthread on the entry's CPU.
+func TestXDPCpumap(t *testing.T) {
+	c := newTestXDP(t, XDPConfig{})
+	pair := netlab.TestPair(t, 2)
+	cpumap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 2})
+	testenv.Check(t, err, "creating a cpumap")
+	defer cpumap.Close()
+	if err := cpumap.Put(uint32(1), uint32(512)); err != nil { // CPU 1, queue size 512
+		t.Fatal(err)
+	}
+	info, err := cpumap.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	mapID := fmt.Sprint(id)
+	xdpProg(t, pair.Host.Index, asm.Instructions{
+		asm.LoadMapPtr(asm.R1, cpumap.FD()),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	})
+	const n = 50_000
+	send(t, pair, n)
+
+	// The kthread drains its queue asynchronously.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mfs := gather(t, c)
+		enq := value(t, mfs, "xdp_cpumap_enqueue_packets_total", "map_id", mapID, "to_cpu", "1")
+		drops := value(t, mfs, "xdp_cpumap_enqueue_drops_total", "map_id", mapID, "to_cpu", "1")
+		bulks := value(t, mfs, "xdp_cpumap_enqueue_bulks_total", "map_id", mapID, "to_cpu", "1")
+		var done float64
+		if countMatching(mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID) > 0 {
+			done = value(t, mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID, "cpu", "1")
+		}
+		if enq != n {
+			t.Fatalf("cpumap enqueue packets = %v, want %d", enq, n)
+		}
+		if done+drops == n {
+			t.Logf("enqueued %v in %v bulks, %v dropped at enqueue, %v processed by the kthread on CPU 1", enq, bulks, drops, done)
+			if bulks == 0 || enq/bulks > 8 {
+				t.Fatalf("enqueue bulk average %v/%v outside (0, 8] (CPU_MAP_BULK_SIZE)", enq, bulks)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kthread processed %v + enqueue drops %v != %d", done, drops, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestXDPMapFull: a full map stops new series and counts the events it
+// could not place; the series it holds keep counting.
+func TestXDPMapFull(t *testing.T) {
+	testenv.Privileged(t)
+	spec, err := bpf.LoadXdpmon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Maps[bpf.XdpmonMapExceptions].MaxEntries = 1
+	c, err := newXDPCollector(XDPConfig{}, discardLogger(), spec)
+	testenv.Check(t, err, "starting the xdp collector")
+	defer c.Close()
+
+	first, second := netlab.TestPair(t, 2), netlab.TestPair(t, 2)
+	xdpProg(t, first.Host.Index, returnAction(0))
+	xdpProg(t, second.Host.Index, returnAction(0))
+	const n = 10_000
+	send(t, first, n)
+	send(t, second, n)
+	send(t, first, n)
+
+	mfs := gather(t, c)
+	if got := value(t, mfs, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
+		t.Fatalf("exceptions on the device holding the only slot = %v, want %d", got, 2*n)
+	}
+	if k := countMatching(mfs, "xdp_exceptions_total"); k != 1 {
+		t.Fatalf("%d exception series with max_entries 1", k)
+	}
+	if got := value(t, mfs, "xdp_monitor_map_full_events_total", "map", "exceptions"); got != n {
+		t.Fatalf("map full events = %v, want %d", got, n)
 	}
 }
