@@ -407,3 +407,42 @@ func TestXDPMapFull(t *testing.T) {
 		t.Fatalf("map full events = %v, want %d", got, n)
 	}
 }
+
+// TestXDPBulkTx: veth's XDP_TX flushes are traced per bulk. With an XDP
+// program on the peer every frame goes back out; without one the peer
+// cannot take XDP frames and every flush fails.
+func TestXDPBulkTx(t *testing.T) {
+	c := newTestXDP(t, XDPConfig{})
+	const n = 20_000
+	for _, tc := range []struct {
+		name      string
+		peerProg  bool
+		sent, drp float64
+	}{
+		{"peer with XDP", true, n, 0},
+		{"peer without XDP", false, 0, n},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pair := netlab.TestPair(t, 2)
+			if tc.peerProg {
+				if err := pair.Do(func() error { xdpProg(t, pair.Peer.Index, returnAction(1)); return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			xdpProg(t, pair.Host.Index, returnAction(3)) // XDP_TX
+			send(t, pair, n)
+			mfs := gather(t, c)
+			sent := value(t, mfs, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
+			drops := value(t, mfs, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)
+			bulks := value(t, mfs, "xdp_bulk_tx_bulks_total", "device", pair.Host.Name)
+			errs := value(t, mfs, "xdp_bulk_tx_errors_total", "device", pair.Host.Name)
+			t.Logf("sent %v, drops %v, %v bulks, %v failed", sent, drops, bulks, errs)
+			if sent != tc.sent || drops != tc.drp {
+				t.Fatalf("bulk_tx sent %v drops %v, want %v and %v", sent, drops, tc.sent, tc.drp)
+			}
+			if (errs == 0) != tc.peerProg || bulks == 0 {
+				t.Fatalf("bulk_tx errors %v in %v bulks", errs, bulks)
+			}
+		})
+	}
+}
