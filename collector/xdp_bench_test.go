@@ -139,6 +139,7 @@ func BenchmarkXDPCollectorProgramCost(b *testing.B) {
 		cfg  XDPConfig
 	}{{"default", XDPConfig{}}, {"redirect-success", XDPConfig{RedirectSuccess: true}}} {
 		var runs, nanos, frames uint64
+		perProg := map[string][2]uint64{}
 		for i := 0; i < b.N; i++ {
 			c, err := NewXDPCollector(mode.cfg, discardLogger())
 			testenv.Check(b, err, "starting the xdp collector")
@@ -160,6 +161,12 @@ func BenchmarkXDPCollectorProgramCost(b *testing.B) {
 				}
 				runs += st.RunCount
 				nanos += uint64(st.Runtime.Nanoseconds())
+				info, err := p.Info()
+				if err != nil {
+					b.Fatal(err)
+				}
+				pp := perProg[info.Name]
+				perProg[info.Name] = [2]uint64{pp[0] + st.RunCount, pp[1] + uint64(st.Runtime.Nanoseconds())}
 			}
 			if err := c.Close(); err != nil {
 				b.Fatal(err)
@@ -169,6 +176,11 @@ func BenchmarkXDPCollectorProgramCost(b *testing.B) {
 		perFrame := float64(nanos) / float64(frames)
 		b.ReportMetric(perRun, "ns/run_"+mode.name)
 		b.ReportMetric(perFrame, "ns/frame_"+mode.name)
+		for name, pp := range perProg {
+			if pp[0] > 0 {
+				b.Logf("%-16s %-16s %9d runs %6.1f ns per run", mode.name, name, pp[0], float64(pp[1])/float64(pp[0]))
+			}
+		}
 		b.Logf("%-16s %d frames, %d program runs (%.3f per frame), %.1f ns per run, %.2f ns per frame",
 			mode.name, frames, runs, float64(runs)/float64(frames), perRun, perFrame)
 	}
