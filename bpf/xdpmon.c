@@ -16,8 +16,8 @@
 // them.
 //
 // Each program loads and attaches on its own, so a tracepoint the running
-// kernel lacks (xdp_redirect_map_err went away in Linux 6.17) only loses its
-// own counters.
+// kernel lacks only loses its own counters (recent kernels, such as 6.18,
+// no longer have xdp_redirect_map_err).
 //
 // No atomics: every map is per-CPU. A key is inserted once with
 // BPF_NOEXIST and then incremented in place.

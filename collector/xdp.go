@@ -184,7 +184,7 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 		}
 		name := "xdp:" + ps.AttachTo
 		if why, missing := checkProto(kernel, ps.AttachTo, tp.params); why != "" {
-			// A tracepoint removed upstream (xdp_redirect_map_err on 6.17+)
+			// A tracepoint removed upstream (xdp_redirect_map_err on 6.18)
 			// is normal on a current kernel; a changed prototype is not.
 			level := slog.LevelWarn
 			if missing {

@@ -34,7 +34,7 @@ import (
 //	go test ./collector -run '^$' -bench XDPCollectorCost -benchtime 5x
 func BenchmarkXDPCollectorCost(b *testing.B) {
 	pair := netlab.TestPair(b, 1)
-	xdpProg(b, pair.Host.Index, returnAction(1)) // XDP_DROP
+	xdpAttach(b, pair.Host.Index, xdpReturn(1)) // XDP_DROP
 	g, err := trafficgen.New()
 	testenv.Check(b, err, "loading the traffic generator")
 	defer g.Close()
@@ -91,15 +91,15 @@ func BenchmarkXDPCollectorCost(b *testing.B) {
 	}
 	med := make([]float64, len(modes))
 	for m, mode := range modes {
-		med[m] = median(mpps[m])
+		med[m] = xdpMedian(mpps[m])
 		b.ReportMetric(med[m], "Mpps_"+mode.name)
-		b.Logf("%-16s median %.3f Mpps over %d runs %s", mode.name, med[m], len(mpps[m]), fmtRuns(mpps[m]))
+		b.Logf("%-16s median %.3f Mpps over %d runs %s", mode.name, med[m], len(mpps[m]), xdpFmtRuns(mpps[m]))
 	}
 	b.ReportMetric(med[1]/med[0], "ratio_default")
 	b.ReportMetric(med[2]/med[0], "ratio_success")
 }
 
-func median(v []float64) float64 {
+func xdpMedian(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
@@ -108,7 +108,7 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func fmtRuns(v []float64) string {
+func xdpFmtRuns(v []float64) string {
 	out := "["
 	for i, x := range v {
 		if i > 0 {
@@ -131,7 +131,7 @@ func fmtRuns(v []float64) string {
 //	go test ./collector -run '^$' -bench XDPCollectorProgramCost -benchtime 3x
 func BenchmarkXDPCollectorProgramCost(b *testing.B) {
 	pair := netlab.TestPair(b, 1)
-	xdpProg(b, pair.Host.Index, returnAction(1)) // XDP_DROP
+	xdpAttach(b, pair.Host.Index, xdpReturn(1)) // XDP_DROP
 	g, err := trafficgen.New()
 	testenv.Check(b, err, "loading the traffic generator")
 	defer g.Close()

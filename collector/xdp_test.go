@@ -18,9 +18,9 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
 
-// xdpProg loads an XDP program made of insns and attaches it to ifindex in
+// xdpAttach loads an XDP program made of insns and attaches it to ifindex in
 // the calling thread's namespace (use pair.Do for the peer).
-func xdpProg(t testing.TB, ifindex int, insns asm.Instructions) *ebpf.Program {
+func xdpAttach(t testing.TB, ifindex int, insns asm.Instructions) *ebpf.Program {
 	t.Helper()
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL", Instructions: insns})
 	testenv.Check(t, err, "loading a test XDP program")
@@ -31,12 +31,12 @@ func xdpProg(t testing.TB, ifindex int, insns asm.Instructions) *ebpf.Program {
 	return prog
 }
 
-func returnAction(action int32) asm.Instructions {
+func xdpReturn(action int32) asm.Instructions {
 	return asm.Instructions{asm.Mov.Imm(asm.R0, action), asm.Return()}
 }
 
-// redirectMapSlot0 is bpf_redirect_map(devmap, 0, 0).
-func redirectMapSlot0(devmap *ebpf.Map) asm.Instructions {
+// xdpRedirectMapSlot0 is bpf_redirect_map(devmap, 0, 0).
+func xdpRedirectMapSlot0(devmap *ebpf.Map) asm.Instructions {
 	return asm.Instructions{
 		asm.LoadMapPtr(asm.R1, devmap.FD()),
 		asm.Mov.Imm(asm.R2, 0),
@@ -46,8 +46,8 @@ func redirectMapSlot0(devmap *ebpf.Map) asm.Instructions {
 	}
 }
 
-// redirectIfindex is bpf_redirect(ifindex, 0).
-func redirectIfindex(ifindex int32) asm.Instructions {
+// xdpRedirectIfindex is bpf_redirect(ifindex, 0).
+func xdpRedirectIfindex(ifindex int32) asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Imm(asm.R1, ifindex),
 		asm.Mov.Imm(asm.R2, 0),
@@ -56,7 +56,7 @@ func redirectIfindex(ifindex int32) asm.Instructions {
 	}
 }
 
-func devmapTo(t testing.TB, ifindex int) *ebpf.Map {
+func xdpDevmapTo(t testing.TB, ifindex int) *ebpf.Map {
 	t.Helper()
 	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 	testenv.Check(t, err, "creating a devmap")
@@ -69,9 +69,9 @@ func devmapTo(t testing.TB, ifindex int) *ebpf.Map {
 	return m
 }
 
-// send makes the generator send exactly n frames from pair's peer to its
+// xdpSend makes the generator send exactly n frames from pair's peer to its
 // host end.
-func send(t testing.TB, pair *netlab.Pair, n uint64) {
+func xdpSend(t testing.TB, pair *netlab.Pair, n uint64) {
 	t.Helper()
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
@@ -102,7 +102,7 @@ func newTestXDP(t testing.TB, cfg XDPConfig) Collector {
 	return c
 }
 
-func progID(t testing.TB, p *ebpf.Program) string {
+func xdpProgID(t testing.TB, p *ebpf.Program) string {
 	t.Helper()
 	info, err := p.Info()
 	if err != nil {
@@ -120,12 +120,12 @@ func progID(t testing.TB, p *ebpf.Program) string {
 func TestXDPExceptions(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
 	pair := netlab.TestPair(t, 2)
-	prog := xdpProg(t, pair.Host.Index, returnAction(0)) // XDP_ABORTED
+	prog := xdpAttach(t, pair.Host.Index, xdpReturn(0)) // XDP_ABORTED
 	const n = 100_000
-	send(t, pair, n)
+	xdpSend(t, pair, n)
 
 	mfs := gather(t, c)
-	got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", progID(t, prog), "action", "ABORTED")
+	got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", xdpProgID(t, prog), "action", "ABORTED")
 	if got != n {
 		t.Fatalf("exceptions = %v, want %d", got, n)
 	}
@@ -145,7 +145,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 	const n = 10_000
 
 	down := netlab.TestPair(t, 1)
-	if err := down.Do(func() error { xdpProg(t, down.Peer.Index, returnAction(1)); return nil }); err != nil {
+	if err := down.Do(func() error { xdpAttach(t, down.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	l, err := netlink.LinkByName(down.Host.Name)
@@ -163,26 +163,26 @@ func TestXDPRedirectErrors(t *testing.T) {
 		family string
 		labels []string
 	}{
-		{"device down", func(t *testing.T) asm.Instructions { return redirectMapSlot0(devmapTo(t, down.Host.Index)) },
+		{"device down", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, down.Host.Index)) },
 			"xdp_redirect_errors_total", []string{"errno", "ENETDOWN"}},
-		{"device without ndo_xdp_xmit", func(t *testing.T) asm.Instructions { return redirectMapSlot0(devmapTo(t, noXmit.Host.Index)) },
+		{"device without ndo_xdp_xmit", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, noXmit.Host.Index)) },
 			"xdp_redirect_errors_total", []string{"errno", "EOPNOTSUPP"}},
-		{"missing ifindex", func(*testing.T) asm.Instructions { return redirectIfindex(0x7ffffff0) },
+		{"missing ifindex", func(*testing.T) asm.Instructions { return xdpRedirectIfindex(0x7ffffff0) },
 			"xdp_redirect_errors_total", []string{"errno", "EINVAL"}},
-		{"empty devmap slot", func(t *testing.T) asm.Instructions { return redirectMapSlot0(devmapTo(t, 0)) },
+		{"empty devmap slot", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, 0)) },
 			"xdp_exceptions_total", []string{"action", "ABORTED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pair := netlab.TestPair(t, 2)
-			prog := xdpProg(t, pair.Host.Index, tc.insns(t))
-			send(t, pair, n)
+			prog := xdpAttach(t, pair.Host.Index, tc.insns(t))
+			xdpSend(t, pair, n)
 			mfs := gather(t, c)
-			labels := append([]string{"device", pair.Host.Name, "prog_id", progID(t, prog)}, tc.labels...)
+			labels := append([]string{"device", pair.Host.Name, "prog_id", xdpProgID(t, prog)}, tc.labels...)
 			if got := value(t, mfs, tc.family, labels...); got != n {
 				t.Fatalf("%s%v = %v, want %d", tc.family, labels, got, n)
 			}
 			if tc.family == "xdp_redirect_errors_total" {
-				if k := countMatching(mfs, tc.family, "device", pair.Host.Name); k != 1 {
+				if k := xdpCount(mfs, tc.family, "device", pair.Host.Name); k != 1 {
 					t.Fatalf("%d redirect error series for %s, want only %v", k, pair.Host.Name, tc.labels)
 				}
 			}
@@ -190,7 +190,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 	}
 }
 
-func countMatching(mfs map[string]*dto.MetricFamily, name string, labels ...string) int {
+func xdpCount(mfs map[string]*dto.MetricFamily, name string, labels ...string) int {
 	n := 0
 	for _, m := range mfs[name].GetMetric() {
 		if hasLabels(m, labels) {
@@ -200,15 +200,15 @@ func countMatching(mfs map[string]*dto.MetricFamily, name string, labels ...stri
 	return n
 }
 
-// redirectLab makes the devmap redirect path: frames arrive on in.Host,
+// xdpRedirectLab makes the devmap redirect path: frames arrive on in.Host,
 // whose program redirects them through a devmap to out.Host; out.Peer has
 // an XDP_DROP program so veth accepts XDP frames for it.
-func redirectLab(t *testing.T) (in, out *netlab.Pair) {
+func xdpRedirectLab(t *testing.T) (in, out *netlab.Pair) {
 	in, out = netlab.TestPair(t, 2), netlab.TestPair(t, 2)
-	if err := out.Do(func() error { xdpProg(t, out.Peer.Index, returnAction(1)); return nil }); err != nil {
+	if err := out.Do(func() error { xdpAttach(t, out.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	xdpProg(t, in.Host.Index, redirectMapSlot0(devmapTo(t, out.Host.Index)))
+	xdpAttach(t, in.Host.Index, xdpRedirectMapSlot0(xdpDevmapTo(t, out.Host.Index)))
 	return in, out
 }
 
@@ -217,9 +217,9 @@ func redirectLab(t *testing.T) (in, out *netlab.Pair) {
 // and the devmap bulk size, 16.
 func TestXDPDevmapXmit(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
-	in, out := redirectLab(t)
+	in, out := xdpRedirectLab(t)
 	const n = 100_000
-	send(t, in, n)
+	xdpSend(t, in, n)
 
 	mfs := gather(t, c)
 	labels := []string{"from_device", in.Host.Name, "to_device", out.Host.Name}
@@ -248,9 +248,9 @@ func TestXDPDevmapXmit(t *testing.T) {
 // counted as a successful redirect of the program that made it.
 func TestXDPRedirectSuccess(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{RedirectSuccess: true})
-	in, _ := redirectLab(t)
+	in, _ := xdpRedirectLab(t)
 	const n = 50_000
-	send(t, in, n)
+	xdpSend(t, in, n)
 	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_redirects_total", "device", in.Host.Name); got != n {
 		t.Fatalf("redirects = %v, want %d", got, n)
@@ -275,13 +275,13 @@ func TestXDPMissingTracepoint(t *testing.T) {
 	testenv.Check(t, err, "starting the xdp collector with one missing tracepoint")
 	defer c.Close()
 
-	in, out := redirectLab(t)
+	in, out := xdpRedirectLab(t)
 	const n = 10_000
-	send(t, in, n)
+	xdpSend(t, in, n)
 	// Also exercise a tracepoint that is still attached.
 	pair := netlab.TestPair(t, 2)
-	xdpProg(t, pair.Host.Index, returnAction(0))
-	send(t, pair, n)
+	xdpAttach(t, pair.Host.Index, xdpReturn(0))
+	xdpSend(t, pair, n)
 
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_no_such_tracepoint"); v != 0 {
@@ -293,7 +293,7 @@ func TestXDPMissingTracepoint(t *testing.T) {
 	if got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "action", "ABORTED"); got != n {
 		t.Fatalf("exceptions = %v, want %d", got, n)
 	}
-	if k := countMatching(mfs, "xdp_devmap_xmit_packets_total", "from_device", in.Host.Name, "to_device", out.Host.Name); k != 0 {
+	if k := xdpCount(mfs, "xdp_devmap_xmit_packets_total", "from_device", in.Host.Name, "to_device", out.Host.Name); k != 0 {
 		t.Fatalf("devmap xmit counted through a tracepoint that was not attached")
 	}
 }
@@ -337,7 +337,7 @@ func TestXDPCpumap(t *testing.T) {
 	}
 	id, _ := info.ID()
 	mapID := fmt.Sprint(id)
-	xdpProg(t, pair.Host.Index, asm.Instructions{
+	xdpAttach(t, pair.Host.Index, asm.Instructions{
 		asm.LoadMapPtr(asm.R1, cpumap.FD()),
 		asm.Mov.Imm(asm.R2, 1),
 		asm.Mov.Imm(asm.R3, 0),
@@ -345,7 +345,7 @@ func TestXDPCpumap(t *testing.T) {
 		asm.Return(),
 	})
 	const n = 50_000
-	send(t, pair, n)
+	xdpSend(t, pair, n)
 
 	// The kthread drains its queue asynchronously.
 	deadline := time.Now().Add(5 * time.Second)
@@ -355,7 +355,7 @@ func TestXDPCpumap(t *testing.T) {
 		drops := value(t, mfs, "xdp_cpumap_enqueue_drops_total", "map_id", mapID, "to_cpu", "1")
 		bulks := value(t, mfs, "xdp_cpumap_enqueue_bulks_total", "map_id", mapID, "to_cpu", "1")
 		var done float64
-		if countMatching(mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID) > 0 {
+		if xdpCount(mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID) > 0 {
 			done = value(t, mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID, "cpu", "1")
 		}
 		if enq != n {
@@ -389,18 +389,18 @@ func TestXDPMapFull(t *testing.T) {
 	defer c.Close()
 
 	first, second := netlab.TestPair(t, 2), netlab.TestPair(t, 2)
-	xdpProg(t, first.Host.Index, returnAction(0))
-	xdpProg(t, second.Host.Index, returnAction(0))
+	xdpAttach(t, first.Host.Index, xdpReturn(0))
+	xdpAttach(t, second.Host.Index, xdpReturn(0))
 	const n = 10_000
-	send(t, first, n)
-	send(t, second, n)
-	send(t, first, n)
+	xdpSend(t, first, n)
+	xdpSend(t, second, n)
+	xdpSend(t, first, n)
 
 	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
 		t.Fatalf("exceptions on the device holding the only slot = %v, want %d", got, 2*n)
 	}
-	if k := countMatching(mfs, "xdp_exceptions_total"); k != 1 {
+	if k := xdpCount(mfs, "xdp_exceptions_total"); k != 1 {
 		t.Fatalf("%d exception series with max_entries 1", k)
 	}
 	if got := value(t, mfs, "xdp_monitor_map_full_events_total", "map", "exceptions"); got != n {
@@ -425,12 +425,12 @@ func TestXDPBulkTx(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pair := netlab.TestPair(t, 2)
 			if tc.peerProg {
-				if err := pair.Do(func() error { xdpProg(t, pair.Peer.Index, returnAction(1)); return nil }); err != nil {
+				if err := pair.Do(func() error { xdpAttach(t, pair.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 					t.Fatal(err)
 				}
 			}
-			xdpProg(t, pair.Host.Index, returnAction(3)) // XDP_TX
-			send(t, pair, n)
+			xdpAttach(t, pair.Host.Index, xdpReturn(3)) // XDP_TX
+			xdpSend(t, pair, n)
 			mfs := gather(t, c)
 			sent := value(t, mfs, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
 			drops := value(t, mfs, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)

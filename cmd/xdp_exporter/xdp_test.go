@@ -12,9 +12,9 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
-// startWrapped is startExporter with the binary run through a wrapper
+// startXDPWrapped is startExporter with the binary run through a wrapper
 // command (capsh), which must exec it so that SIGINT reaches the exporter.
-func startWrapped(t *testing.T, wrapper []string, args ...string) *exporter {
+func startXDPWrapped(t *testing.T, wrapper []string, args ...string) *exporter {
 	t.Helper()
 	e := &exporter{Addr: freeAddr(t), stderr: &bytes.Buffer{}}
 	cmdline := append(append(wrapper, exporterBinary(t), "--web.listen-address="+e.Addr), args...)
@@ -51,7 +51,7 @@ func startWrapped(t *testing.T, wrapper []string, args ...string) *exporter {
 	}
 }
 
-func hasLine(body, line string) bool {
+func xdpHasLine(body, line string) bool {
 	for _, l := range strings.Split(body, "\n") {
 		if l == line {
 			return true
@@ -72,10 +72,10 @@ func TestXDPWithoutBPFCapabilities(t *testing.T) {
 	}
 	// --drop removes the capabilities from the bounding set; capsh then
 	// execs the exporter through a shell with the remaining ones.
-	e := startWrapped(t, []string{capsh, "--drop=cap_bpf,cap_perfmon,cap_sys_admin", "--", "-c", `exec "$0" "$@"`})
+	e := startXDPWrapped(t, []string{capsh, "--drop=cap_bpf,cap_perfmon,cap_sys_admin", "--", "-c", `exec "$0" "$@"`})
 	body := e.Scrape(t)
 	promtoolCheck(t, body)
-	if !hasLine(body, `xdp_scrape_collector_success{collector="xdp"} 0`) {
+	if !xdpHasLine(body, `xdp_scrape_collector_success{collector="xdp"} 0`) {
 		t.Fatalf("xdp collector did not report success 0 without CAP_BPF:\n%s", body)
 	}
 	if !strings.Contains(e.stderr.String(), "BPF not permitted: the xdp collector needs CAP_BPF and CAP_PERFMON") {
@@ -88,8 +88,8 @@ func TestXDPWithoutBPFCapabilities(t *testing.T) {
 
 // TestXDPKernelDrift is the failure that stops every tool of Debian's
 // xdp-tools 1.3.1 on this kernel: one of the programs targets
-// xdp:xdp_redirect_map_err, which Linux 6.17 removed. Ours reports it
-// missing once at startup and serves everything else.
+// xdp:xdp_redirect_map_err, which recent kernels (6.18 here) no longer
+// have. Ours reports it missing once at startup and serves everything else.
 func TestXDPKernelDrift(t *testing.T) {
 	testenv.Privileged(t)
 	if _, err := os.Stat("/sys/kernel/tracing/events/xdp/xdp_redirect_map_err"); err == nil {
@@ -105,7 +105,7 @@ func TestXDPKernelDrift(t *testing.T) {
 		`xdp_monitor_tracepoint_attached{tracepoint="xdp:xdp_exception"} 1`,
 		`xdp_monitor_tracepoint_attached{tracepoint="xdp:xdp_devmap_xmit"} 1`,
 	} {
-		if !hasLine(body, want) {
+		if !xdpHasLine(body, want) {
 			t.Errorf("scrape lacks %s", want)
 		}
 	}
