@@ -2,7 +2,6 @@ package collector
 
 import (
 	"runtime"
-	"slices"
 	"testing"
 	"time"
 
@@ -124,13 +123,4 @@ func threadCPU(b *testing.B) int64 {
 		b.Fatal(err)
 	}
 	return ts.Nano()
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

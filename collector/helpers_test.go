@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,4 +105,14 @@ func sumFamily(mfs map[string]*dto.MetricFamily, name string, labels ...string) 
 		}
 	}
 	return sum, n
+}
+
+// median of benchmark samples: the machine is shared and noisy.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

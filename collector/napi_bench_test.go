@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,15 +58,6 @@ func newTestNapiUncleaned(b *testing.B) *NapiCollector {
 		b.Fatal(err)
 	}
 	return c
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // BenchmarkNapiProgramRunTime reports what each of the collector's

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -123,20 +122,6 @@ func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource,
 		cfg.ProcIRQ = "/proc/irq"
 	}
 	return &NetdevCollector{cfg: cfg, logger: logger, src: src, names: names, unsupported: map[uint8]bool{}}
-}
-
-// interfaceNames lists the interfaces of the exporter's network namespace,
-// the same namespace the netdev family answers for.
-func interfaceNames() (map[uint32]string, error) {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil, fmt.Errorf("listing interfaces: %w", err)
-	}
-	out := make(map[uint32]string, len(ifs))
-	for _, i := range ifs {
-		out[uint32(i.Index)] = i.Name
-	}
-	return out, nil
 }
 
 // Close releases the netlink socket.

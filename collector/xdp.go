@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"syscall"
 
@@ -443,20 +442,6 @@ func (c *xdpCollector) deviceLabel(names map[uint32]string, k bpf.XdpmonDevKey) 
 		return n
 	}
 	return fmt.Sprintf("ifindex:%d", k.Ifindex)
-}
-
-// interfaceNames maps ifindex to name in the exporter's namespace; one
-// netlink dump per scrape.
-func interfaceNames() (map[uint32]string, error) {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil, fmt.Errorf("listing interfaces: %w", err)
-	}
-	out := make(map[uint32]string, len(ifs))
-	for _, i := range ifs {
-		out[uint32(i.Index)] = i.Name
-	}
-	return out, nil
 }
 
 // errnoName turns a negative kernel errno into its name (ENETDOWN).

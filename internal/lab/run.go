@@ -61,8 +61,8 @@ type RunConfig struct {
 	Rate     float64       // offered frames/s in total; 0 = as fast as possible
 	Duration time.Duration // 0 with Count > 0 = until Count is sent
 	Count    uint64        // frames to send; 0 = for Duration
-	Attach   AttachFunc // nil: the exporter's rxq collector attached it already
-	Progress io.Writer // one line per second; nil for none
+	Attach   AttachFunc    // nil: the exporter's rxq collector attached it already
+	Progress io.Writer     // one line per second; nil for none
 }
 
 // Result is what one run measured.
