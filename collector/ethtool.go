@@ -413,11 +413,11 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 		}
 	}
 
-	type chosen struct {
-		idx int
-		t   target
+	type cand struct {
+		t       target
+		indexes []int
 	}
-	series := map[string]chosen{}
+	series := map[string]*cand{}
 	var order []string
 	for i, n := range names {
 		if n == "" {
@@ -449,24 +449,30 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 			t = target{c.untypedDesc(suffix, p.perQueue), prometheus.UntypedValue, 1, labels}
 		}
 		key := t.desc.String() + "\xff" + strings.Join(t.labels, "\xff")
-		if prev, dup := series[key]; dup {
-			keep, drop := prev, chosen{i, t}
-			if n < names[prev.idx] {
-				keep, drop = drop, keep
-			}
-			c.logger.Debug("ethtool stats collide after parsing and sanitising; keeping one",
-				"device", dev, "kept", names[keep.idx], "dropped", names[drop.idx])
-			series[key] = keep
+		if s, dup := series[key]; dup {
+			s.indexes = append(s.indexes, i)
 			continue
 		}
-		series[key] = chosen{i, t}
+		series[key] = &cand{t: t, indexes: []int{i}}
 		order = append(order, key)
 	}
 	out := make([]ethtoolSample, 0, len(order))
 	for _, k := range order {
 		s := series[k]
+		keep := s.indexes[0]
+		for _, i := range s.indexes[1:] {
+			if names[i] < names[keep] {
+				keep = i
+			}
+		}
+		for _, i := range s.indexes {
+			if i != keep {
+				c.logger.Debug("ethtool stats collide after parsing and sanitising; keeping one",
+					"device", dev, "kept", names[keep], "dropped", names[i])
+			}
+		}
 		out = append(out, ethtoolSample{
-			idx: s.idx, desc: s.t.desc, typ: s.t.typ, scale: s.t.scale,
+			idx: keep, desc: s.t.desc, typ: s.t.typ, scale: s.t.scale,
 			pairs: prometheus.MakeLabelPairs(s.t.desc, s.t.labels),
 		})
 	}
