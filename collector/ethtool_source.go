@@ -1,12 +1,12 @@
 package collector
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"sort"
 	"sync"
 	"unsafe"
 
@@ -54,34 +54,29 @@ type ethtoolSource interface {
 
 // kernelEthtool is the ethtoolSource for the running kernel.
 //
-// safchain/ethtool covers GDRVINFO, GCHANNELS, GRINGPARAM and the private
-// flag names. Its Stats call, however, re-reads the whole string set on
-// every call (GDRVINFO + GSTRINGS + GSTATS, and a map from name to value),
-// which is what makes a scrape slow on a NIC with thousands of stats and
-// loses the driver's order and duplicate names. So GSTRINGS and GSTATS, and
-// GPFLAGS without re-reading its names, are issued here by hand on a socket
-// of our own.
+// It issues the ethtool ioctls itself, on its own socket, with the
+// structures of safchain/ethtool (Channels, Ring) and golang.org/x/sys
+// (GDRVINFO). safchain's own calls cannot be used from the scrape's worker
+// goroutines: they pass the address of a stack variable to the kernel as a
+// uintptr inside struct ifreq, and when the goroutine's stack grows before
+// the syscall the kernel writes into the old stack (observed here:
+// GDRVINFO returning an empty driver and zero stats from a fresh
+// goroutine). Its Stats call also re-reads the whole string set on every
+// call and returns a map, losing the driver's order and duplicate names.
 type kernelEthtool struct {
-	lib  *ethtool.Ethtool
 	fd   int
 	bufs guardPool
 }
 
 func newKernelEthtool() (*kernelEthtool, error) {
-	lib, err := ethtool.NewEthtool()
-	if err != nil {
-		return nil, fmt.Errorf("opening the ethtool socket: %w", err)
-	}
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		lib.Close()
 		return nil, fmt.Errorf("opening the ethtool socket: %w", err)
 	}
-	return &kernelEthtool{lib: lib, fd: fd}, nil
+	return &kernelEthtool{fd: fd}, nil
 }
 
 func (k *kernelEthtool) Close() error {
-	k.lib.Close()
 	k.bufs.close()
 	return unix.Close(k.fd)
 }
@@ -99,30 +94,44 @@ func (k *kernelEthtool) Devices() ([]ethtoolDevice, error) {
 }
 
 func (k *kernelEthtool) DriverInfo(dev string) (ethtoolDriverInfo, error) {
-	d, err := k.lib.DriverInfo(dev)
+	d, err := unix.IoctlGetEthtoolDrvinfo(k.fd, dev)
 	if err != nil {
 		return ethtoolDriverInfo{}, err
 	}
 	return ethtoolDriverInfo{
-		Driver: d.Driver, Version: d.Version, FirmwareVersion: d.FwVersion, BusInfo: d.BusInfo,
-		NStats: int(d.NStats), NPrivFlags: int(d.NPrivFlags),
+		Driver: cString(d.Driver[:]), Version: cString(d.Version[:]),
+		FirmwareVersion: cString(d.Fw_version[:]), BusInfo: cString(d.Bus_info[:]),
+		NStats: int(d.N_stats), NPrivFlags: int(d.N_priv_flags),
 	}, nil
 }
 
-func (k *kernelEthtool) Channels(dev string) (ethtool.Channels, error) { return k.lib.GetChannels(dev) }
-func (k *kernelEthtool) Ring(dev string) (ethtool.Ring, error)         { return k.lib.GetRing(dev) }
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
 
+func (k *kernelEthtool) Channels(dev string) (ethtool.Channels, error) {
+	v := ethtool.Channels{Cmd: ethtool.ETHTOOL_GCHANNELS}
+	err := k.ioctl(dev, unsafe.Pointer(&v))
+	return v, err
+}
+
+func (k *kernelEthtool) Ring(dev string) (ethtool.Ring, error) {
+	v := ethtool.Ring{Cmd: ethtool.ETHTOOL_GRINGPARAM}
+	err := k.ioctl(dev, unsafe.Pointer(&v))
+	return v, err
+}
+
+// PrivFlagNames reads the ETH_SS_PRIV_FLAGS strings; their index is the
+// flag's bit in ETHTOOL_GPFLAGS.
 func (k *kernelEthtool) PrivFlagNames(dev string) ([]string, error) {
-	m, err := k.lib.PrivFlagsNames(dev)
+	info, err := k.DriverInfo(dev)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(m))
-	for name := range m {
-		out = append(out, name)
-	}
-	sort.Slice(out, func(i, j int) bool { return m[out[i]] < m[out[j]] })
-	return out, nil
+	return k.strings(dev, ethSSPrivFlags, info.NPrivFlags)
 }
 
 const (
@@ -130,6 +139,7 @@ const (
 	ethtoolGStats   = 0x1d // ETHTOOL_GSTATS
 	ethtoolGPFlags  = 0x27 // ETHTOOL_GPFLAGS
 	ethSSStats      = 1    // ETH_SS_STATS
+	ethSSPrivFlags  = 2    // ETH_SS_PRIV_FLAGS
 	ethGStringLen   = 32   // ETH_GSTRING_LEN
 )
 
@@ -158,11 +168,15 @@ func (k *kernelEthtool) PrivFlags(dev string) (uint32, error) {
 	return v.data, err
 }
 
-// StatNames issues ETHTOOL_GSTRINGS for the stats set. The kernel writes as
+func (k *kernelEthtool) StatNames(dev string, n int) ([]string, error) {
+	return k.strings(dev, ethSSStats, n)
+}
+
+// strings issues ETHTOOL_GSTRINGS for a string set. The kernel writes as
 // many strings as the driver has now, whatever length we pass, so the
 // buffer ends at a guard page: a set that grew since GDRVINFO makes the
 // copy fail with EFAULT instead of overwriting our memory.
-func (k *kernelEthtool) StatNames(dev string, n int) ([]string, error) {
+func (k *kernelEthtool) strings(dev string, set uint32, n int) ([]string, error) {
 	const hdr = 12 // struct ethtool_gstrings: cmd, string_set, len
 	b, mem, err := k.bufs.get(hdr + n*ethGStringLen)
 	if err != nil {
@@ -170,7 +184,7 @@ func (k *kernelEthtool) StatNames(dev string, n int) ([]string, error) {
 	}
 	defer k.bufs.put(b)
 	binary.NativeEndian.PutUint32(mem[0:], ethtoolGStrings)
-	binary.NativeEndian.PutUint32(mem[4:], ethSSStats)
+	binary.NativeEndian.PutUint32(mem[4:], set)
 	binary.NativeEndian.PutUint32(mem[8:], uint32(n))
 	err = k.ioctl(dev, unsafe.Pointer(&mem[0]))
 	if got := int(binary.NativeEndian.Uint32(mem[8:])); got != n && (err == nil || errors.Is(err, unix.EFAULT)) {

@@ -298,11 +298,11 @@ func TestEthtoolOddNamesAndCollisions(t *testing.T) {
 	for range 3 {
 		mfs := gatherOnce(t, c)
 		for fam, want := range map[string]float64{
-			"xdp_ethtool_stat_rx_bytes":         3, // "RX Bytes" sorts before "rx-bytes" and "rx_bytes"
-			"xdp_ethtool_stat_port_rx_dropped":  4,
-			"xdp_ethtool_stat_1st_stat":         5,
-			"xdp_ethtool_stat_weird":            6,
-			"xdp_ethtool_stat_rx_pkts_good":     7,
+			"xdp_ethtool_stat_rx_bytes":          3, // "RX Bytes" sorts before "rx-bytes" and "rx_bytes"
+			"xdp_ethtool_stat_port_rx_dropped":   4,
+			"xdp_ethtool_stat_1st_stat":          5,
+			"xdp_ethtool_stat_weird":             6,
+			"xdp_ethtool_stat_rx_pkts_good":      7,
 			"xdp_ethtool_stat_tx_queue_01_bytes": 12,
 		} {
 			if got := value(t, mfs, fam, "device", "odd"); got != want {
@@ -335,7 +335,18 @@ func TestEthtool20000Stats(t *testing.T) {
 		t.Fatalf("fixture has %d stats", len(d.names))
 	}
 	src := newFixtureSource(map[string]*fixtureDev{"big": d})
-	mfs := gatherOnce(t, fixtureCollector(t, src, ".*", nil))
+	// The pedantic registry rejects duplicate series; promlint is left out
+	// here because its duplicate check is quadratic in a family's size.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(single{fixtureCollector(t, src, ".*", nil)})
+	list, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs := map[string]*dto.MetricFamily{}
+	for _, mf := range list {
+		mfs[mf.GetName()] = mf
+	}
 	// 20,000 stats, plus driver_info.
 	if n := series(mfs); n != 20001 {
 		t.Fatalf("%d series, want 20001", n)
