@@ -119,8 +119,8 @@ func TestCompareNodeExporter(t *testing.T) {
 	t.Logf("100 veth interfaces, 20 scrapes each, alternating: node_exporter %s p50 %v, xdp_exporter p50 %v, ratio %.1fx",
 		nodeExporterVersion(nodeExporter), pt, po, float64(pt)/float64(po))
 	t.Logf("collector's own time in the last scrape: node_exporter %s s, xdp_exporter %s s",
-		sampleValue(t, theirsBody, "node_scrape_collector_duration_seconds", `collector="ethtool"`),
-		sampleValue(t, oursBody, "xdp_scrape_collector_duration_seconds", `collector="ethtool"`))
+		sampleText(t, theirsBody, "node_scrape_collector_duration_seconds", `collector="ethtool"`),
+		sampleText(t, oursBody, "xdp_scrape_collector_duration_seconds", `collector="ethtool"`))
 
 	// Same counters, same values. Taken from the warm-up scrapes: nothing
 	// sends on these veths, so the values cannot move in between.
@@ -141,8 +141,8 @@ func TestCompareNodeExporter(t *testing.T) {
 						ourLbl += `,action="drop"`
 					}
 				}
-				want := sampleValue(t, theirsBody, pair[0], lbl)
-				if got := sampleValue(t, oursBody, pair[1], ourLbl); got != want {
+				want := sampleText(t, theirsBody, pair[0], lbl)
+				if got := sampleText(t, oursBody, pair[1], ourLbl); got != want {
 					t.Errorf("%s{%s}: node_exporter %s = %s, ours %s = %s", dev, lbl, pair[0], want, pair[1], got)
 				}
 				checked++
@@ -159,7 +159,7 @@ func nodeExporterVersion(bin string) string {
 
 // sampleValue returns the value of the one sample of family whose labels
 // include every comma-separated name="value" in labels.
-func sampleValue(t *testing.T, body, family, labels string) string {
+func sampleText(t *testing.T, body, family, labels string) string {
 	t.Helper()
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
