@@ -236,7 +236,7 @@ func AlertingRules(cfg Config) RuleFile {
 		s.For, s.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} stalls on PCIe {{ $labels.direction }}s",
 		"The NIC could not issue outbound PCIe {{ $labels.direction }}s for lack of credits (mlx5 outbound_pci_stalled_rd/wr): "+
-			"{{ $value | humanize }} (the average stalled share of each second, or stalled seconds per second). "+
+			"stalled {{ $value | humanizePercentage }} of the time (the average stalled share of each second, or the share of seconds the driver counted as stalled above 30%). "+
 			"PCIe is the bottleneck: expect rx_discards_phy while CPUs idle. Enable CQE compression, check the slot's link width and speed (lspci -vv), and the NUMA placement.")
 
 	d := cfg.DDIOCacheMiss
@@ -265,7 +265,7 @@ func AlertingRules(cfg Config) RuleFile {
 			"This CPU saturates first and drops while others idle.")
 
 	event := func(name string, e EventConfig, expr, summary, description string) Rule {
-		return alert(name, expr+" > "+num(e.MaxPerSecond), e.For, e.Severity, summary, description)
+		return alert(name, "(\n"+expr+"\n) > "+num(e.MaxPerSecond), e.For, e.Severity, summary, description)
 	}
 	ex := cfg.Exceptions
 	exc := event(AlertExceptions, ex,
@@ -287,7 +287,7 @@ func AlertingRules(cfg Config) RuleFile {
 	cm := cfg.CpumapDrops
 	cpumap := event(AlertCpumapDrops, cm,
 		"sum by (instance, map_id, to_cpu) (rate(xdp_cpumap_enqueue_drops_total["+cm.Window+"]))\nor\n"+
-			"label_replace(sum by (instance, map_id, cpu) (rate(xdp_cpumap_kthread_drops_total["+cm.Window+"])), \"to_cpu\", \"$1\", \"cpu\", \"(.*)\")",
+			"sum by (instance, map_id, to_cpu) (label_replace(rate(xdp_cpumap_kthread_drops_total["+cm.Window+"]), \"to_cpu\", \"$1\", \"cpu\", \"(.*)\"))",
 		"cpumap drops frames for CPU {{ $labels.to_cpu }} ({{ $labels.instance }})",
 		"{{ $value | humanize }} frames/s are dropped on the way to CPU {{ $labels.to_cpu }} of cpumap {{ $labels.map_id }}: its queue is full (xdp:xdp_cpumap_enqueue) or its kthread drops them (xdp:xdp_cpumap_kthread). The target CPU cannot keep up; spread the load over more CPUs or raise the cpumap qsize.")
 
