@@ -1,0 +1,208 @@
+package dashboards
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config holds every alert threshold in one place, as node-mixin's
+// _config does. The defaults are what DefaultConfig returns; a YAML file
+// with any subset of these keys overrides them:
+//
+//	go run ./dashboards/cmd/gen -config my-thresholds.yaml -out /tmp/rules
+//
+// The seed figures quoted below come from the XDP paper's benchmark notes
+// (mlx5 ConnectX-5, Xeon E5-1650 v4; ../shared/seeds/000_*.txt).
+type Config struct {
+	// RunbookURL is the base of every alert's runbook_url; the alert's
+	// anchor (its name in lower case) is appended after '#'.
+	RunbookURL string `yaml:"runbook_url"`
+	// RateWindow is the range of the rate() in every recording rule. Keep it
+	// at least four scrape intervals.
+	RateWindow string `yaml:"rate_window"`
+
+	// RXCPU decides which CPUs are "RX CPUs" (the ones processing packets),
+	// which several alerts restrict themselves to.
+	RXCPU RXCPUConfig `yaml:"rx_cpu"`
+
+	NICDropsWhileIdle NICDropsConfig      `yaml:"nic_drops_while_idle"`
+	RxOutOfBuffer     OutOfBufferConfig   `yaml:"rx_out_of_buffer"`
+	PageCacheStarved  PageCacheConfig     `yaml:"page_cache_starved"`
+	PCIeStalled       PCIeConfig          `yaml:"pcie_stalled"`
+	DDIOCacheMiss     CacheMissConfig     `yaml:"ddio_cache_miss"`
+	RSSImbalance      RSSConfig           `yaml:"rss_imbalance"`
+	Exceptions        EventConfig         `yaml:"exceptions"`
+	RedirectErrors    EventConfig         `yaml:"redirect_errors"`
+	DevmapDrops       EventConfig         `yaml:"devmap_drops"`
+	CpumapDrops       EventConfig         `yaml:"cpumap_drops"`
+	NAPIOverload      NAPIConfig          `yaml:"napi_softirq_overload"`
+	ProgramNotRunning ProgramConfig       `yaml:"program_not_running"`
+	CollectorFailing  CollectorFailConfig `yaml:"collector_failing"`
+}
+
+// RXCPUConfig: a CPU is an RX CPU when the rxq collector sees at least
+// MinPackets packets/s on it or, without the rxq collector, when it spends
+// at least MinSoftirqRatio of its time in softirq.
+type RXCPUConfig struct {
+	MinPackets      float64 `yaml:"min_packets_per_second"`
+	MinSoftirqRatio float64 `yaml:"min_softirq_ratio"`
+}
+
+// NICDropsConfig: the NIC discards at the port while the RX CPUs still have
+// idle time, i.e. the host cannot take packets off the wire fast enough
+// although the CPUs could process them: PCIe (or memory/DDIO) bottleneck.
+// Seed: rx_discards_phy 13,760,980/s of rx_packets_phy 88,049,446/s (15.6%)
+// with the six RX CPUs 37-40% idle.
+type NICDropsConfig struct {
+	MinDiscards  float64 `yaml:"min_discards_per_second"`
+	MinRatio     float64 `yaml:"min_discard_ratio"` // of rx_packets_phy
+	MinIdleRatio float64 `yaml:"min_rx_cpu_idle_ratio"`
+	For          string  `yaml:"for"`
+	Severity     string  `yaml:"severity"`
+}
+
+// OutOfBufferConfig: the NIC had no RX descriptor posted (the driver did
+// not refill the ring in time). Seed XDP_REDIRECT: rx_out_of_buffer
+// 43,246,222/s of 88,243,138/s (49%); seed XDP_DROP: 93,624/s (0.1%), which
+// must stay quiet.
+type OutOfBufferConfig struct {
+	MinDrops float64 `yaml:"min_drops_per_second"`
+	MinRatio float64 `yaml:"min_drop_ratio"` // of rx_packets_phy
+	For      string  `yaml:"for"`
+	Severity string  `yaml:"severity"`
+}
+
+// PageCacheConfig: page allocations miss the driver's page cache (mlx5
+// rx_cache_empty vs rx_cache_reuse) or the page_pool fast path (slow vs
+// fast allocations). Seed XDP_REDIRECT: rx_cache_empty 30,362,207/s and no
+// reuse; seed XDP_DROP: rx_cache_reuse 74,194,562/s and no empty.
+type PageCacheConfig struct {
+	MinSlow  float64 `yaml:"min_slow_allocations_per_second"`
+	MinRatio float64 `yaml:"min_slow_ratio"`
+	For      string  `yaml:"for"`
+	Severity string  `yaml:"severity"`
+}
+
+// PCIeConfig: mlx5 outbound_pci_stalled_rd/wr is the percent of the last
+// second the NIC could not issue PCIe transactions for lack of credits;
+// the driver's own *_events counter counts seconds above 30%. Seed: a
+// saturated XDP_DROP run showed outbound_pci_stalled_wr 4 (4%), quiet.
+type PCIeConfig struct {
+	MaxAvgRatio       float64 `yaml:"max_avg_stalled_ratio"`          // averaged over Window
+	MaxStalledSeconds float64 `yaml:"max_stalled_seconds_per_second"` // rate of *_events
+	Window            string  `yaml:"window"`
+	For               string  `yaml:"for"`
+	Severity          string  `yaml:"severity"`
+}
+
+// CacheMissConfig: last-level cache misses per reference on an RX CPU.
+// With DDIO, packet data should be in LLC; misses mean the RX rings hold
+// more memory than DDIO's share of LLC. Seed XDP_DROP --read, RXQ=4, ring
+// 1024: CPU 3 at 21.4% (IPC 1.54), CPU 0 at 0.42% (IPC 2.79); XDP_TX with
+// ring 256 stayed below 1.4% up to 6 queues.
+type CacheMissConfig struct {
+	MaxRatio      float64 `yaml:"max_miss_ratio"`
+	MinReferences float64 `yaml:"min_references_per_second"`
+	For           string  `yaml:"for"`
+	Severity      string  `yaml:"severity"`
+}
+
+// RSSConfig: one RX CPU carries more than MaxOverMean times the mean of
+// the RX CPUs. Seed RXQ=4: CPUs 0/1 at 21.6 Mpps, CPUs 2/3 at 12.7/12.3
+// (1.27x the mean); the balanced 6-queue run peaks at 1.04x.
+type RSSConfig struct {
+	MaxOverMean float64 `yaml:"max_over_mean"`
+	MinCPUs     int     `yaml:"min_rx_cpus"`
+	For         string  `yaml:"for"`
+	Severity    string  `yaml:"severity"`
+}
+
+// EventConfig is for counters that should stay at zero: the alert fires
+// when their rate over Window exceeds MaxPerSecond.
+type EventConfig struct {
+	MaxPerSecond float64 `yaml:"max_per_second"`
+	Window       string  `yaml:"window"`
+	For          string  `yaml:"for"`
+	Severity     string  `yaml:"severity"`
+}
+
+// NAPIConfig: most NAPI polls use their whole budget and a real share of
+// them runs from ksoftirqd, i.e. softirq processing was deferred to the
+// scheduler: overload. Seed napi_monitor: 81% of polls exhausted the
+// budget of 64 but only 0.96% ran in ksoftirqd: busy, not overloaded.
+type NAPIConfig struct {
+	MinExhaustedRatio float64 `yaml:"min_budget_exhausted_ratio"`
+	MinKsoftirqdRatio float64 `yaml:"min_ksoftirqd_ratio"`
+	For               string  `yaml:"for"`
+	Severity          string  `yaml:"severity"`
+}
+
+// ProgramConfig: an attached XDP program whose run count does not move
+// while its device receives MinPackets packets/s. Only evaluated while
+// BPF run-time statistics are on (xdp_bpf_stats_enabled == 1).
+type ProgramConfig struct {
+	MinPackets float64 `yaml:"min_device_packets_per_second"`
+	Window     string  `yaml:"window"`
+	For        string  `yaml:"for"`
+	Severity   string  `yaml:"severity"`
+}
+
+// CollectorFailConfig: a collector reports xdp_scrape_collector_success 0.
+// A collector the host cannot support (no BTF, no hardware counters in a
+// VM) reports 0 forever: list it in IgnoredCollectors or disable it with
+// --no-collector.NAME.
+type CollectorFailConfig struct {
+	IgnoredCollectors []string `yaml:"ignored_collectors"`
+	For               string   `yaml:"for"`
+	Severity          string   `yaml:"severity"`
+}
+
+// DefaultConfig returns the shipped thresholds (the ones in rules/*.yml).
+func DefaultConfig() Config {
+	return Config{
+		RunbookURL: "https://github.com/xdp-exporter/xdp_exporter/blob/main/docs/runbook.md",
+		RateWindow: "1m",
+		RXCPU:      RXCPUConfig{MinPackets: 1000, MinSoftirqRatio: 0.05},
+		// 1% of the port's packets and 10k/s: the seed's PCIe case is 15.6%;
+		// idle above 20% leaves no doubt the CPUs are not the limit.
+		NICDropsWhileIdle: NICDropsConfig{MinDiscards: 10000, MinRatio: 0.01, MinIdleRatio: 0.2, For: "5m", Severity: "critical"},
+		// 1%: the seed's healthy XDP_DROP run loses 0.1%, the REDIRECT run 49%.
+		RxOutOfBuffer: OutOfBufferConfig{MinDrops: 10000, MinRatio: 0.01, For: "5m", Severity: "critical"},
+		// Half the allocations missing the recycle path.
+		PageCacheStarved: PageCacheConfig{MinSlow: 10000, MinRatio: 0.5, For: "10m", Severity: "warning"},
+		// 30% is where mlx5 itself counts a stalled second.
+		PCIeStalled: PCIeConfig{MaxAvgRatio: 0.3, MaxStalledSeconds: 0.5, Window: "5m", For: "5m", Severity: "warning"},
+		// 10%: the seed's XDP_TX ring-1024 run lost throughput from 11.8% on.
+		DDIOCacheMiss: CacheMissConfig{MaxRatio: 0.1, MinReferences: 1e6, For: "10m", Severity: "warning"},
+		// 1.2x: between the seed's balanced 1.04x and unbalanced 1.27x.
+		RSSImbalance:      RSSConfig{MaxOverMean: 1.2, MinCPUs: 2, For: "15m", Severity: "warning"},
+		Exceptions:        EventConfig{MaxPerSecond: 0, Window: "5m", For: "2m", Severity: "warning"},
+		RedirectErrors:    EventConfig{MaxPerSecond: 0, Window: "5m", For: "2m", Severity: "warning"},
+		DevmapDrops:       EventConfig{MaxPerSecond: 0, Window: "5m", For: "2m", Severity: "warning"},
+		CpumapDrops:       EventConfig{MaxPerSecond: 0, Window: "5m", For: "2m", Severity: "warning"},
+		NAPIOverload:      NAPIConfig{MinExhaustedRatio: 0.5, MinKsoftirqdRatio: 0.1, For: "10m", Severity: "warning"},
+		ProgramNotRunning: ProgramConfig{MinPackets: 100, Window: "5m", For: "10m", Severity: "warning"},
+		CollectorFailing:  CollectorFailConfig{For: "15m", Severity: "info"},
+	}
+}
+
+// LoadConfig reads a YAML override file on top of DefaultConfig. Unknown
+// keys are an error, so a typo does not silently keep a default.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}

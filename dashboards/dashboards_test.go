@@ -1,0 +1,216 @@
+package dashboards
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		testenv.Unavailable(t, "promtool not installed (apt-get install prometheus)")
+	}
+	return p
+}
+
+// TestGeneratedFilesCommitted: the committed dashboards and rules are what
+// the generator writes; run `go generate ./dashboards` after a change.
+func TestGeneratedFilesCommitted(t *testing.T) {
+	files, err := Generate(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range files {
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Errorf("%s: %v (run go generate ./dashboards)", name, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the generator's output: run go generate ./dashboards", name)
+		}
+	}
+	for _, pattern := range []string{"*.json", "rules/*.yml"} {
+		matches, _ := filepath.Glob(pattern)
+		for _, m := range matches {
+			if _, ok := files[m]; !ok {
+				t.Errorf("%s is not generated: remove it or add it to the generator", m)
+			}
+		}
+	}
+}
+
+// jsonTargets collects panel title -> "refId expr" of every Prometheus
+// target in a dashboard JSON.
+func jsonTargets(t *testing.T, file string) (exprs []string, titles map[string]bool) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Title  string `json:"title"`
+		Panels []struct {
+			Type    string `json:"type"`
+			Title   string `json:"title"`
+			Targets []struct {
+				RefID      string `json:"refId"`
+				Expr       string `json:"expr"`
+				Datasource struct {
+					Type string `json:"type"`
+				} `json:"datasource"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	vars := map[string]bool{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = true
+	}
+	for _, v := range []string{"datasource", "instance", "device"} {
+		if !vars[v] {
+			t.Errorf("%s: no $%s variable", file, v)
+		}
+	}
+	titles = map[string]bool{}
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		titles[p.Title] = true
+		if len(p.Targets) == 0 {
+			t.Errorf("%s: panel %q has no query", file, p.Title)
+		}
+		for _, tg := range p.Targets {
+			if tg.Datasource.Type == "prometheus" {
+				exprs = append(exprs, d.Title+"|"+p.Title+"|"+tg.RefID+"|"+tg.Expr)
+			}
+		}
+	}
+	return exprs, titles
+}
+
+// TestQueriesMatchDashboards: Queries() lists exactly the Prometheus
+// queries the JSON files hold, so the end-to-end test evaluates what
+// Grafana would run.
+func TestQueriesMatchDashboards(t *testing.T) {
+	var inJSON []string
+	for _, b := range boards(DefaultConfig()) {
+		e, _ := jsonTargets(t, b.file)
+		inJSON = append(inJSON, e...)
+	}
+	var listed []string
+	for _, q := range Queries() {
+		listed = append(listed, q.Dashboard+"|"+q.Panel+"|"+q.RefID+"|"+q.Expr)
+	}
+	if strings.Join(inJSON, "\n") != strings.Join(listed, "\n") {
+		t.Errorf("Queries() and the dashboard JSON differ:\nJSON:\n%s\n\nQueries():\n%s", strings.Join(inJSON, "\n"), strings.Join(listed, "\n"))
+	}
+}
+
+// TestFigureSeriesPaired: every live series of a paper figure has exactly
+// one x and one y query, so its points can be drawn (and written as CSV).
+func TestFigureSeriesPaired(t *testing.T) {
+	axes := map[string]string{}
+	figures := map[string]bool{}
+	for _, q := range Queries() {
+		if !q.Figure {
+			continue
+		}
+		figures[q.Panel] = true
+		key := q.Panel + "|" + q.Series
+		if strings.Contains(axes[key], q.Axis) {
+			t.Errorf("%s: two %s queries", key, q.Axis)
+		}
+		axes[key] += q.Axis
+	}
+	for k, v := range axes {
+		if v != "xy" {
+			t.Errorf("%s: axes %q, want one x then one y", k, v)
+		}
+	}
+	for _, want := range []string{"Packet drop performance: Mpps vs cores", "CPU usage vs offered load", "Packet forwarding: Mpps vs cores", "XDP_TX Mpps vs RX queues, by ring size"} {
+		if !figures[want] {
+			t.Errorf("figure %q has no live series", want)
+		}
+	}
+}
+
+// TestQueriesValidPromQL has promtool parse every panel query (expanded as
+// the end-to-end test expands them) by checking them as recording rules.
+func TestQueriesValidPromQL(t *testing.T) {
+	bin := promtool(t)
+	var rules []Rule
+	for i, q := range Queries() {
+		rules = append(rules, Rule{Record: "panel_query_" + strconv.Itoa(i),
+			Expr: q.Expand(Vars{Instance: ".+", Device: ".*", RateInterval: "4s"})})
+		if strings.Contains(q.Expand(Vars{Instance: "x", Device: "y", RateInterval: "4s"}), "$") {
+			t.Errorf("%s / %s: unexpanded variable in %s", q.Dashboard, q.Panel, q.Expr)
+		}
+	}
+	b, err := yaml.Marshal(RuleFile{Groups: []RuleGroup{{Name: "panels", Rules: rules}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "panels.yml")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "check", "rules", f).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules on the panel queries: %v\n%s", err, out)
+	}
+}
+
+// TestExemptionsDocumented: every exempt panel exists and docs/dashboards.md
+// names it.
+func TestExemptionsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/dashboards.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]bool{}
+	for _, b := range boards(DefaultConfig()) {
+		_, titles := jsonTargets(t, b.file)
+		for k := range titles {
+			all[b.title+"|"+k] = true
+		}
+	}
+	ex := ExemptPanels()
+	if len(ex) == 0 {
+		t.Fatal("no exempt panels: the lab cannot fill mlx5 and perf panels")
+	}
+	for _, e := range ex {
+		if !all[e.Dashboard+"|"+e.Panel] {
+			t.Errorf("exempt panel %q not in %q", e.Panel, e.Dashboard)
+		}
+		if !bytes.Contains(doc, []byte(e.Panel)) {
+			t.Errorf("docs/dashboards.md does not mention exempt panel %q", e.Panel)
+		}
+	}
+}
+
+func TestExpand(t *testing.T) {
+	q := Query{Expr: `sum(rate(x{instance=~"$instance",device=~"$device"}[$__rate_interval]))`}
+	got := q.Expand(Vars{Instance: "h:1", Device: "veth0", RateInterval: "4s"})
+	if want := `sum(rate(x{instance=~"h:1",device=~"veth0"}[4s]))`; got != want {
+		t.Errorf("Expand = %s, want %s", got, want)
+	}
+}

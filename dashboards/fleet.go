@@ -1,0 +1,99 @@
+package dashboards
+
+// fleetBoard aggregates per host from the recording rules in
+// rules/recording.yml, so each panel reads one pre-computed series per host
+// instead of rating every per-CPU and per-queue series of hundreds of hosts.
+func fleetBoard(cfg Config) board {
+	r := recorded{cfg.RateWindow}
+	f0 := 0.0
+	inst := "{" + selInst + "}"
+	top := func(expr string) string { return "topk(20, " + expr + ")" }
+	return board{
+		uid:   "xdp-fleet-view",
+		title: "XDP fleet view",
+		file:  "xdp-fleet-view.json",
+		description: "XDP signals per host across the fleet, from the recording rules in dashboards/rules/recording.yml (load them in Prometheus). " +
+			"Top-20 panels keep the graphs readable with hundreds of instances.",
+		multiHost: true,
+		rows: []row{
+			{title: "Traffic", panels: []panel{
+				{
+					title: "XDP packets per host (top 20)", unit: "pps", min: &f0,
+					description: "Packets/s the rxq program saw per host.",
+					targets:     []target{{refID: "A", expr: top(r.hostRxq() + inst), legend: "{{instance}}"}},
+				},
+				{
+					title: "XDP verdicts across the fleet", unit: "pps", min: &f0,
+					description: "Driver-counted XDP verdicts summed over the selected hosts.",
+					targets:     []target{{refID: "A", expr: "sum by (action) (" + r.hostActions() + inst + ")", legend: "{{action}}"}},
+				},
+				{
+					title: "Busiest devices (top 20)", unit: "pps", min: &f0,
+					description: "Per-device XDP packets/s.",
+					targets:     []target{{refID: "A", expr: top(r.deviceRxq() + "{" + selInstDev + "}"), legend: "{{instance}} {{device}}"}},
+				},
+				{
+					title: "Port discards per host (top 20)", unit: "pps", min: &f0, exempt: exemptPHY,
+					description: "rx_discards_phy and rx_out_of_buffer per host: the NIC dropping before XDP ran.",
+					targets: []target{
+						{refID: "A", expr: top(r.hostDiscards() + inst), legend: "{{instance}} discards"},
+						{refID: "B", expr: top(r.hostOOB() + inst), legend: "{{instance}} out of buffer"},
+					},
+				},
+			}},
+			{title: "CPU", panels: []panel{
+				{
+					title: "RX CPU idle per host (least idle 20)", unit: "percentunit", min: &f0,
+					description: "Mean idle share of the RX CPUs. Low idle with drops: CPU-bound. High idle with drops: PCIe/DDIO-bound.",
+					targets:     []target{{refID: "A", expr: "bottomk(20, " + r.rxIdle() + inst + ")", legend: "{{instance}}"}},
+				},
+				{
+					title: "RX CPU softirq share per host (top 20)", unit: "percentunit", min: &f0,
+					description: "Mean softirq share of the RX CPUs.",
+					targets:     []target{{refID: "A", expr: top(r.rxSoftirq() + inst), legend: "{{instance}}"}},
+				},
+				{
+					title: "RSS imbalance per host (top 20)", unit: "short", min: &f0,
+					description: "Busiest RX CPU over the mean of the RX CPUs; alert " + AlertRSSImbalance + " fires above " + num(cfg.RSSImbalance.MaxOverMean) + ".",
+					targets:     []target{{refID: "A", expr: top(r.rxImbalance() + inst), legend: "{{instance}}"}},
+				},
+				{
+					title: "Worst RX CPU cache-miss ratio per host (top 20)", unit: "percentunit", min: &f0, exempt: exemptPerf,
+					description: "The highest LLC miss ratio among each host's RX CPUs (DDIO leaking to memory).",
+					targets:     []target{{refID: "A", expr: top(r.hostCacheMiss() + inst), legend: "{{instance}}"}},
+				},
+			}},
+			{title: "NAPI, errors and the exporter", panels: []panel{
+				{
+					title: "NAPI budget exhausted and ksoftirqd share per host (top 20)", unit: "percentunit", min: &f0,
+					description: "Share of NAPI polls that used their whole budget, and share that ran in ksoftirqd.",
+					targets: []target{
+						{refID: "A", expr: top(r.hostNAPIExh() + inst), legend: "{{instance}} budget exhausted"},
+						{refID: "B", expr: top(r.hostNAPIKsi() + inst), legend: "{{instance}} ksoftirqd", needs: "NAPI polls in ksoftirqd (softirq overload)"},
+					},
+				},
+				{
+					title: "XDP exceptions and redirect errors per host (top 20)", unit: "pps", min: &f0,
+					description: "xdp:xdp_exception and xdp:xdp_redirect_err per host. The series exist only after the first event.",
+					needs:       "an XDP exception or a failing redirect",
+					targets: []target{
+						{refID: "A", expr: top(r.hostExc() + inst), legend: "{{instance}} exceptions"},
+						{refID: "B", expr: top(r.hostRedirErr() + inst), legend: "{{instance}} redirect errors"},
+					},
+				},
+				{
+					title: "Failing exporter collectors", unit: "short", min: &f0,
+					description: "Hosts per collector whose last scrape failed (xdp_scrape_collector_success == 0). Collectors a host cannot support stay here: disable them there.",
+					needs:       "a collector that fails on the host",
+					targets:     []target{{refID: "A", expr: "count by (collector) (xdp_scrape_collector_success" + inst + " == 0)", legend: "{{collector}}"}},
+				},
+				{
+					title: "Firing XDP alerts", unit: "short", min: &f0,
+					description: "Alerts from rules/alerts.yml firing now, by name.",
+					needs:       "a firing alert (rules/alerts.yml loaded)",
+					targets:     []target{{refID: "A", expr: `count by (alertname) (ALERTS{alertstate="firing",alertname=~"XDP.*",` + selInst + `})`, legend: "{{alertname}}"}},
+				},
+			}},
+		},
+	}
+}

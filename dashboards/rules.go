@@ -1,0 +1,351 @@
+package dashboards
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// RuleFile is a Prometheus rule file.
+type RuleFile struct {
+	Groups []RuleGroup `yaml:"groups"`
+}
+
+// RuleGroup is one group of a rule file.
+type RuleGroup struct {
+	Name  string `yaml:"name"`
+	Rules []Rule `yaml:"rules"`
+}
+
+// Rule is a recording rule (Record set) or an alerting rule (Alert set).
+type Rule struct {
+	Record      string            `yaml:"record,omitempty"`
+	Alert       string            `yaml:"alert,omitempty"`
+	Expr        string            `yaml:"expr"`
+	For         string            `yaml:"for,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty"`
+}
+
+// num renders a threshold the way PromQL reads it.
+func num(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// recorded names the recording rules by the rate window, following the
+// level:metric:operations convention (instance_cpu:xdp_rxq_packets:rate1m).
+type recorded struct{ w string }
+
+func (r recorded) rate(level, metric string) string { return level + ":" + metric + ":rate" + r.w }
+func (r recorded) ratio(level, metric string) string {
+	return level + ":" + metric + ":ratio_rate" + r.w
+}
+
+// Names of recorded series used by the alerts and the fleet dashboard.
+func (r recorded) cpuRxq() string      { return r.rate("instance_cpu", "xdp_rxq_packets") }
+func (r recorded) queueRxq() string    { return r.rate("instance_device_queue", "xdp_rxq_packets") }
+func (r recorded) deviceRxq() string   { return r.rate("instance_device", "xdp_rxq_packets") }
+func (r recorded) hostRxq() string     { return r.rate("instance", "xdp_rxq_packets") }
+func (r recorded) cpuMode() string     { return r.ratio("instance_cpu_mode", "xdp_cpu_seconds") }
+func (r recorded) rxCPU() string       { return "instance_cpu:xdp_rx_cpu:active" }
+func (r recorded) rxIdle() string      { return "instance:xdp_rx_cpus_idle:avg_ratio" }
+func (r recorded) rxSoftirq() string   { return "instance:xdp_rx_cpus_softirq:avg_ratio" }
+func (r recorded) rxCPUs() string      { return "instance:xdp_rx_cpus:count" }
+func (r recorded) rxImbalance() string { return "instance:xdp_rx_cpu_packets:max_over_mean" }
+func (r recorded) phyRx() string       { return r.rate("instance_device", "xdp_ethtool_phy_rx_packets") }
+func (r recorded) phyDiscards() string {
+	return r.rate("instance_device", "xdp_ethtool_phy_rx_discards")
+}
+func (r recorded) outOfBuffer() string {
+	return r.rate("instance_device", "xdp_ethtool_rx_out_of_buffer")
+}
+func (r recorded) pageCache() string {
+	return r.rate("instance_device_event", "xdp_ethtool_rx_page_cache_events")
+}
+func (r recorded) pagePool() string {
+	return r.rate("instance_device_path", "xdp_ethtool_rx_page_pool_allocations")
+}
+func (r recorded) xdpActions() string {
+	return r.rate("instance_device_action", "xdp_ethtool_rx_xdp_packets")
+}
+func (r recorded) cacheMiss() string   { return r.ratio("instance_cpu", "xdp_perf_cache_miss") }
+func (r recorded) cacheRefs() string   { return r.rate("instance_cpu", "xdp_perf_cache_references") }
+func (r recorded) ipc() string         { return r.ratio("instance_cpu", "xdp_perf_ipc") }
+func (r recorded) napiPolls() string   { return r.rate("instance_device_context", "xdp_napi_polls") }
+func (r recorded) napiPackets() string { return r.rate("instance_device_context", "xdp_napi_packets") }
+func (r recorded) napiExhausted() string {
+	return r.rate("instance_device_context", "xdp_napi_polls_budget_exhausted")
+}
+func (r recorded) deviceRx() string     { return r.rate("instance_device", "xdp_device_rx_packets") }
+func (r recorded) exceptions() string   { return r.rate("instance_device", "xdp_exceptions") }
+func (r recorded) redirectErrs() string { return r.rate("instance_device", "xdp_redirect_errors") }
+func (r recorded) hostPhyRx() string    { return r.rate("instance", "xdp_ethtool_phy_rx_packets") }
+func (r recorded) hostDiscards() string { return r.rate("instance", "xdp_ethtool_phy_rx_discards") }
+func (r recorded) hostOOB() string      { return r.rate("instance", "xdp_ethtool_rx_out_of_buffer") }
+func (r recorded) hostActions() string {
+	return r.rate("instance_action", "xdp_ethtool_rx_xdp_packets")
+}
+func (r recorded) hostExc() string       { return r.rate("instance", "xdp_exceptions") }
+func (r recorded) hostRedirErr() string  { return r.rate("instance", "xdp_redirect_errors") }
+func (r recorded) hostCacheMiss() string { return "instance:xdp_rx_cpus_cache_miss:max_ratio" }
+func (r recorded) hostNAPIExh() string   { return "instance:xdp_napi_budget_exhausted:ratio" }
+func (r recorded) hostNAPIKsi() string   { return "instance:xdp_napi_ksoftirqd:ratio" }
+
+// RecordingRules returns the recording rules: per-CPU, per-queue and
+// per-device rates the alerts share, and per-host roll-ups that keep the
+// fleet dashboard cheap with hundreds of instances.
+func RecordingRules(cfg Config) RuleFile {
+	r := recorded{cfg.RateWindow}
+	w := "[" + cfg.RateWindow + "]"
+	rec := func(name, expr string) Rule { return Rule{Record: name, Expr: expr} }
+	sumRate := func(by, sel string) string { return "sum by (" + by + ") (rate(" + sel + w + "))" }
+	rxOnly := func(expr string) string { return expr + " and on (instance, cpu) " + r.rxCPU() }
+	rules := []Rule{
+		rec(r.cpuRxq(), sumRate("instance, cpu", "xdp_rxq_packets_total")),
+		rec(r.queueRxq(), sumRate("instance, device, queue", "xdp_rxq_packets_total")),
+		rec(r.deviceRxq(), "sum by (instance, device) ("+r.queueRxq()+")"),
+		// Normalised by the CPU's total so a ratio stays within 0..1 even
+		// when USER_HZ ticks jitter against the scrape.
+		rec(r.cpuMode(), sumRate("instance, cpu, mode", "xdp_cpu_seconds_total")+
+			"\n/ on (instance, cpu) group_left ()\n"+sumRate("instance, cpu", "xdp_cpu_seconds_total")),
+		rec(r.rxCPU(), "group by (instance, cpu) (\n  "+r.cpuRxq()+" > "+num(cfg.RXCPU.MinPackets)+
+			"\n  or\n  "+r.cpuMode()+`{mode="softirq"} > `+num(cfg.RXCPU.MinSoftirqRatio)+"\n)"),
+		rec(r.rxIdle(), "avg by (instance) ("+rxOnly(r.cpuMode()+`{mode="idle"}`)+")"),
+		rec(r.rxSoftirq(), "avg by (instance) ("+rxOnly(r.cpuMode()+`{mode="softirq"}`)+")"),
+		rec(r.rxCPUs(), "count by (instance) ("+r.rxCPU()+")"),
+		rec(r.rxImbalance(), "max by (instance) ("+rxOnly(r.cpuRxq())+")\n/\navg by (instance) ("+rxOnly(r.cpuRxq())+")"),
+		rec(r.phyRx(), sumRate("instance, device", `xdp_ethtool_phy_packets_total{direction="rx"}`)),
+		rec(r.phyDiscards(), sumRate("instance, device", `xdp_ethtool_phy_discards_total{direction="rx"}`)),
+		rec(r.outOfBuffer(), sumRate("instance, device", "xdp_ethtool_rx_out_of_buffer_total")),
+		rec(r.pageCache(), sumRate("instance, device, event", "xdp_ethtool_rx_page_cache_events_total")),
+		rec(r.pagePool(), sumRate("instance, device, path", "xdp_ethtool_rx_page_pool_allocations_total")),
+		rec(r.xdpActions(), sumRate("instance, device, action", "xdp_ethtool_rx_xdp_packets_total")),
+		rec(r.cacheRefs(), sumRate("instance, cpu", "xdp_perf_cache_references_total")),
+		rec(r.cacheMiss(), sumRate("instance, cpu", "xdp_perf_cache_misses_total")+"\n/\n"+r.cacheRefs()),
+		rec(r.ipc(), sumRate("instance, cpu", "xdp_perf_instructions_total")+"\n/\n"+sumRate("instance, cpu", "xdp_perf_cycles_total")),
+		rec(r.napiPolls(), sumRate("instance, device, context", "xdp_napi_poll_work_count")),
+		rec(r.napiPackets(), sumRate("instance, device, context", "xdp_napi_poll_work_sum")),
+		rec(r.napiExhausted(), sumRate("instance, device, context", "xdp_napi_polls_budget_exhausted_total")),
+		// Packets the device received, from whichever source the host has:
+		// netdev qstats (drivers with queue stats), else NAPI's packet count.
+		rec(r.deviceRx(), sumRate("instance, device", "xdp_netdev_qstats_rx_packets_total")+
+			"\nor\nsum by (instance, device) ("+r.napiPackets()+")"),
+		rec(r.exceptions(), sumRate("instance, device", "xdp_exceptions_total")),
+		rec(r.redirectErrs(), sumRate("instance, device", "xdp_redirect_errors_total")),
+
+		// Per-host roll-ups for the fleet view.
+		rec(r.hostRxq(), "sum by (instance) ("+r.deviceRxq()+")"),
+		rec(r.hostPhyRx(), "sum by (instance) ("+r.phyRx()+")"),
+		rec(r.hostDiscards(), "sum by (instance) ("+r.phyDiscards()+")"),
+		rec(r.hostOOB(), "sum by (instance) ("+r.outOfBuffer()+")"),
+		rec(r.hostActions(), "sum by (instance, action) ("+r.xdpActions()+")"),
+		rec(r.hostExc(), "sum by (instance) ("+r.exceptions()+")"),
+		rec(r.hostRedirErr(), "sum by (instance) ("+r.redirectErrs()+")"),
+		rec(r.hostCacheMiss(), "max by (instance) ("+rxOnly(r.cacheMiss())+")"),
+		rec(r.hostNAPIExh(), "sum by (instance) ("+r.napiExhausted()+")\n/\nsum by (instance) ("+r.napiPolls()+")"),
+		rec(r.hostNAPIKsi(), `sum by (instance) (`+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by (instance) ("+r.napiPolls()+")"),
+	}
+	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.recording", Rules: rules}}}
+}
+
+// Alert names, also the runbook section titles.
+const (
+	AlertNICDropsWhileIdle = "XDPNICDropsWhileRXCPUsIdle"
+	AlertRxOutOfBuffer     = "XDPRxOutOfBuffer"
+	AlertPageCacheStarved  = "XDPRxPageCacheStarved"
+	AlertPCIeStalled       = "XDPPCIeOutboundStalled"
+	AlertDDIOCacheMiss     = "XDPDDIOCacheMissHigh"
+	AlertRSSImbalance      = "XDPRSSImbalance"
+	AlertExceptions        = "XDPExceptions"
+	AlertRedirectErrors    = "XDPRedirectErrors"
+	AlertDevmapDrops       = "XDPDevmapXmitDrops"
+	AlertCpumapDrops       = "XDPCpumapDrops"
+	AlertNAPIOverload      = "XDPNAPISoftirqOverload"
+	AlertProgramNotRunning = "XDPProgramNotRunning"
+	AlertCollectorFailing  = "XDPExporterCollectorFailing"
+)
+
+// queryValue renders, inside an alert annotation, the first value of a
+// PromQL query built from the alert's labels, formatted by fn.
+func queryValue(format, args, fn string) string {
+	return `{{ with printf "` + format + `" ` + args + ` | query }}{{ . | first | value | ` + fn + ` }}{{ else }}unknown{{ end }}`
+}
+
+// AlertingRules returns the alerts with the thresholds of cfg.
+func AlertingRules(cfg Config) RuleFile {
+	r := recorded{cfg.RateWindow}
+	alert := func(name, expr, forDur, severity, summary, description string) Rule {
+		return Rule{
+			Alert:  name,
+			Expr:   expr,
+			For:    forDur,
+			Labels: map[string]string{"severity": severity},
+			Annotations: map[string]string{
+				"summary":     summary,
+				"description": description,
+				"runbook_url": cfg.RunbookURL + "#" + strings.ToLower(name),
+			},
+		}
+	}
+	inst := `{instance='%s'}`
+	instDev := `{instance='%s',device='%s'}`
+
+	c := cfg.NICDropsWhileIdle
+	nicDrops := alert(AlertNICDropsWhileIdle,
+		"(\n  "+r.phyDiscards()+" > "+num(c.MinDiscards)+
+			"\n  and\n  "+r.phyDiscards()+" / "+r.phyRx()+" > "+num(c.MinRatio)+
+			"\n)\nand on (instance)\n"+r.rxIdle()+" > "+num(c.MinIdleRatio),
+		c.For, c.Severity,
+		"{{ $labels.device }} on {{ $labels.instance }} discards packets at the port while its RX CPUs are idle",
+		"The NIC discards {{ $value | humanize }} packets/s at the port (rx_discards_phy) out of "+
+			queryValue(r.phyRx()+instDev, "$labels.instance $labels.device", "humanize")+
+			" packets/s received, while the RX CPUs are "+
+			queryValue(r.rxIdle()+inst, "$labels.instance", "humanizePercentage")+
+			" idle on average. The CPUs are not the limit: the host cannot move packets off the NIC fast enough (PCIe bandwidth or transactions, memory/DDIO). "+
+			"Check PCIe stalls and CQE compression (mlx5 rx_cqe_compress).")
+
+	o := cfg.RxOutOfBuffer
+	oob := alert(AlertRxOutOfBuffer,
+		r.outOfBuffer()+" > "+num(o.MinDrops)+"\nand\n"+r.outOfBuffer()+" / "+r.phyRx()+" > "+num(o.MinRatio),
+		o.For, o.Severity,
+		"{{ $labels.device }} on {{ $labels.instance }} drops packets for lack of RX buffers",
+		"The NIC found no posted RX descriptor for {{ $value | humanize }} packets/s (rx_out_of_buffer) out of "+
+			queryValue(r.phyRx()+instDev, "$labels.instance $labels.device", "humanize")+
+			" packets/s at the port: the driver does not refill its RX rings in time. "+
+			"The page cache or page_pool is probably starved (see "+AlertPageCacheStarved+"), typically because redirected or transmitted pages come back late.")
+
+	p := cfg.PageCacheStarved
+	slowCache := `sum by (instance, device) (` + r.pageCache() + `{event="empty"})`
+	allCache := `sum by (instance, device) (` + r.pageCache() + `{event=~"empty|reuse"})`
+	slowPool := `sum by (instance, device) (` + r.pagePool() + `{path=~"slow|slow_high_order"})`
+	allPool := `sum by (instance, device) (` + r.pagePool() + `{path=~"fast|slow|slow_high_order"})`
+	page := alert(AlertPageCacheStarved,
+		"(\n  "+slowCache+" / "+allCache+" > "+num(p.MinRatio)+"\n  and\n  "+slowCache+" > "+num(p.MinSlow)+
+			"\n)\nor\n(\n  "+slowPool+" / "+allPool+" > "+num(p.MinRatio)+"\n  and\n  "+slowPool+" > "+num(p.MinSlow)+"\n)",
+		p.For, p.Severity,
+		"{{ $labels.device }} on {{ $labels.instance }} allocates RX pages outside its page cache",
+		"{{ $value | humanizePercentage }} of the RX page allocations miss the driver's page cache or page_pool fast path "+
+			"(mlx5 rx_cache_empty vs rx_cache_reuse, or page_pool slow vs fast): every such packet costs a page allocator call. "+
+			"Pages are not recycled fast enough, usually because XDP_REDIRECT or XDP_TX frames are freed on another CPU or late.")
+
+	s := cfg.PCIeStalled
+	pcie := alert(AlertPCIeStalled,
+		"max by (instance, device, direction) (avg_over_time(xdp_ethtool_pci_outbound_stalled_ratio["+s.Window+"])) > "+num(s.MaxAvgRatio)+
+			"\nor\nsum by (instance, device, direction) (rate(xdp_ethtool_pci_outbound_stalled_seconds_total["+s.Window+"])) > "+num(s.MaxStalledSeconds),
+		s.For, s.Severity,
+		"{{ $labels.device }} on {{ $labels.instance }} stalls on PCIe {{ $labels.direction }}s",
+		"The NIC could not issue outbound PCIe {{ $labels.direction }}s for lack of credits (mlx5 outbound_pci_stalled_rd/wr): "+
+			"stalled {{ $value | humanizePercentage }} of the time (the average stalled share of each second, or the share of seconds the driver counted as stalled above 30%). "+
+			"PCIe is the bottleneck: expect rx_discards_phy while CPUs idle. Enable CQE compression, check the slot's link width and speed (lspci -vv), and the NUMA placement.")
+
+	d := cfg.DDIOCacheMiss
+	ddio := alert(AlertDDIOCacheMiss,
+		r.cacheMiss()+" > "+num(d.MaxRatio)+
+			"\nand on (instance, cpu)\n"+r.cacheRefs()+" > "+num(d.MinReferences)+
+			"\nand on (instance, cpu)\n"+r.rxCPU(),
+		d.For, d.Severity,
+		"RX CPU {{ $labels.cpu }} on {{ $labels.instance }} misses the last-level cache",
+		"{{ $value | humanizePercentage }} of the last-level cache references on RX CPU {{ $labels.cpu }} miss (IPC "+
+			queryValue(r.ipc()+`{instance='%s',cpu='%s'}`, "$labels.instance $labels.cpu", `printf "%.2f"`)+
+			"). Packet data written by the NIC should be in LLC through DDIO; misses mean the RX rings hold more memory than DDIO's share of LLC. "+
+			`RX ring sizes now: {{ with printf "xdp_ethtool_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+
+			"(the seed's fix: ethtool -G DEV rx 512 tx 512, or fewer RX queues).")
+
+	b := cfg.RSSImbalance
+	active := "(" + r.cpuRxq() + " > " + num(cfg.RXCPU.MinPackets) + ")"
+	rss := alert(AlertRSSImbalance,
+		r.cpuRxq()+"\n> on (instance) group_left ()\n"+num(b.MaxOverMean)+" * avg by (instance) "+active+
+			"\nand on (instance)\ncount by (instance) "+active+" >= "+strconv.Itoa(b.MinCPUs),
+		b.For, b.Severity,
+		"RSS imbalance on {{ $labels.instance }}: CPU {{ $labels.cpu }} carries more than its share",
+		"RX CPU {{ $labels.cpu }} processes {{ $value | humanize }} packets/s, more than "+num(b.MaxOverMean)+"x the mean of the RX CPUs ("+
+			`{{ with printf "avg(`+r.cpuRxq()+`{instance='%s'} > `+num(cfg.RXCPU.MinPackets)+`)" $labels.instance | query }}{{ . | first | value | humanize }}{{ end }}`+
+			" packets/s). The RSS hash spreads the flows unevenly (few flows, or an indirection table or IRQ affinity that maps several queues to one CPU). "+
+			"This CPU saturates first and drops while others idle.")
+
+	event := func(name string, e EventConfig, expr, summary, description string) Rule {
+		return alert(name, "(\n"+expr+"\n) > "+num(e.MaxPerSecond), e.For, e.Severity, summary, description)
+	}
+	ex := cfg.Exceptions
+	exc := event(AlertExceptions, ex,
+		"sum by (instance, device, action) (rate(xdp_exceptions_total["+ex.Window+"]))",
+		"XDP exceptions on {{ $labels.device }} ({{ $labels.instance }})",
+		"{{ $value | humanize }} packets/s hit xdp:xdp_exception with action {{ $labels.action }}: the program returned XDP_ABORTED or an invalid verdict, "+
+			"or the driver failed an XDP_TX/XDP_REDIRECT. Those packets are dropped.")
+	re := cfg.RedirectErrors
+	redir := event(AlertRedirectErrors, re,
+		"sum by (instance, device, errno) (rate(xdp_redirect_errors_total["+re.Window+"]))",
+		"XDP redirects fail on {{ $labels.device }} ({{ $labels.instance }}) with {{ $labels.errno }}",
+		"{{ $value | humanize }} redirects/s fail with {{ $labels.errno }} (xdp:xdp_redirect_err). "+
+			"ENETDOWN: the target is down; EINVAL/ENXIO: empty map slot or no ndo_xdp_xmit (no XDP program on the target veth); EOPNOTSUPP: the target driver lacks XDP redirect support; ENOSPC/EBUSY: queue full.")
+	dm := cfg.DevmapDrops
+	devmap := event(AlertDevmapDrops, dm,
+		"sum by (instance, from_device, to_device) (\n  rate(xdp_devmap_xmit_drops_total["+dm.Window+"])\n  + rate(xdp_devmap_xmit_errors_total["+dm.Window+"])\n)",
+		"XDP redirect from {{ $labels.from_device }} to {{ $labels.to_device }} drops frames ({{ $labels.instance }})",
+		"Bulk transmit of redirected frames (xdp:xdp_devmap_xmit) drops or fails {{ $value | humanize }}/s: the target's ndo_xdp_xmit refused them, usually a full TX ring on the egress device.")
+	cm := cfg.CpumapDrops
+	cpumap := event(AlertCpumapDrops, cm,
+		"sum by (instance, map_id, to_cpu) (rate(xdp_cpumap_enqueue_drops_total["+cm.Window+"]))\nor\n"+
+			"sum by (instance, map_id, to_cpu) (label_replace(rate(xdp_cpumap_kthread_drops_total["+cm.Window+"]), \"to_cpu\", \"$1\", \"cpu\", \"(.*)\"))",
+		"cpumap drops frames for CPU {{ $labels.to_cpu }} ({{ $labels.instance }})",
+		"{{ $value | humanize }} frames/s are dropped on the way to CPU {{ $labels.to_cpu }} of cpumap {{ $labels.map_id }}: its queue is full (xdp:xdp_cpumap_enqueue) or its kthread drops them (xdp:xdp_cpumap_kthread). The target CPU cannot keep up; spread the load over more CPUs or raise the cpumap qsize.")
+
+	n := cfg.NAPIOverload
+	polls := "sum by (instance, device) (" + r.napiPolls() + ")"
+	napi := alert(AlertNAPIOverload,
+		"sum by (instance, device) ("+r.napiExhausted()+") / "+polls+" > "+num(n.MinExhaustedRatio)+
+			"\nand\nsum by (instance, device) ("+r.napiPolls()+`{context="ksoftirqd"}) / `+polls+" > "+num(n.MinKsoftirqdRatio),
+		n.For, n.Severity,
+		"NAPI on {{ $labels.device }} ({{ $labels.instance }}) runs out of budget and falls back to ksoftirqd",
+		"{{ $value | humanizePercentage }} of the NAPI polls of {{ $labels.device }} use their whole budget and "+
+			queryValue(`sum(`+r.napiPolls()+`{instance='%s',device='%s',context='ksoftirqd'}) / sum(`+r.napiPolls()+`{instance='%s',device='%s'})`, "$labels.instance $labels.device $labels.instance $labels.device", "humanizePercentage")+
+			" of them run in ksoftirqd: the softirq is overloaded and deferred to the scheduler, adding latency and competing with user space. "+
+			"Add RX queues/CPUs, or lower the per-packet cost.")
+
+	pr := cfg.ProgramNotRunning
+	prog := alert(AlertProgramNotRunning,
+		"group by (instance, device, prog_id, name) (xdp_bpf_prog_info)\n"+
+			"and on (instance, prog_id)\n(sum by (instance, prog_id) (rate(xdp_bpf_prog_runs_total["+pr.Window+"])) == 0)\n"+
+			"and on (instance, device)\n("+r.deviceRx()+" > "+num(pr.MinPackets)+")\n"+
+			"and on (instance)\n(max by (instance) (xdp_bpf_stats_enabled) == 1)",
+		pr.For, pr.Severity,
+		"XDP program {{ $labels.name }} (id {{ $labels.prog_id }}) on {{ $labels.device }} does not run ({{ $labels.instance }})",
+		"BPF statistics are on and {{ $labels.device }} receives "+
+			queryValue(r.deviceRx()+instDev, "$labels.instance $labels.device", "humanize")+
+			" packets/s, yet the attached XDP program {{ $labels.name }} (id {{ $labels.prog_id }}) has not run once in "+pr.Window+". "+
+			"Traffic bypasses it: it may be attached in a mode the traffic does not take (generic vs native), to the wrong device, or the packets arrive on queues steered elsewhere.")
+
+	f := cfg.CollectorFailing
+	sel := ""
+	if len(f.IgnoredCollectors) > 0 {
+		sel = `{collector!~"` + strings.Join(f.IgnoredCollectors, "|") + `"}`
+	}
+	coll := alert(AlertCollectorFailing,
+		"xdp_scrape_collector_success"+sel+" == 0",
+		f.For, f.Severity,
+		"xdp_exporter collector {{ $labels.collector }} fails on {{ $labels.instance }}",
+		"The {{ $labels.collector }} collector has reported failure for "+f.For+"; its metrics are missing or partial. The exporter log says why. "+
+			"A collector this host cannot support (no BTF, no hardware perf counters in a VM, no such driver) reports 0 forever: "+
+			"disable it with --no-collector.{{ $labels.collector }}, or list it under collector_failing.ignored_collectors in the thresholds file and regenerate the rules.")
+
+	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: []Rule{
+		nicDrops, oob, page, pcie, ddio, rss, exc, redir, devmap, cpumap, napi, prog, coll,
+	}}}}
+}
+
+// marshalRules renders a rule file with a header saying where it comes from.
+func marshalRules(f RuleFile) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("# Generated by go generate ./dashboards (dashboards/cmd/gen) from dashboards/rules.go\n")
+	b.WriteString("# and the thresholds in dashboards/config.go. Do not edit: override with -config.\n")
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}

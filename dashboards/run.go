@@ -1,0 +1,200 @@
+package dashboards
+
+func sumBy(by, metric, matchers string) string {
+	return "sum by (" + by + ") (" + rate(metric, matchers) + ")"
+}
+
+func runBoard() board {
+	f0 := 0.0
+	perCPUShare := func(mode string) string {
+		return sumBy("cpu", "xdp_cpu_seconds_total", selInst+`,mode="`+mode+`"`) +
+			" / " + sumBy("cpu", "xdp_cpu_seconds_total", selInst)
+	}
+	const eventNote = "The series exist only after the first event; no data means none happened."
+	return board{
+		uid:   "xdp-run-view",
+		title: "XDP run view",
+		file:  "xdp-run-view.json",
+		description: "One host during a benchmark run: what xdp_rxq_info, xdp_monitor, napi_monitor, ethtool_stats.pl and mpstat showed in five terminals. " +
+			"Pick one instance; devices are a multi-select.",
+		rows: []row{
+			{title: "Packet rates (xdp_rxq_info)", panels: []panel{
+				{
+					title:       "XDP packets per CPU",
+					description: "Packets/s the rxq program saw on each CPU (xdp_rxq_info 'XDP-RX CPU'). Uneven lines are RSS imbalance.",
+					unit:        "pps", min: &f0,
+					targets: []target{{refID: "A", expr: sumBy("cpu", "xdp_rxq_packets_total", selInstDev), legend: "cpu {{cpu}}"}},
+				},
+				{
+					title:       "XDP packets per RX queue",
+					description: "Packets/s by RX queue (xdp_rxq_info 'rx_queue_index').",
+					unit:        "pps", min: &f0,
+					targets: []target{{refID: "A", expr: sumBy("device, queue", "xdp_rxq_packets_total", selInstDev), legend: "{{device}} rxq {{queue}}"}},
+				},
+				{
+					title:       "RSS imbalance: busiest RX CPU / mean",
+					description: "The busiest RX CPU's packet rate over the mean of the RX CPUs (CPUs above 1 kpps). 1 is perfectly even; the paper's RXQ=4 run with two CPUs at 21 Mpps and two at 12 Mpps is 1.27.",
+					unit:        "short", min: &f0,
+					targets: []target{{refID: "A", expr: "max(" + sumBy("cpu", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ") / avg(" +
+						sumBy("cpu", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ")", legend: "max / mean"}},
+				},
+				{
+					title:       "Packets the rxq program could not attribute",
+					description: "xdp_rxq_info's issue-pps: ingress ifindex mismatch or queue index beyond the device's queues. " + eventNote,
+					unit:        "pps", min: &f0, needs: "a packet with a mismatching ifindex or an out-of-range queue",
+					targets: []target{{refID: "A", expr: sumBy("device, reason", "xdp_rxq_issues_total", selInstDev), legend: "{{device}} {{reason}}"}},
+				},
+			}},
+			{title: "XDP verdicts and errors (xdp_monitor)", panels: []panel{
+				{
+					title:       "XDP action rates (driver counters)",
+					description: "Packets/s by the verdict the driver counted (ethtool -S rx*_xdp_drop/_tx/_redirect/_pass).",
+					unit:        "pps", min: &f0,
+					targets: []target{{refID: "A", expr: sumBy("device, action", "xdp_ethtool_rx_xdp_packets_total", selInstDev), legend: "{{device}} {{action}}"}},
+				},
+				{
+					title:       "XDP exceptions",
+					description: "xdp:xdp_exception: XDP_ABORTED, invalid verdicts, failed XDP_TX/REDIRECT. " + eventNote,
+					unit:        "pps", min: &f0, needs: "an XDP exception (a program returning XDP_ABORTED)",
+					targets: []target{{refID: "A", expr: sumBy("device, action", "xdp_exceptions_total", selInstDev), legend: "{{device}} {{action}}"}},
+				},
+				{
+					title:       "Redirect errors by errno",
+					description: "xdp:xdp_redirect_err by errno. " + eventNote,
+					unit:        "pps", min: &f0, needs: "a failing redirect (e.g. to a device that is down: ENETDOWN)",
+					targets: []target{{refID: "A", expr: sumBy("device, errno", "xdp_redirect_errors_total", selInstDev), legend: "{{device}} {{errno}}"}},
+				},
+				{
+					title:       "devmap bulk transmit: packets, drops and bulk average",
+					description: "xdp:xdp_devmap_xmit: frames redirected and sent per egress device, drops, and frames per bulk (xdp_monitor's bulk-average, 16 is the maximum).",
+					unit:        "pps", min: &f0, needs: "XDP_REDIRECT through a devmap (--collector.rxq.action=redirect)",
+					targets: []target{
+						{refID: "A", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} sent"},
+						{refID: "B", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_drops_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} drops"},
+						{refID: "C", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`) + " / " +
+							sumBy("from_device, to_device", "xdp_devmap_xmit_bulks_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} bulk average"},
+					},
+				},
+				{
+					title:       "XDP_TX bulk transmit: packets and bulk average",
+					description: "xdp:xdp_bulk_tx (veth XDP_TX flushes): frames sent per device and frames per flush.",
+					unit:        "pps", min: &f0, needs: "XDP_TX on veth (--collector.rxq.action=tx)",
+					targets: []target{
+						{refID: "A", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev), legend: "{{device}} sent"},
+						{refID: "B", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev) + " / " + sumBy("device", "xdp_bulk_tx_bulks_total", selInstDev), legend: "{{device}} bulk average"},
+					},
+				},
+				{
+					title:       "cpumap: enqueued, drops and bulk average",
+					description: "xdp:xdp_cpumap_enqueue and xdp:xdp_cpumap_kthread: frames moved to another CPU, drops on a full queue or in the kthread, and frames per enqueue bulk. " + eventNote,
+					unit:        "pps", min: &f0, needs: "an XDP program redirecting into a cpumap",
+					targets: []target{
+						{refID: "A", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst), legend: "to cpu {{to_cpu}} enqueued"},
+						{refID: "B", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_drops_total", selInst), legend: "to cpu {{to_cpu}} enqueue drops"},
+						{refID: "C", expr: sumBy("cpu", "xdp_cpumap_kthread_drops_total", selInst), legend: "kthread cpu {{cpu}} drops"},
+						{refID: "D", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst) + " / " + sumBy("to_cpu", "xdp_cpumap_enqueue_bulks_total", selInst), legend: "to cpu {{to_cpu}} bulk average"},
+					},
+				},
+			}},
+			{title: "NAPI and softirq (napi_monitor, mpstat)", panels: []panel{
+				{
+					title:       "NAPI bulk: packets per poll",
+					description: "How many packets each NAPI poll processed (napi:napi_poll work), as a heatmap over time: napi_monitor's bulk[00]..bulk[64]. A loaded NIC sits at 64, the budget.",
+					kind:        kindHeatmap, unit: "short",
+					targets: []target{{refID: "A", expr: sumBy("le", "xdp_napi_poll_work_bucket", selInstDev), legend: "{{le}}"}},
+				},
+				{
+					title:       "Average NAPI bulk by context",
+					description: "Packets per poll by where the poll ran: from idle (softirq after an interrupt), ksoftirqd (deferred), threaded NAPI. napi_monitor's 'average bulk'.",
+					unit:        "short", min: &f0,
+					targets: []target{{refID: "A", expr: sumBy("device, context", "xdp_napi_poll_work_sum", selInstDev) + " / " + sumBy("device, context", "xdp_napi_poll_work_count", selInstDev),
+						legend: "{{device}} {{context}}"}},
+				},
+				{
+					title:       "NAPI polls: from idle vs ksoftirqd, and budget exhausted",
+					description: "Polls/s by context and the polls that used the whole budget. Many ksoftirqd polls with the budget exhausted is softirq overload.",
+					unit:        "ops", min: &f0,
+					targets: []target{
+						{refID: "A", expr: sumBy("device, context", "xdp_napi_poll_work_count", selInstDev), legend: "{{device}} {{context}} polls"},
+						{refID: "B", expr: sumBy("device, context", "xdp_napi_polls_budget_exhausted_total", selInstDev), legend: "{{device}} {{context}} budget exhausted"},
+					},
+				},
+				{
+					title:       "%soft and %idle per CPU",
+					description: "Share of each CPU's time in softirq and idle (mpstat %soft, %idle). RX CPUs with idle time while the NIC discards point at PCIe or memory, not the CPU.",
+					unit:        "percentunit", min: &f0,
+					targets: []target{
+						{refID: "A", expr: perCPUShare("softirq"), legend: "cpu {{cpu}} %soft"},
+						{refID: "B", expr: perCPUShare("idle"), legend: "cpu {{cpu}} %idle"},
+					},
+				},
+				{
+					title:       "NET_RX softirqs and squeezed runs per CPU",
+					description: "NET_RX softirq runs per CPU (/proc/softirqs) and softnet time_squeeze (the softirq ran out of budget or time with work left).",
+					unit:        "ops", min: &f0,
+					targets: []target{
+						{refID: "A", expr: sumBy("cpu", "xdp_cpu_softirqs_total", selInst+`,vector="NET_RX"`), legend: "cpu {{cpu}} NET_RX"},
+						{refID: "B", expr: sumBy("cpu", "xdp_softnet_times_squeezed_total", selInst), legend: "cpu {{cpu}} squeezed"},
+					},
+				},
+			}},
+			{title: "NIC counters (ethtool_stats.pl)", panels: []panel{
+				{
+					title:       "PHY received vs delivered",
+					description: "Packets/s at the physical port (rx_packets_phy) against packets the driver delivered to XDP and the stack (netdev qstats rx-packets). The gap is what the NIC dropped.",
+					unit:        "pps", min: &f0, exempt: exemptPHY,
+					targets: []target{
+						{refID: "A", expr: sumBy("device", "xdp_ethtool_phy_packets_total", selInstDev+`,direction="rx"`), legend: "{{device}} PHY received"},
+						{refID: "B", expr: sumBy("device", "xdp_netdev_qstats_rx_packets_total", selInstDev), legend: "{{device}} delivered (qstats)",
+							exempt: "netdev qstats rx-packets: veth implements no queue stats"},
+					},
+				},
+				{
+					title:       "Port discards and out-of-buffer drops",
+					description: "rx_discards_phy (the port had nowhere to put the packet: PCIe/host back-pressure) and rx_out_of_buffer (no RX descriptor posted: the driver did not refill in time).",
+					unit:        "pps", min: &f0, exempt: exemptPHY,
+					targets: []target{
+						{refID: "A", expr: sumBy("device", "xdp_ethtool_phy_discards_total", selInstDev+`,direction="rx"`), legend: "{{device}} rx_discards_phy"},
+						{refID: "B", expr: sumBy("device", "xdp_ethtool_rx_out_of_buffer_total", selInstDev), legend: "{{device}} rx_out_of_buffer"},
+					},
+				},
+				{
+					title:       "Page cache and page_pool: empty vs reuse",
+					description: "mlx5 RX page cache events (reuse = recycled page, empty = fell back to the page allocator) and page_pool allocations by path (fast vs slow).",
+					unit:        "ops", min: &f0, exempt: exemptPage,
+					targets: []target{
+						{refID: "A", expr: sumBy("device, event", "xdp_ethtool_rx_page_cache_events_total", selInstDev), legend: "{{device}} cache {{event}}"},
+						{refID: "B", expr: sumBy("device, path", "xdp_ethtool_rx_page_pool_allocations_total", selInstDev), legend: "{{device}} page_pool {{path}}"},
+					},
+				},
+				{
+					title:       "CQE compression",
+					description: "Share of received packets that came through compressed completion entries (rx_cqe_compress_pkts / rx_packets_phy) and packets per compressed block. Compression saves PCIe transactions.",
+					unit:        "short", min: &f0, exempt: exemptCQE,
+					targets: []target{
+						{refID: "A", expr: sumBy("device", "xdp_ethtool_rx_cqe_compressed_packets_total", selInstDev) + " / " + sumBy("device", "xdp_ethtool_phy_packets_total", selInstDev+`,direction="rx"`), legend: "{{device}} compressed share"},
+						{refID: "B", expr: sumBy("device", "xdp_ethtool_rx_cqe_compressed_packets_total", selInstDev) + " / " + sumBy("device", "xdp_ethtool_rx_cqe_compressed_blocks_total", selInstDev), legend: "{{device}} packets per block"},
+					},
+				},
+				{
+					title:       "PCIe outbound stalls",
+					description: "Share of the last second the NIC could not issue PCIe reads/writes for lack of credits (outbound_pci_stalled_rd/wr), and seconds per second above 30% (the *_events counters).",
+					unit:        "percentunit", min: &f0, exempt: exemptPCIe,
+					targets: []target{
+						{refID: "A", expr: "max by (device, direction) (xdp_ethtool_pci_outbound_stalled_ratio{" + selInstDev + "})", legend: "{{device}} {{direction}} stalled"},
+						{refID: "B", expr: sumBy("device, direction", "xdp_ethtool_pci_outbound_stalled_seconds_total", selInstDev), legend: "{{device}} {{direction}} stalled seconds/s"},
+					},
+				},
+				{
+					title:       "Redirected into the device (ndo_xdp_xmit) and failures",
+					description: "Frames other devices redirected into this one and it sent (ethtool tx*_xdp_xmit), and the ones it dropped.",
+					unit:        "pps", min: &f0, needs: "XDP_REDIRECT into the device (--collector.rxq.action=redirect)",
+					targets: []target{
+						{refID: "A", expr: sumBy("device", "xdp_ethtool_xdp_xmit_packets_total", selInstDev), legend: "{{device}} sent"},
+						{refID: "B", expr: sumBy("device, reason", "xdp_ethtool_xdp_xmit_failures_total", selInstDev), legend: "{{device}} failed {{reason}}"},
+					},
+				},
+			}},
+		},
+	}
+}
