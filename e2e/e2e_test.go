@@ -1,0 +1,369 @@
+package e2e
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"github.com/vishvananda/netlink"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/xdp-exporter/xdp_exporter/dashboards"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/lab"
+	"github.com/xdp-exporter/xdp_exporter/internal/promtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+var ruleFiles = []string{"../dashboards/rules/recording.yml", "../dashboards/rules/alerts.yml"}
+
+// noDataHere lists the non-exempt panel queries the lab cannot make return
+// data, with the reason. Everything else must return data.
+var noDataHere = map[string]string{
+	"Packets the rxq program could not attribute": "veth never delivers a frame with an out-of-range RX queue or a foreign ifindex",
+	"Firing XDP alerts": "every alert has a for: duration longer than this test runs",
+}
+
+// phase is one step of the short sweep.
+type phase struct {
+	sc     lab.Scenario
+	queues int
+	rate   float64
+	// checkRate compares Prometheus' rate() with the generator's rate.
+	checkRate bool
+}
+
+var phases = []phase{
+	{lab.Drop, 1, 100_000, false},
+	{lab.Drop, 2, 200_000, true},
+	{lab.TX, 1, 100_000, false},
+	{lab.TX, 2, 200_000, true},
+	{lab.Redirect, 1, 100_000, false},
+	{lab.Redirect, 2, 200_000, true},
+}
+
+const phaseDuration = 8 * time.Second
+
+// TestLabWithPrometheus drives the lab through a short sweep with the real
+// exporter attached to the DUT and a real Prometheus scraping it every
+// second. It checks that Prometheus' rates match the generator, that every
+// dashboard and rule expression evaluates, that every panel has data
+// except those needing hardware the lab lacks, and writes the paper
+// figures' points as CSV.
+func TestLabWithPrometheus(t *testing.T) {
+	testenv.Privileged(t)
+	for _, tool := range []string{"prometheus", "iptables"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Unavailable(t, "%s not installed", tool)
+		}
+	}
+	if err := lab.Down(); err != nil {
+		t.Fatalf("clearing an old lab: %v", err)
+	}
+	if err := lab.Up(2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := lab.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	addr := exportertest.FreeAddr(t)
+	prom := promtest.Start(t, []string{addr}, ruleFiles...)
+	vars := dashboards.Vars{Instance: regexpQuote(addr), Device: ".*", RateInterval: "4s"}
+	queries := dashboards.Queries()
+	seen := make([]bool, len(queries))
+	ctx := context.Background()
+
+	evaluate := func(when string) {
+		for i, q := range queries {
+			v, err := prom.Query(ctx, q.Expand(vars))
+			if err != nil {
+				t.Errorf("%s / %s (%s): %v", q.Dashboard, q.Panel, when, err)
+				continue
+			}
+			if vec, ok := v.(model.Vector); ok && len(vec) > 0 {
+				seen[i] = true
+			}
+		}
+	}
+
+	figures := map[string][][]string{}
+	for _, ph := range phases {
+		name := fmt.Sprintf("%s-%dq", ph.sc, ph.queues)
+		args := []string{"--collector.rxq.device=" + lab.DUT, "--collector.rxq.action=" + string(ph.sc), "--collector.perf"}
+		if ph.sc == lab.Redirect {
+			args = append(args, "--collector.rxq.redirect-device="+lab.Egress)
+		}
+		exp := exportertest.Run(t, addr, args...)
+		waitFor(t, prom, fmt.Sprintf(`xdp_rxq_info{instance=%q,action=%q}`, addr, ph.sc))
+
+		start := time.Now()
+		res, err := lab.Run(ctx, lab.RunConfig{Scenario: ph.sc, Queues: ph.queues, Rate: ph.rate,
+			Size: trafficgen.MinFrameSize, Duration: phaseDuration})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		end := time.Now()
+		// The exporter attached its program just before the run and the
+		// lab is quiet otherwise: its counters must equal what was sent.
+		if got := exp.Sum(t, "xdp_rxq_packets_total", "device", lab.DUT); got != float64(res.Sent) {
+			t.Errorf("%s: exporter counted %v frames, generator sent %d", name, got, res.Sent)
+		}
+		time.Sleep(2 * time.Second) // two more scrapes cover the end of the run
+		if ph.checkRate {
+			at := end.Add(-time.Second)
+			got := scalarAt(t, prom, fmt.Sprintf(`sum(rate(xdp_rxq_packets_total{instance=%q,device=%q}[4s]))`, addr, lab.DUT), at)
+			want := res.SentPPS()
+			t.Logf("%s: Prometheus rate %.0f pps, generator %.0f pps (%.2f%%)", name, got, want, 100*(got-want)/want)
+			if math.Abs(got-want)/want > 0.05 {
+				t.Errorf("%s: rate() %.0f pps differs from the generator's %.0f pps by more than 5%%", name, got, want)
+			}
+		}
+		evaluate(name)
+		for _, fig := range figurePoints(t, prom, queries, vars, start.Add(4*time.Second), end) {
+			figures[fig[0]] = append(figures[fig[0]], fig[1:])
+		}
+		exp.Stop(t)
+	}
+
+	eventsPhase(t, addr, prom)
+	evaluate("events")
+	evaluateRules(t, prom)
+
+	for i, q := range queries {
+		if seen[i] || q.Exempt != "" {
+			continue
+		}
+		if reason, ok := noDataHere[q.Panel]; ok {
+			t.Logf("no data, as expected here: %s / %s: %s", q.Dashboard, q.Panel, reason)
+			continue
+		}
+		t.Errorf("no data for %s / %s [%s]: %s", q.Dashboard, q.Panel, q.RefID, q.Expr)
+	}
+	for _, e := range dashboards.ExemptPanels() {
+		t.Logf("exempt: %s / %s: %s", e.Dashboard, e.Panel, e.Reason)
+	}
+	writeFigures(t, figures)
+	logScrapeCost(t, prom, addr)
+}
+
+// eventsPhase makes the events some panels need and the sweep does not:
+// an XDP exception, failing redirects (ENETDOWN), and cpumap traffic.
+func eventsPhase(t *testing.T, addr string, prom *promtest.Server) {
+	exp := exportertest.Run(t, addr)
+	waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="xdp"}`, addr))
+	dut, err := net.InterfaceByName(lab.DUT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	egress, err := netlink.LinkByName(lab.Egress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(what string, attachFn func() (interface{ Close() error }, error)) {
+		a, err := attachFn()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		defer a.Close()
+		if _, err := lab.Run(context.Background(), lab.RunConfig{Scenario: lab.Drop, Queues: 1, Rate: 50_000,
+			Size: trafficgen.MinFrameSize, Duration: 3 * time.Second}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	send("XDP_ABORTED", func() (interface{ Close() error }, error) { return abortOn(dut.Index) })
+	if err := netlink.LinkSetDown(egress); err != nil {
+		t.Fatal(err)
+	}
+	send("redirect to a device that is down", func() (interface{ Close() error }, error) {
+		return devmapRedirect(dut.Index, egress.Attrs().Index)
+	})
+	if err := netlink.LinkSetUp(egress); err != nil {
+		t.Fatal(err)
+	}
+	send("cpumap redirect", func() (interface{ Close() error }, error) { return cpumapRedirect(dut.Index, 1) })
+	time.Sleep(2 * time.Second)
+	exp.Stop(t)
+}
+
+// evaluateRules evaluates every expression of every rule file: each must
+// be valid PromQL against the live data (data is not required: most
+// alerts are quiet in a healthy lab).
+func evaluateRules(t *testing.T, prom *promtest.Server) {
+	for _, path := range ruleFiles {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			Groups []struct {
+				Rules []struct {
+					Record, Alert, Expr string
+				}
+			}
+		}
+		if err := yaml.Unmarshal(b, &f); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		n := 0
+		for _, g := range f.Groups {
+			for _, r := range g.Rules {
+				if _, err := prom.Query(context.Background(), r.Expr); err != nil {
+					t.Errorf("%s %s%s: %v", path, r.Record, r.Alert, err)
+				}
+				n++
+			}
+		}
+		t.Logf("%s: %d rule expressions evaluated", filepath.Base(path), n)
+	}
+}
+
+// figurePoints evaluates the paper-figure series over [from, to] at 1s
+// steps and pairs x and y of the same series by timestamp. Each result is
+// {figure, series, x, y}.
+func figurePoints(t *testing.T, prom *promtest.Server, queries []dashboards.Query, vars dashboards.Vars, from, to time.Time) [][]string {
+	type key struct{ panel, series string }
+	xs, ys := map[key]map[int64]float64{}, map[key]map[int64]float64{}
+	for _, q := range queries {
+		if !q.Figure || q.Exempt != "" {
+			continue
+		}
+		v, _, _, err := prom.API.QueryRange(context.Background(), q.Expand(vars), v1.Range{Start: from, End: to, Step: time.Second})
+		if err != nil {
+			t.Errorf("figure %s / %s: %v", q.Panel, q.Series, err)
+			continue
+		}
+		m, ok := v.(model.Matrix)
+		if !ok || len(m) == 0 {
+			continue
+		}
+		dst := xs
+		if q.Axis == "y" {
+			dst = ys
+		}
+		k := key{q.Panel, q.Series}
+		if dst[k] == nil {
+			dst[k] = map[int64]float64{}
+		}
+		for _, p := range m[0].Values {
+			dst[k][int64(p.Timestamp)] = float64(p.Value)
+		}
+	}
+	var out [][]string
+	for k, x := range xs {
+		for ts, xv := range x {
+			if yv, ok := ys[k][ts]; ok {
+				out = append(out, []string{k.panel, k.series, fmt.Sprintf("%g", xv), fmt.Sprintf("%.4f", yv)})
+			}
+		}
+	}
+	return out
+}
+
+// writeFigures writes each figure's points as CSV under
+// $XDP_EXPORTER_FIGURES (default: the test's temp dir) and fails when a
+// figure that needs no hardware has no points.
+func writeFigures(t *testing.T, figures map[string][][]string) {
+	dir := os.Getenv("XDP_EXPORTER_FIGURES")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, q := range dashboards.Queries() {
+		if q.Figure && q.Exempt == "" {
+			want[q.Panel] = true
+		}
+	}
+	for panel := range want {
+		rows := figures[panel]
+		if len(rows) == 0 {
+			t.Errorf("figure %q has no points", panel)
+			continue
+		}
+		sort.Slice(rows, func(i, j int) bool { return strings.Join(rows[i], ",") < strings.Join(rows[j], ",") })
+		path := filepath.Join(dir, slug(panel)+".csv")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := csv.NewWriter(f)
+		_ = w.Write([]string{"series", "x", "y"})
+		_ = w.WriteAll(rows)
+		f.Close()
+		t.Logf("figure %q: %d points in %s", panel, len(rows), path)
+	}
+}
+
+func slug(s string) string {
+	return strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, s), "-")
+}
+
+// logScrapeCost reports the scrape's own duration and sample count, as
+// Prometheus saw them.
+func logScrapeCost(t *testing.T, prom *promtest.Server, addr string) {
+	ctx := context.Background()
+	for _, m := range []string{"scrape_duration_seconds", "scrape_samples_scraped"} {
+		for _, fn := range []string{"max_over_time", "avg_over_time"} {
+			v, err := prom.Scalar(ctx, fmt.Sprintf(`%s(%s{instance=%q}[5m])`, fn, m, addr))
+			if err != nil {
+				t.Errorf("%s: %v", m, err)
+				continue
+			}
+			t.Logf("%s %s = %g", fn, m, v)
+		}
+	}
+}
+
+func waitFor(t *testing.T, prom *promtest.Server, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := prom.Query(context.Background(), expr)
+		if vec, ok := v.(model.Vector); err == nil && ok && len(vec) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus has no %s after 30s (err %v)", expr, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func scalarAt(t *testing.T, prom *promtest.Server, expr string, at time.Time) float64 {
+	t.Helper()
+	v, _, _, err := prom.API.Query(context.Background(), expr, at)
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok || len(vec) != 1 {
+		t.Fatalf("%s at %s: %v, want one sample", expr, at.Format(time.RFC3339), v)
+	}
+	return float64(vec[0].Value)
+}
+
+func regexpQuote(s string) string { return strings.ReplaceAll(s, ".", `\.`) }

@@ -1,0 +1,193 @@
+// Package exportertest builds and runs the real xdp_exporter binary for
+// end-to-end tests.
+package exportertest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Build compiles cmd/xdp_exporter once per test binary, as `make build`
+// does: without cgo, so the binary is static and capability changes reach
+// every thread.
+func Build(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		_, here, _, _ := runtime.Caller(0)
+		pkg := filepath.Join(filepath.Dir(here), "..", "..", "cmd", "xdp_exporter")
+		dir, err := os.MkdirTemp("", "xdp_exporter-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "xdp_exporter")
+		build := exec.Command("go", "build", "-o", binPath, ".")
+		build.Dir = pkg
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// FreeAddr returns a loopback address no one listens on right now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Log collects a process's stderr; tests read it while the process writes.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Process is a running exporter.
+type Process struct {
+	Addr   string
+	Cmd    *exec.Cmd
+	Stderr *Log
+	done   chan error
+}
+
+// Start runs cmd (the exporter, or a wrapper such as capsh around it),
+// which must listen on addr, and waits until it answers. It is stopped
+// with SIGINT at the end of the test unless Stop ran first.
+func Start(t testing.TB, addr string, cmd *exec.Cmd) *Process {
+	t.Helper()
+	p := &Process{Addr: addr, Cmd: cmd, Stderr: &Log{}, done: make(chan error, 1)}
+	cmd.Stderr = p.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() { p.Stop(t) })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+			return p
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("exporter exited before answering: %v; log:\n%s", err, p.Stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("exporter did not answer on %s: %v; log:\n%s", addr, err, p.Stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Run starts the built binary with args, listening on addr.
+func Run(t testing.TB, addr string, args ...string) *Process {
+	t.Helper()
+	return Start(t, addr, exec.Command(Build(t), append([]string{"--web.listen-address=" + addr}, args...)...))
+}
+
+// Stop sends SIGINT and waits for a clean exit; it is safe to call twice.
+func (p *Process) Stop(t testing.TB) {
+	t.Helper()
+	if p.Cmd.ProcessState != nil {
+		return
+	}
+	_ = p.Cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("exporter exited with %v; log:\n%s", err, p.Stderr)
+		}
+	case <-time.After(10 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+		t.Errorf("exporter did not stop within 10s of SIGINT; log:\n%s", p.Stderr)
+	}
+}
+
+// Scrape fetches /metrics and returns the body.
+func (p *Process) Scrape(t testing.TB) string {
+	t.Helper()
+	resp, err := http.Get("http://" + p.Addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: HTTP %d\n%s", resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+// Sum scrapes and adds up every sample of a counter, gauge or untyped
+// family whose labels include the given name/value pairs.
+func (p *Process) Sum(t testing.TB, family string, labels ...string) float64 {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(p.Scrape(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, m := range mfs[family].GetMetric() {
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			ok := false
+			for _, lp := range m.GetLabel() {
+				ok = ok || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
+			}
+			match = match && ok
+		}
+		if match {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+		}
+	}
+	return sum
+}
