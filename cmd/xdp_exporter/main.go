@@ -134,7 +134,23 @@ func run(args []string) int {
 // so a hung source cannot hold the scrape past the point Prometheus gives up.
 func metricsHandler(set *collector.Set, process prometheus.Gatherer, logger *slog.Logger, maxRequests int, defaultTimeout time.Duration) http.Handler {
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelError)
+	// The in-flight limit lives here, not in promhttp.HandlerOpts: the
+	// promhttp handler is built afresh per request, so its own limit would
+	// count one request at a time.
+	var inFlight chan struct{}
+	if maxRequests > 0 {
+		inFlight = make(chan struct{}, maxRequests)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inFlight != nil {
+			select {
+			case inFlight <- struct{}{}:
+				defer func() { <-inFlight }()
+			default:
+				http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", maxRequests), http.StatusServiceUnavailable)
+				return
+			}
+		}
 		timeout := defaultTimeout
 		if v := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); v != "" {
 			if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
@@ -147,9 +163,8 @@ func metricsHandler(set *collector.Set, process prometheus.Gatherer, logger *slo
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(set.Scrape(ctx))
 		promhttp.HandlerFor(prometheus.Gatherers{process, reg}, promhttp.HandlerOpts{
-			ErrorLog:            errLog,
-			ErrorHandling:       promhttp.ContinueOnError,
-			MaxRequestsInFlight: maxRequests,
+			ErrorLog:      errLog,
+			ErrorHandling: promhttp.ContinueOnError,
 		}).ServeHTTP(w, r)
 	})
 }
