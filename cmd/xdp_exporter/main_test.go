@@ -76,7 +76,13 @@ type exporter struct {
 func startExporter(t testing.TB, args ...string) *exporter {
 	t.Helper()
 	e := &exporter{Addr: freeAddr(t), stderr: &bytes.Buffer{}}
-	e.cmd = exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + e.Addr}, args...)...)
+	return launch(t, e, exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + e.Addr}, args...)...))
+}
+
+// launch starts cmd, which must listen on e.Addr, and waits until it answers.
+func launch(t testing.TB, e *exporter, cmd *exec.Cmd) *exporter {
+	t.Helper()
+	e.cmd = cmd
 	e.cmd.Stderr = e.stderr
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)
