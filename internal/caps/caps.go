@@ -110,27 +110,40 @@ func ReadStatus(path string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	st, err := parseStatus(b)
+	if err != nil {
+		return State{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+// parseStatus reads the five Cap* lines of a status file; each must appear
+// once, as 64-bit hex.
+func parseStatus(b []byte) (State, error) {
 	var st State
 	fields := map[string]*Set{
 		"CapInh": &st.Inheritable, "CapPrm": &st.Permitted, "CapEff": &st.Effective,
 		"CapBnd": &st.Bounding, "CapAmb": &st.Ambient,
 	}
-	seen := 0
+	seen := map[string]bool{}
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
 		dst, want := fields[k]
 		if !ok || !want {
 			continue
 		}
+		if seen[k] {
+			return State{}, fmt.Errorf("%s appears twice", k)
+		}
+		seen[k] = true
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 		if err != nil {
-			return State{}, fmt.Errorf("%s: %s: %w", path, k, err)
+			return State{}, fmt.Errorf("%s: %w", k, err)
 		}
 		*dst = Set(n)
-		seen++
 	}
-	if seen != len(fields) {
-		return State{}, fmt.Errorf("%s: found %d of the %d Cap* lines", path, seen, len(fields))
+	if len(seen) != len(fields) {
+		return State{}, fmt.Errorf("found %d of the %d Cap* lines", len(seen), len(fields))
 	}
 	return st, nil
 }

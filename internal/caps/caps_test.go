@@ -147,3 +147,25 @@ func TestSetString(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// FuzzParseStatus: whatever a status file holds, parseStatus either
+// rejects it or returns sets that print back to the same Cap* lines.
+func FuzzParseStatus(f *testing.F) {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("CapInh:\t0\nCapPrm:\tffffffffffffffff\nCapEff:\t1\nCapBnd:\t0000\nCapAmb:\t 10 \n"))
+	f.Add([]byte("CapInh:\t0\nCapInh:\t0\nCapPrm:\t0\nCapEff:\t0\nCapBnd:\t0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := parseStatus(b)
+		if err != nil {
+			return
+		}
+		out := fmt.Sprintf("CapInh:\t%016x\nCapPrm:\t%016x\nCapEff:\t%016x\nCapBnd:\t%016x\nCapAmb:\t%016x\n",
+			uint64(st.Inheritable), uint64(st.Permitted), uint64(st.Effective), uint64(st.Bounding), uint64(st.Ambient))
+		again, err := parseStatus([]byte(out))
+		if err != nil || again != st {
+			t.Fatalf("%q parsed to %+v; printed back it parses to %+v, %v", b, st, again, err)
+		}
+	})
+}
