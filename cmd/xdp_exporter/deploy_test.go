@@ -261,7 +261,7 @@ func TestSystemdCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	e := launch(t, &exporter{Addr: addr, stderr: &bytes.Buffer{}}, exec.Command(setpriv,
+	e := launch(t, &exporter{Addr: addr, stderr: &logBuffer{}}, exec.Command(setpriv,
 		"--reuid=65534", "--regid=65534", "--clear-groups",
 		"--inh-caps="+capList, "--ambient-caps="+capList, "--bounding-set="+capList, "--no-new-privs",
 		bin, "--runtime.drop-capabilities", "--web.listen-address="+addr))

@@ -225,5 +225,5 @@ func startExporterAt(t *testing.T, bin string, args ...string) *exporter {
 	if addr == "" {
 		t.Fatalf("startExporterAt: no --web.listen-address in %v", args)
 	}
-	return launch(t, &exporter{Addr: addr, stderr: &bytes.Buffer{}}, exec.Command(bin, args...))
+	return launch(t, &exporter{Addr: addr, stderr: &logBuffer{}}, exec.Command(bin, args...))
 }

@@ -68,14 +68,33 @@ func freeAddr(t testing.TB) string {
 type exporter struct {
 	Addr   string
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *logBuffer
+}
+
+// logBuffer collects the process's stderr; tests read it while the process
+// still writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startExporter runs the binary with args on a free loopback port and waits
 // until it answers. The process gets SIGTERM at the end of the test.
 func startExporter(t testing.TB, args ...string) *exporter {
 	t.Helper()
-	e := &exporter{Addr: freeAddr(t), stderr: &bytes.Buffer{}}
+	e := &exporter{Addr: freeAddr(t), stderr: &logBuffer{}}
 	return launch(t, e, exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + e.Addr}, args...)...))
 }
 
