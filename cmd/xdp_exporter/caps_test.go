@@ -47,6 +47,11 @@ func TestDropCapabilities(t *testing.T) {
 	e := startExporter(t, "--runtime.drop-capabilities")
 	body := e.Scrape(t)
 	promtoolCheck(t, body)
+	// A collector that needs a capability at scrape time without declaring
+	// it fails here.
+	if err := checkScrape(body); err != nil {
+		t.Fatalf("after dropping capabilities: %v\nlog:\n%s", err, e.stderr)
+	}
 	for path, got := range threadCaps(t, e.cmd.Process.Pid) {
 		if got != want {
 			t.Errorf("%s: %+v, want %+v", path, got, want)

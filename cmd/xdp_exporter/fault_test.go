@@ -127,8 +127,10 @@ func selfMetric(t *testing.T, body, name string) float64 {
 func TestConcurrentScrapesWithChurn(t *testing.T) {
 	testenv.Privileged(t)
 	// No in-flight limit: the point is 1,000 scrapes inside the exporter at
-	// once, not 960 quick 503s.
-	e := startExporter(t, "--web.max-requests=0")
+	// once, not 960 quick 503s. A long deadline: on two cores the last of
+	// them waits for CPU, and this test is about correctness under
+	// concurrency, not speed (the deadline has its own tests).
+	e := startExporter(t, "--web.max-requests=0", "--web.scrape-timeout=2m")
 	fresh := &http.Client{Timeout: time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
 	base, err := scrapeBody(fresh, e.Addr)
 	if err != nil {
@@ -160,7 +162,7 @@ func TestConcurrentScrapesWithChurn(t *testing.T) {
 	}()
 
 	const scrapes = 1000
-	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: scrapes}}
+	client := &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: scrapes}}
 	var wg sync.WaitGroup
 	errs := make(chan error, scrapes)
 	start := make(chan struct{})
