@@ -68,7 +68,13 @@ func freeAddr(t testing.TB) string {
 type exporter struct {
 	Addr   string
 	cmd    *exec.Cmd
-	stderr *logBuffer
+	stderr logWriter
+}
+
+// logWriter is where a process's stderr goes and how tests read it back.
+type logWriter interface {
+	io.Writer
+	String() string
 }
 
 // logBuffer collects the process's stderr; tests read it while the process
