@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,4 +94,25 @@ func hasLabels(m *dto.Metric, labels []string) bool {
 		}
 	}
 	return true
+}
+
+// sumFamily adds the samples of name whose labels include the given pairs.
+func sumFamily(mfs map[string]*dto.MetricFamily, name string, labels ...string) (sum float64, n int) {
+	for _, m := range mfs[name].GetMetric() {
+		if hasLabels(m, labels) {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			n++
+		}
+	}
+	return sum, n
+}
+
+// median of benchmark samples: the machine is shared and noisy.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -19,7 +19,7 @@ import (
 
 // Pair is a veth pair with one end in a named namespace.
 type Pair struct {
-	Namespace string       // name under /run/netns
+	Namespace string // name under /run/netns
 	NS        netns.NsHandle
 	Host      *net.Interface // the DUT end, in the caller's namespace
 	Peer      *net.Interface // the generator end, inside Namespace
@@ -48,7 +48,7 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 	if _, err := net.InterfaceByName(cfg.Host); err == nil {
 		return nil, fmt.Errorf("interface %s already exists", cfg.Host)
 	}
-	ns, err := newNamedNS(cfg.Namespace, !cfg.KeepIPv6)
+	ns, err := NewNamespace(cfg.Namespace, !cfg.KeepIPv6)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +148,9 @@ func InNamespace(ns netns.NsHandle, fn func() error) error {
 	return fnErr
 }
 
-// newNamedNS creates /run/netns/name without leaving the caller's thread in it.
-func newNamedNS(name string, noIPv6 bool) (netns.NsHandle, error) {
+// NewNamespace creates /run/netns/name without leaving the caller's thread in
+// it; with noIPv6, devices created in it start with IPv6 disabled.
+func NewNamespace(name string, noIPv6 bool) (netns.NsHandle, error) {
 	runtime.LockOSThread()
 	orig, err := netns.Get()
 	if err != nil {

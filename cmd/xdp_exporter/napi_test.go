@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// TestNapiEndToEnd runs the binary with its defaults (napi is on), sends
+// live frames into an XDP_DROP veth and checks through HTTP that the
+// device's NAPI histogram counted every frame.
+func TestNapiEndToEnd(t *testing.T) {
+	pair := netlab.TestPair(t, 2)
+	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.XDP,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
+	})
+	testenv.Check(t, err, "loading an XDP_DROP program")
+	defer drop.Close()
+	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
+	testenv.Check(t, err, "attaching XDP to veth")
+	defer l.Close()
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "loading the traffic generator")
+	defer g.Close()
+
+	e := startExporter(t, "--collector.napi")
+	sent, err := g.Run(context.Background(), trafficgen.Config{
+		NS: pair.NS, Ifindex: pair.Peer.Index,
+		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
+		Count: 50_000, CPUs: []int{0, 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var work float64
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		body := e.Scrape(t)
+		work = napiWork(t, body, pair.Host.Name)
+		if work >= float64(sent) || time.Now().After(deadline) {
+			promtoolCheck(t, body)
+			if !strings.Contains(body, `xdp_scrape_collector_success{collector="napi"} 1`) {
+				t.Errorf("napi collector did not succeed; log:\n%s", e.stderr)
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if work != float64(sent) {
+		t.Fatalf("xdp_napi_poll_work_sum for %s = %v over all contexts, want %d", pair.Host.Name, work, sent)
+	}
+}
+
+// napiWork sums xdp_napi_poll_work_sum of device over its contexts.
+func napiWork(t testing.TB, body, device string) float64 {
+	t.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var work float64
+	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "device" && lp.GetValue() == device {
+				work += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return work
+}

@@ -1,0 +1,126 @@
+package collector
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// BenchmarkBPFStatsCost measures what --collector.bpf.enable-stats costs
+// every BPF program run: a bare XDP_DROP program runs through BPF_PROG_RUN
+// with a large repeat count, timed over the whole call (by wall clock and by
+// the thread's CPU clock) so the syscall's own cost vanishes in the division, once with statistics off and
+// once with a BPF_ENABLE_STATS fd held, alternating which goes first. Each
+// b.N iteration is one off/on pair; run it with -benchtime=11x or so and read
+// the medians:
+//
+//	go test ./collector -run '^$' -bench BPFStatsCost -benchtime=11x
+func BenchmarkBPFStatsCost(b *testing.B) {
+	testenv.Privileged(b)
+	sysctl := &BPFCollector{cfg: BPFConfig{ProcPath: "/proc"}}
+	if on, err := sysctl.sysctlStats(); err != nil || on {
+		testenv.Unavailable(b, "kernel.bpf_stats_enabled must be 0 to measure statistics off (on=%v, err=%v)", on, err)
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "xdpt_bench", Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
+	})
+	testenv.Check(b, err, "loading an XDP_DROP program")
+	defer prog.Close()
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cpu unix.CPUSet
+	cpu.Set(0)
+	if err := unix.SchedSetaffinity(0, &cpu); err != nil {
+		b.Fatal(err)
+	}
+
+	const repeat = 5_000_000
+	opts := &ebpf.RunOptions{Data: make([]byte, trafficgen.MinFrameSize), Repeat: repeat}
+	// run returns the ns per program run by wall clock and by the thread's
+	// CPU clock, and the run count the kernel added, which tells whether
+	// statistics were really on. The CPU clock leaves out the time other
+	// tasks held this CPU, which on a shared machine dominates the spread of
+	// the wall clock.
+	run := func() (wall, cpu float64, counted uint64) {
+		before, err := prog.Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		start, startCPU := time.Now(), threadCPU(b)
+		if _, err := prog.Run(opts); err != nil {
+			b.Fatal(err)
+		}
+		cpu = float64(threadCPU(b)-startCPU) / repeat
+		wall = float64(time.Since(start).Nanoseconds()) / repeat
+		after, err := prog.Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return wall, cpu, after.RunCount - before.RunCount
+	}
+	type sample struct{ wall, cpu float64 }
+	measureOff := func() sample {
+		wall, cpu, counted := run()
+		if counted != 0 {
+			b.Fatalf("statistics off, yet the kernel counted %d runs: another process holds BPF_ENABLE_STATS", counted)
+		}
+		return sample{wall, cpu}
+	}
+	measureOn := func() sample {
+		fd, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		testenv.Check(b, err, "BPF_ENABLE_STATS")
+		defer fd.Close()
+		wall, cpu, counted := run()
+		if counted != repeat {
+			b.Fatalf("statistics on, yet the kernel counted %d of %d runs", counted, repeat)
+		}
+		return sample{wall, cpu}
+	}
+
+	run() // warm caches and the JIT image
+	var off, on []sample
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			off = append(off, measureOff())
+			on = append(on, measureOn())
+		} else {
+			on = append(on, measureOn())
+			off = append(off, measureOff())
+		}
+	}
+	b.StopTimer()
+	for _, clock := range []struct {
+		name string
+		get  func(sample) float64
+	}{{"cpu", func(s sample) float64 { return s.cpu }}, {"wall", func(s sample) float64 { return s.wall }}} {
+		var xOff, xOn []float64
+		for i := range off {
+			xOff, xOn = append(xOff, clock.get(off[i])), append(xOn, clock.get(on[i]))
+		}
+		mOff, mOn := median(xOff), median(xOn)
+		b.Logf("%s clock, ns per run: statistics off %.1f, on %.1f", clock.name, xOff, xOn)
+		b.ReportMetric(mOff, clock.name+"-ns/run-off")
+		b.ReportMetric(mOn, clock.name+"-ns/run-on")
+		b.ReportMetric(mOn-mOff, clock.name+"-ns/run-added")
+		b.ReportMetric(mOn/mOff, clock.name+"-ratio")
+	}
+}
+
+// threadCPU reads the calling thread's CPU clock in ns.
+func threadCPU(b *testing.B) int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		b.Fatal(err)
+	}
+	return ts.Nano()
+}

@@ -1,0 +1,337 @@
+package collector
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// testProg is an XDP_DROP program loaded for one test.
+type testProg struct {
+	prog *ebpf.Program
+	id   string
+	name string
+	tag  string
+}
+
+func loadDrop(t *testing.T, name string) testProg {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:    name,
+		Type:    ebpf.XDP,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R0, 1), // XDP_DROP
+			asm.Return(),
+		},
+	})
+	testenv.Check(t, err, "loading an XDP_DROP program")
+	t.Cleanup(func() { prog.Close() })
+	info, err := prog.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := info.ID()
+	if !ok {
+		t.Fatal("kernel reports no program id")
+	}
+	return testProg{prog: prog, id: strconv.FormatUint(uint64(id), 10), name: info.Name, tag: info.Tag}
+}
+
+func attachXDP(t *testing.T, p testProg, ifindex int, flags link.XDPAttachFlags) string {
+	t.Helper()
+	l, err := link.AttachXDP(link.XDPOptions{Program: p.prog, Interface: ifindex, Flags: flags})
+	testenv.Check(t, err, "attaching XDP")
+	t.Cleanup(func() { l.Close() })
+	info, err := l.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatUint(uint64(info.ID), 10)
+}
+
+func newBPF(t *testing.T, cfg BPFConfig) *BPFCollector {
+	t.Helper()
+	c, err := NewBPFCollector(cfg, discardLogger())
+	testenv.Check(t, err, "building the bpf collector")
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+// sendPacketSocket writes n frames out of the pair's peer through an
+// AF_PACKET socket. Unlike live frames, this path needs no XDP program on
+// the receiving end, so frames reach generic XDP through the stack.
+func sendPacketSocket(t *testing.T, pair *netlab.Pair, n int) {
+	t.Helper()
+	err := pair.Do(func() error {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0) // protocol 0: send only
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		to := &unix.SockaddrLinklayer{Ifindex: pair.Peer.Index, Halen: 6}
+		copy(to.Addr[:], pair.Host.HardwareAddr)
+		frame := trafficgen.Frame(pair.Peer.HardwareAddr, pair.Host.HardwareAddr, 1024, trafficgen.MinFrameSize)
+		for range n {
+			if err := unix.Sendto(fd, frame, 0, to); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("sending through a packet socket: %v", err)
+	}
+}
+
+func samples(mfs map[string]*dto.MetricFamily, name string, labels ...string) int {
+	n := 0
+	for _, m := range mfs[name].GetMetric() {
+		if hasLabels(m, labels) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestBPFAttachedPrograms attaches one program in native mode and one in
+// generic mode, sends a known number of frames to each, and checks that the
+// collector finds both with their id, name, tag, mode and link, and that
+// with --collector.bpf.enable-stats each run count equals the frames sent.
+func TestBPFAttachedPrograms(t *testing.T) {
+	native, generic := netlab.TestPair(t, 2), netlab.TestPair(t, 1)
+	pn, pg := loadDrop(t, "xdpt_native"), loadDrop(t, "xdpt_generic")
+	linkN := attachXDP(t, pn, native.Host.Index, 0)
+	linkG := attachXDP(t, pg, generic.Host.Index, link.XDPGenericMode)
+
+	c := newBPF(t, BPFConfig{EnableStats: true})
+
+	gen, err := trafficgen.New()
+	testenv.Check(t, err, "loading the traffic generator")
+	defer gen.Close()
+	const nNative, nGeneric = 100_000, 1_000
+	sent, err := gen.Run(context.Background(), trafficgen.Config{
+		NS: native.NS, Ifindex: native.Peer.Index,
+		SrcMAC: native.Peer.HardwareAddr, DstMAC: native.Host.HardwareAddr,
+		Count: nNative, CPUs: []int{0, 1},
+	})
+	if err != nil || sent != nNative {
+		t.Fatalf("generator sent %d frames (%v), want %d", sent, err, nNative)
+	}
+	sendPacketSocket(t, generic, nGeneric)
+
+	mfs := gather(t, c)
+	for _, tc := range []struct {
+		pair      *netlab.Pair
+		p         testProg
+		mode, lid string
+		runs      float64
+	}{
+		{native, pn, "native", linkN, nNative},
+		{generic, pg, "generic", linkG, nGeneric},
+	} {
+		if n := samples(mfs, "xdp_bpf_prog_info", "device", tc.pair.Host.Name); n != 1 {
+			t.Errorf("%s: %d programs reported, want 1", tc.pair.Host.Name, n)
+		}
+		value(t, mfs, "xdp_bpf_prog_info", "device", tc.pair.Host.Name, "mode", tc.mode,
+			"prog_id", tc.p.id, "name", tc.p.name, "tag", tc.p.tag, "link_id", tc.lid)
+		if got := value(t, mfs, "xdp_bpf_prog_runs_total", "prog_id", tc.p.id, "name", tc.p.name); got != tc.runs {
+			t.Errorf("%s (%s): run count %v, want the %v frames sent", tc.p.name, tc.mode, got, tc.runs)
+		}
+		if got := value(t, mfs, "xdp_bpf_prog_run_seconds_total", "prog_id", tc.p.id); got <= 0 {
+			t.Errorf("%s: run time %v, want > 0 with stats enabled", tc.p.name, got)
+		}
+	}
+	// The generator's own program ran nNative times too, but it is not
+	// attached to any device.
+	if n := samples(mfs, "xdp_bpf_prog_info", "name", "xdp_trafficgen"); n != 0 {
+		t.Errorf("the generator's unattached program is reported %d times", n)
+	}
+	if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "exporter"); got != 1 {
+		t.Errorf(`xdp_bpf_stats_enabled{source="exporter"} = %v with enable-stats, want 1`, got)
+	}
+}
+
+// TestBPFLegacyAttach checks that a program attached through netlink
+// without a bpf_link is found, with an empty link_id.
+func TestBPFLegacyAttach(t *testing.T) {
+	pair := netlab.TestPair(t, 1)
+	p := loadDrop(t, "xdpt_legacy")
+	l, err := netlink.LinkByIndex(pair.Host.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = netlink.LinkSetXdpFdWithFlags(l, p.prog.FD(), int(link.XDPGenericMode))
+	testenv.Check(t, err, "attaching XDP through netlink")
+	c := newBPF(t, BPFConfig{})
+	mfs := gather(t, c)
+	value(t, mfs, "xdp_bpf_prog_info", "device", pair.Host.Name, "mode", "generic",
+		"prog_id", p.id, "name", p.name, "link_id", "")
+}
+
+// TestBPFStatsEnabled checks both sources of xdp_bpf_stats_enabled: the
+// sysctl as the kernel reports it (and, through a fake procfs, both of its
+// values) and the exporter's own BPF_ENABLE_STATS fd, which Close releases.
+func TestBPFStatsEnabled(t *testing.T) {
+	testenv.Privileged(t)
+	raw, err := os.ReadFile("/proc/sys/kernel/bpf_stats_enabled")
+	if err != nil {
+		testenv.Unavailable(t, "kernel without BPF statistics: %v", err)
+	}
+	want, err := strconv.ParseFloat(strings.TrimSpace(string(raw)), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs := gather(t, newBPF(t, BPFConfig{}))
+	if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "sysctl"); got != want {
+		t.Errorf(`sysctl gauge = %v, /proc/sys/kernel/bpf_stats_enabled = %v`, got, want)
+	}
+	if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "exporter"); got != 0 {
+		t.Errorf(`exporter gauge = %v without enable-stats, want 0`, got)
+	}
+
+	proc := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(proc, "sys/kernel"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sysctl := range []string{"0", "1"} {
+		if err := os.WriteFile(filepath.Join(proc, "sys/kernel/bpf_stats_enabled"), []byte(sysctl+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mfs := gather(t, newBPF(t, BPFConfig{ProcPath: proc}))
+		if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "sysctl"); strconv.FormatFloat(got, 'f', -1, 64) != sysctl {
+			t.Errorf("sysctl %s: gauge = %v", sysctl, got)
+		}
+	}
+
+	fds := countFDs(t)
+	on := newBPF(t, BPFConfig{ProcPath: proc, EnableStats: true})
+	if got := value(t, gather(t, on), "xdp_bpf_stats_enabled", "source", "exporter"); got != 1 {
+		t.Errorf("exporter gauge = %v with enable-stats, want 1", got)
+	}
+	if got := countFDs(t); got != fds+1 {
+		t.Errorf("enable-stats holds %d fds, want 1", got-fds)
+	}
+	if err := on.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, gather(t, on), "xdp_bpf_stats_enabled", "source", "exporter"); got != 0 {
+		t.Errorf("exporter gauge = %v after Close, want 0", got)
+	}
+	if got := countFDs(t); got != fds {
+		t.Errorf("Close left %d fds open", got-fds)
+	}
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// drain runs one Update and discards its metrics.
+func drain(t *testing.T, c Collector) {
+	t.Helper()
+	ch := make(chan prometheus.Metric)
+	done := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(done)
+	}()
+	err := c.Update(context.Background(), ch)
+	close(ch)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBPFNoFDLeak scrapes many times with programs attached (through a
+// link and without one) and checks that the process holds no more fds
+// afterwards than before.
+func TestBPFNoFDLeak(t *testing.T) {
+	a, b := netlab.TestPair(t, 1), netlab.TestPair(t, 1)
+	attachXDP(t, loadDrop(t, "xdpt_leak_link"), a.Host.Index, 0)
+	p := loadDrop(t, "xdpt_leak_nl")
+	l, err := netlink.LinkByIndex(b.Host.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Check(t, netlink.LinkSetXdpFd(l, p.prog.FD()), "attaching XDP through netlink")
+	c := newBPF(t, BPFConfig{EnableStats: true})
+	drain(t, c) // lets the runtime open whatever it opens once
+	before := countFDs(t)
+	for range 500 {
+		drain(t, c)
+	}
+	if after := countFDs(t); after != before {
+		t.Fatalf("%d fds before 500 scrapes, %d after", before, after)
+	}
+}
+
+// TestBPFDetachedSkipped lists a real attachment, then detaches and
+// unloads the program before the collector reads it, as happens when a
+// program is replaced during a scrape: it is skipped without an error.
+func TestBPFDetachedSkipped(t *testing.T) {
+	pair := netlab.TestPair(t, 1)
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "xdpt_gone", Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, // XDP_PASS
+	})
+	testenv.Check(t, err, "loading an XDP program")
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: pair.Host.Index})
+	testenv.Check(t, err, "attaching XDP")
+	c := newBPF(t, BPFConfig{})
+
+	atts, err := listXDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []xdpAttachment
+	for _, a := range atts {
+		if a.ifindex == pair.Host.Index {
+			mine = append(mine, a)
+		}
+	}
+	if len(mine) != 1 || mine[0].mode != "native" {
+		t.Fatalf("listing found %+v on %s, want one native program", mine, pair.Host.Name)
+	}
+	links, err := xdpLinks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	prog.Close()
+
+	ch := make(chan prometheus.Metric, 16)
+	if err := c.emit(context.Background(), ch, mine, links); err != nil {
+		t.Fatalf("a program detached during the scrape is an error: %v", err)
+	}
+	close(ch)
+	for m := range ch {
+		t.Errorf("metric for a detached program: %v", m.Desc())
+	}
+}

@@ -1,0 +1,173 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/procfs"
+)
+
+var (
+	cpuSeconds = newFamily("cpu", "seconds_total",
+		"Seconds each CPU spent in each mode, from the cpuN lines of /proc/stat (USER_HZ ticks / USER_HZ). user includes guest time, nice includes guest_nice, as the kernel counts them.",
+		Counter, "cpu", "mode")
+	cpuSoftirqs = newFamily("cpu", "softirqs_total",
+		"Softirq vectors raised on each CPU, from /proc/softirqs (NET_RX and NET_TX unless --collector.cpu.softirqs.all).",
+		Counter, "cpu", "vector")
+	softnetProcessed = newCollectorFamily("cpu", "softnet", "processed_total",
+		"Packets processed by the CPU's backlog/NAPI receive path, column 1 of /proc/net/softnet_stat (a 32-bit kernel counter that wraps).",
+		Counter, "cpu")
+	softnetDropped = newCollectorFamily("cpu", "softnet", "dropped_total",
+		"Packets dropped because the CPU's input backlog was full (netdev_max_backlog), column 2 of /proc/net/softnet_stat.",
+		Counter, "cpu")
+	softnetTimesSqueezed = newCollectorFamily("cpu", "softnet", "times_squeezed_total",
+		"NET_RX softirq runs that ended with work left because the budget (netdev_budget, netdev_budget_usecs) ran out, column 3 of /proc/net/softnet_stat.",
+		Counter, "cpu")
+)
+
+func init() {
+	register(Registration{
+		Name:           "cpu",
+		Help:           "Per-CPU time by mode, NET_RX/NET_TX softirqs and softnet backlog statistics from procfs",
+		DefaultEnabled: true,
+		Requires:       "any Linux kernel with /proc/stat and /proc/softirqs; the softnet CPU index column needs Linux 5.14+ (older kernels: line number); no privileges.",
+		Flags: func(f *FlagSet) Builder {
+			procfsPath := f.Flag("procfs", "procfs mount point the cpu collector reads.").Default(procfs.DefaultMountPoint).String()
+			all := f.Flag("softirqs.all", "Export every /proc/softirqs vector, not only NET_RX and NET_TX (adds 8 series per CPU).").Default("false").Bool()
+			return func(logger *slog.Logger) (Collector, error) {
+				return NewCPUCollector(CPUConfig{ProcFS: *procfsPath, SoftirqsAll: *all}, logger)
+			}
+		},
+	})
+}
+
+// CPUConfig configures the cpu collector.
+type CPUConfig struct {
+	// ProcFS is the procfs mount point (tests point it at fixtures).
+	ProcFS string
+	// SoftirqsAll exports every softirq vector instead of NET_RX and NET_TX.
+	SoftirqsAll bool
+}
+
+// CPUCollector reads /proc/stat, /proc/softirqs and /proc/net/softnet_stat.
+// It holds no open files between scrapes.
+type CPUCollector struct {
+	fs     procfs.FS
+	cfg    CPUConfig
+	logger *slog.Logger
+}
+
+// NewCPUCollector checks that cfg.ProcFS is a directory and returns the collector.
+func NewCPUCollector(cfg CPUConfig, logger *slog.Logger) (*CPUCollector, error) {
+	fs, err := procfs.NewFS(cfg.ProcFS)
+	if err != nil {
+		return nil, fmt.Errorf("cpu: procfs at %q: %w", cfg.ProcFS, err)
+	}
+	return &CPUCollector{fs: fs, cfg: cfg, logger: logger}, nil
+}
+
+// Update reads the three files independently: one that is missing or
+// malformed is reported in the returned error while the others still emit.
+func (c *CPUCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+	var errs []error
+	if err := c.updateStat(ch); err != nil {
+		errs = append(errs, fmt.Errorf("%s/stat: %w", c.cfg.ProcFS, err))
+	}
+	if err := c.updateSoftirqs(ch); err != nil {
+		errs = append(errs, fmt.Errorf("%s/softirqs: %w", c.cfg.ProcFS, err))
+	}
+	if err := c.updateSoftnet(ch); err != nil {
+		errs = append(errs, fmt.Errorf("%s/net/softnet_stat: %w", c.cfg.ProcFS, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Close releases nothing: every file is opened and closed within Update.
+func (c *CPUCollector) Close() error { return nil }
+
+func (c *CPUCollector) updateStat(ch chan<- prometheus.Metric) error {
+	st, err := c.fs.Stat()
+	if err != nil {
+		return err
+	}
+	if len(st.CPU) == 0 {
+		return errors.New("no cpuN lines")
+	}
+	for id, s := range st.CPU {
+		cpu := strconv.FormatInt(id, 10)
+		ch <- cpuSeconds.Must(s.User, cpu, "user")
+		ch <- cpuSeconds.Must(s.Nice, cpu, "nice")
+		ch <- cpuSeconds.Must(s.System, cpu, "system")
+		ch <- cpuSeconds.Must(s.Idle, cpu, "idle")
+		ch <- cpuSeconds.Must(s.Iowait, cpu, "iowait")
+		ch <- cpuSeconds.Must(s.IRQ, cpu, "irq")
+		ch <- cpuSeconds.Must(s.SoftIRQ, cpu, "softirq")
+		ch <- cpuSeconds.Must(s.Steal, cpu, "steal")
+	}
+	return nil
+}
+
+// updateSoftirqs labels column i of /proc/softirqs as cpu i. The kernel
+// prints one column per possible CPU (for_each_possible_cpu), and
+// cpu_possible_mask is dense from 0, so the column index is the CPU number.
+func (c *CPUCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
+	s, err := c.fs.Softirqs()
+	if err != nil {
+		return err
+	}
+	vectors := []struct {
+		name   string
+		counts []uint64
+	}{
+		{"NET_RX", s.NetRx},
+		{"NET_TX", s.NetTx},
+	}
+	if c.cfg.SoftirqsAll {
+		vectors = append(vectors, []struct {
+			name   string
+			counts []uint64
+		}{
+			{"HI", s.Hi}, {"TIMER", s.Timer}, {"BLOCK", s.Block}, {"IRQ_POLL", s.IRQPoll},
+			{"TASKLET", s.Tasklet}, {"SCHED", s.Sched}, {"HRTIMER", s.HRTimer}, {"RCU", s.RCU},
+		}...)
+	}
+	for _, v := range vectors {
+		if len(v.counts) == 0 {
+			return fmt.Errorf("no %s row", v.name)
+		}
+	}
+	for _, v := range vectors {
+		for i, n := range v.counts {
+			ch <- cpuSoftirqs.Must(float64(n), strconv.Itoa(i), v.name)
+		}
+	}
+	return nil
+}
+
+func (c *CPUCollector) updateSoftnet(ch chan<- prometheus.Metric) error {
+	rows, err := c.fs.NetSoftnetStat()
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return errors.New("empty file")
+	}
+	seen := make(map[uint32]bool, len(rows))
+	for _, r := range rows {
+		if seen[r.Index] {
+			return fmt.Errorf("CPU %d appears twice", r.Index)
+		}
+		seen[r.Index] = true
+	}
+	for _, r := range rows {
+		cpu := strconv.FormatUint(uint64(r.Index), 10)
+		ch <- softnetProcessed.Must(float64(r.Processed), cpu)
+		ch <- softnetDropped.Must(float64(r.Dropped), cpu)
+		ch <- softnetTimesSqueezed.Must(float64(r.TimeSqueezed), cpu)
+	}
+	return nil
+}

@@ -1,0 +1,356 @@
+package collector
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+func newCPUForTest(t testing.TB, cfg CPUConfig) *CPUCollector {
+	t.Helper()
+	c, err := NewCPUCollector(cfg, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func seriesCount(mfs map[string]*dto.MetricFamily, name string) int {
+	if mf, ok := mfs[name]; ok {
+		return len(mf.GetMetric())
+	}
+	return 0
+}
+
+// TestCPUCaptured reads the files captured from this 2-CPU VM
+// (testdata/proc/2cpu) and checks values against the raw file contents.
+func TestCPUCaptured(t *testing.T) {
+	t.Parallel()
+	mfs := gather(t, newCPUForTest(t, CPUConfig{ProcFS: "testdata/proc/2cpu"}))
+
+	// cpu1 12223 0 3520 32557 1955 0 101 41 0 0, in USER_HZ=100 ticks.
+	for mode, ticks := range map[string]float64{
+		"user": 12223, "nice": 0, "system": 3520, "idle": 32557,
+		"iowait": 1955, "irq": 0, "softirq": 101, "steal": 41,
+	} {
+		if got, want := value(t, mfs, "xdp_cpu_seconds_total", "cpu", "1", "mode", mode), ticks/100; got != want {
+			t.Errorf("cpu 1 %s = %v s, want %v", mode, got, want)
+		}
+	}
+	if got := value(t, mfs, "xdp_cpu_seconds_total", "cpu", "0", "mode", "idle"); got != 366.95 {
+		t.Errorf("cpu 0 idle = %v, want 366.95", got)
+	}
+	if got := value(t, mfs, "xdp_cpu_softirqs_total", "cpu", "1", "vector", "NET_RX"); got != 9915 {
+		t.Errorf("cpu 1 NET_RX = %v, want 9915", got)
+	}
+	if got := value(t, mfs, "xdp_cpu_softirqs_total", "cpu", "0", "vector", "NET_TX"); got != 9 {
+		t.Errorf("cpu 0 NET_TX = %v, want 9", got)
+	}
+	if got := value(t, mfs, "xdp_softnet_processed_total", "cpu", "1"); got != 0x22b3 {
+		t.Errorf("cpu 1 softnet processed = %v, want %d", got, 0x22b3)
+	}
+	if got := value(t, mfs, "xdp_softnet_processed_total", "cpu", "0"); got != 0x2a {
+		t.Errorf("cpu 0 softnet processed = %v, want %d", got, 0x2a)
+	}
+	for name, want := range map[string]int{
+		"xdp_cpu_seconds_total":            2 * 8,
+		"xdp_cpu_softirqs_total":           2 * 2,
+		"xdp_softnet_processed_total":      2,
+		"xdp_softnet_dropped_total":        2,
+		"xdp_softnet_times_squeezed_total": 2,
+	} {
+		if got := seriesCount(mfs, name); got != want {
+			t.Errorf("%s: %d series, want %d", name, got, want)
+		}
+	}
+}
+
+// TestCPU64 reads the 64-CPU set built by testdata/proc/gen64cpu.go from the
+// captured files: CPU n holds captured CPU n%2 plus a per-CPU offset
+// (stat field f: +n*(f+1); softirqs row r: +n*(r+1); softnet processed
+// +n*4096, dropped n, time_squeeze 2n).
+func TestCPU64(t *testing.T) {
+	t.Parallel()
+	for _, all := range []bool{false, true} {
+		mfs := gather(t, newCPUForTest(t, CPUConfig{ProcFS: "testdata/proc/64cpu", SoftirqsAll: all}))
+		vectors := 2
+		if all {
+			vectors = 10
+		}
+		for name, want := range map[string]int{
+			"xdp_cpu_seconds_total":            64 * 8,
+			"xdp_cpu_softirqs_total":           64 * vectors,
+			"xdp_softnet_processed_total":      64,
+			"xdp_softnet_dropped_total":        64,
+			"xdp_softnet_times_squeezed_total": 64,
+		} {
+			if got := seriesCount(mfs, name); got != want {
+				t.Errorf("all=%v: %s: %d series, want %d", all, name, got, want)
+			}
+		}
+		checks := []struct {
+			name   string
+			labels []string
+			want   float64
+		}{
+			{"xdp_cpu_seconds_total", []string{"cpu", "63", "mode", "user"}, (12223 + 63*1) / 100.0},
+			{"xdp_cpu_seconds_total", []string{"cpu", "63", "mode", "idle"}, (32557 + 63*4) / 100.0},
+			{"xdp_cpu_seconds_total", []string{"cpu", "63", "mode", "softirq"}, (101 + 63*7) / 100.0},
+			{"xdp_cpu_seconds_total", []string{"cpu", "62", "mode", "steal"}, (43 + 62*8) / 100.0},
+			{"xdp_cpu_softirqs_total", []string{"cpu", "63", "vector", "NET_RX"}, 9915 + 63*4},
+			{"xdp_cpu_softirqs_total", []string{"cpu", "63", "vector", "NET_TX"}, 0 + 63*3},
+			{"xdp_cpu_softirqs_total", []string{"cpu", "40", "vector", "NET_RX"}, 9125 + 40*4},
+			{"xdp_softnet_processed_total", []string{"cpu", "63"}, 0x22b3 + 63*4096},
+			{"xdp_softnet_dropped_total", []string{"cpu", "63"}, 63},
+			{"xdp_softnet_times_squeezed_total", []string{"cpu", "17"}, 34},
+		}
+		if all {
+			checks = append(checks, struct {
+				name   string
+				labels []string
+				want   float64
+			}{"xdp_cpu_softirqs_total", []string{"cpu", "63", "vector", "RCU"}, 25685 + 63*10})
+		}
+		for _, c := range checks {
+			if got := value(t, mfs, c.name, c.labels...); got != c.want {
+				t.Errorf("all=%v: %s%v = %v, want %v", all, c.name, c.labels, got, c.want)
+			}
+		}
+	}
+}
+
+// TestCPUMalformed replaces one file of the captured set at a time: the
+// Update error names the file, the other two sources still emit, and the
+// scrape reports success 0 for the collector instead of failing.
+func TestCPUMalformed(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		file, content, family string
+	}{
+		{"stat", "cpu  1 2 3\ncpu0 1 x 3 4\n", "xdp_cpu_seconds_total"},
+		{"stat", "intr 1\nctxt 2\n", "xdp_cpu_seconds_total"},
+		{"stat", "cpuX 1 2 3 4 5 6 7 8\n", "xdp_cpu_seconds_total"},
+		{"softirqs", "", "xdp_cpu_softirqs_total"},
+		{"softirqs", "   CPU0  CPU1\n  NET_RX:  1  -2\n", "xdp_cpu_softirqs_total"},
+		{"softirqs", "   CPU0  CPU1\n  TIMER:  1  2\n", "xdp_cpu_softirqs_total"},
+		{"net/softnet_stat", "0000002a 00000000\n", "xdp_softnet_processed_total"},
+		{"net/softnet_stat", "zzzzzzzz 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", "xdp_softnet_processed_total"},
+		{"net/softnet_stat", "", "xdp_softnet_processed_total"},
+		{"net/softnet_stat", strings.Repeat("00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", 2), "xdp_softnet_processed_total"},
+		{"net/softnet_stat", "-", "xdp_softnet_processed_total"},
+	}
+	for _, tc := range cases {
+		dir := copyFixture(t, "testdata/proc/2cpu")
+		path := filepath.Join(dir, tc.file)
+		if tc.content == "-" {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := newCPUForTest(t, CPUConfig{ProcFS: dir})
+
+		ch := make(chan prometheus.Metric, 1000)
+		err := c.Update(context.Background(), ch)
+		close(ch)
+		if err == nil || !strings.Contains(err.Error(), tc.file) {
+			t.Errorf("%s %q: err = %v, want an error naming the file", tc.file, tc.content, err)
+			continue
+		}
+		got := map[string]int{}
+		for m := range ch {
+			got[fqName(m)]++
+		}
+		if got[tc.family] != 0 {
+			t.Errorf("%s %q: %d samples of %s from a bad file", tc.file, tc.content, got[tc.family], tc.family)
+		}
+		for _, f := range []string{"xdp_cpu_seconds_total", "xdp_cpu_softirqs_total", "xdp_softnet_processed_total"} {
+			if f != tc.family && got[f] == 0 {
+				t.Errorf("%s %q: %s missing although its file is fine", tc.file, tc.content, f)
+			}
+		}
+
+		set := NewSet(map[string]Collector{"cpu": c}, discardLogger())
+		// A plain registry, as main uses: Set.Scrape describes only the
+		// scrape families.
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(set.Scrape(context.Background()))
+		mfs, gerr := reg.Gather()
+		if gerr != nil {
+			t.Fatalf("%s: scrape failed: %v", tc.file, gerr)
+		}
+		byName := map[string]*dto.MetricFamily{}
+		for _, mf := range mfs {
+			byName[mf.GetName()] = mf
+		}
+		if v := value(t, byName, "xdp_scrape_collector_success", "collector", "cpu"); v != 0 {
+			t.Errorf("%s %q: success = %v, want 0", tc.file, tc.content, v)
+		}
+	}
+}
+
+func TestCPUMissingProcFS(t *testing.T) {
+	t.Parallel()
+	_, err := NewCPUCollector(CPUConfig{ProcFS: filepath.Join(t.TempDir(), "nope")}, discardLogger())
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("err = %v, want an error naming the path", err)
+	}
+}
+
+func copyFixture(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func fqName(m prometheus.Metric) string {
+	s := m.Desc().String()
+	_, rest, _ := strings.Cut(s, `fqName: "`)
+	name, _, _ := strings.Cut(rest, `"`)
+	return name
+}
+
+// TestCPULiveBusy spins every CPU for half a second and checks that the
+// live /proc/stat shows the non-idle time.
+func TestCPULiveBusy(t *testing.T) {
+	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
+	busy := func(mfs map[string]*dto.MetricFamily) float64 {
+		user, _ := sumFamily(mfs, "xdp_cpu_seconds_total", "mode", "user")
+		system, _ := sumFamily(mfs, "xdp_cpu_seconds_total", "mode", "system")
+		return user + system
+	}
+	before := busy(gather(t, c))
+	deadline := time.Now().Add(500 * time.Millisecond)
+	done := make(chan struct{})
+	for i := 0; i < runtime.NumCPU(); i++ {
+		go func() {
+			for time.Now().Before(deadline) {
+			}
+			done <- struct{}{}
+		}()
+	}
+	for i := 0; i < runtime.NumCPU(); i++ {
+		<-done
+	}
+	after := busy(gather(t, c))
+	// 0.5 s of spinning per CPU; ask for a fifth of one CPU's share so a
+	// loaded shared host still passes, while a stuck counter cannot.
+	if after-before < 0.1 {
+		t.Fatalf("user+system seconds grew by %.2f over 0.5 s of spinning on %d CPUs", after-before, runtime.NumCPU())
+	}
+}
+
+// TestCPULiveSoftnet sends frames into a veth whose receiving end runs an
+// XDP_PASS program: each frame goes up the stack through
+// __netif_receive_skb_core, which counts it in softnet_stat processed on the
+// CPU running the NAPI poll. Other traffic on the host only adds, so the sum
+// over CPUs must grow by at least the frames sent.
+func TestCPULiveSoftnet(t *testing.T) {
+	testenv.Privileged(t)
+	pair := netlab.TestPair(t, 2)
+	pass, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.XDP,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.Mov.Imm(asm.R0, 2), // XDP_PASS
+			asm.Return(),
+		},
+	})
+	testenv.Check(t, err, "loading an XDP_PASS program")
+	defer pass.Close()
+	l, err := link.AttachXDP(link.XDPOptions{Program: pass, Interface: pair.Host.Index})
+	testenv.Check(t, err, "attaching XDP to veth")
+	defer l.Close()
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "loading the generator")
+	defer g.Close()
+
+	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
+	processed := func() map[string]uint32 {
+		out := map[string]uint32{}
+		for _, m := range gather(t, c)["xdp_softnet_processed_total"].GetMetric() {
+			out[m.GetLabel()[0].GetValue()] = uint32(m.GetCounter().GetValue())
+		}
+		return out
+	}
+	before := processed()
+	const n = 50_000
+	sent, err := g.Run(context.Background(), trafficgen.Config{
+		NS: pair.NS, Ifindex: pair.Peer.Index,
+		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
+		Count: n, CPUs: []int{0, 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != n {
+		t.Fatalf("generator sent %d, want %d", sent, n)
+	}
+	after := processed()
+	var delta uint64
+	for cpu, v := range after {
+		// The kernel counter is 32 bits: subtract modulo 2^32.
+		delta += uint64(v - before[cpu])
+	}
+	if delta < n {
+		t.Fatalf("softnet processed grew by %d over all CPUs after %d frames passed to the stack", delta, n)
+	}
+	t.Logf("softnet processed grew by %d for %d frames", delta, n)
+}
+
+// BenchmarkCPUUpdate64 measures one Update over the 64-CPU fixtures: three
+// file reads and parses, 832 samples (all=false) or 1,344 (all=true).
+func BenchmarkCPUUpdate64(b *testing.B) {
+	for _, all := range []bool{false, true} {
+		name := "net"
+		if all {
+			name = "all"
+		}
+		b.Run("softirqs="+name, func(b *testing.B) {
+			c := newCPUForTest(b, CPUConfig{ProcFS: "testdata/proc/64cpu", SoftirqsAll: all})
+			ch := make(chan prometheus.Metric, 2048)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.Update(context.Background(), ch); err != nil {
+					b.Fatal(err)
+				}
+				for len(ch) > 0 {
+					<-ch
+				}
+			}
+		})
+	}
+}

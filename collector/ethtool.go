@@ -1,0 +1,520 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(Registration{
+		Name:           "ethtool",
+		Help:           "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl",
+		DefaultEnabled: true,
+		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls are unprivileged). Each ioctl takes the RTNL lock.",
+		Flags: func(f *FlagSet) Builder {
+			include := f.Flag("device-include", "Regexp of interfaces to query (anchored; empty: all).").Default("").Regexp()
+			exclude := f.Flag("device-exclude", "Regexp of interfaces to skip (anchored), applied after device-include.").Default("lo").Regexp()
+			metrics := f.Flag("metrics-include", "Regexp (anchored) of the untyped driver stats to expose, matched against stat_<name> for device-wide and queue_stat_<name> for per-queue stats. Curated families are always on.").Default(DefaultEthtoolMetricsInclude).Regexp()
+			return func(logger *slog.Logger) (Collector, error) {
+				return NewEthtoolCollector(EthtoolConfig{
+					DeviceInclude:  *include,
+					DeviceExclude:  *exclude,
+					MetricsInclude: *metrics,
+				}, logger)
+			}
+		},
+	})
+}
+
+// DefaultEthtoolMetricsInclude exposes every device-wide stat but not the
+// per-queue untyped ones, which are 90% of the series on a many-queue NIC;
+// the per-queue signals that matter (XDP verdicts, page cache/pool, CQE
+// compression) are curated families and always on.
+const DefaultEthtoolMetricsInclude = "stat_.*"
+
+// ethtoolParallelism bounds the devices queried at once. Every ethtool
+// ioctl serialises on RTNL, so more workers mostly contend; a few overlap
+// the kernel's work with building metrics.
+const ethtoolParallelism = 4
+
+// EthtoolConfig configures the ethtool collector. Nil regexps mean: all
+// devices, no exclusion, every untyped stat.
+type EthtoolConfig struct {
+	DeviceInclude  *regexp.Regexp
+	DeviceExclude  *regexp.Regexp
+	MetricsInclude *regexp.Regexp
+}
+
+type ethtoolCollector struct {
+	src     ethtoolSource
+	include *regexp.Regexp
+	exclude *regexp.Regexp
+	metrics *regexp.Regexp
+	logger  *slog.Logger
+
+	mu      sync.Mutex
+	entries map[int]*ethtoolEntry // by ifindex
+	descs   map[string]*prometheus.Desc
+
+	scratch sync.Pool // *[]uint64
+}
+
+// NewEthtoolCollector queries the running kernel.
+func NewEthtoolCollector(cfg EthtoolConfig, logger *slog.Logger) (Collector, error) {
+	src, err := newKernelEthtool()
+	if err != nil {
+		return nil, err
+	}
+	return newEthtoolCollector(cfg, src, logger), nil
+}
+
+func newEthtoolCollector(cfg EthtoolConfig, src ethtoolSource, logger *slog.Logger) *ethtoolCollector {
+	return &ethtoolCollector{
+		src:     src,
+		include: anchor(cfg.DeviceInclude),
+		exclude: anchor(cfg.DeviceExclude),
+		metrics: anchor(cfg.MetricsInclude),
+		logger:  logger,
+		entries: map[int]*ethtoolEntry{},
+		descs:   map[string]*prometheus.Desc{},
+	}
+}
+
+// anchor makes a user's regexp match whole names: "eth0" must not select
+// "veth0". An empty regexp stays nil (no filter).
+func anchor(re *regexp.Regexp) *regexp.Regexp {
+	if re == nil || re.String() == "" {
+		return nil
+	}
+	return regexp.MustCompile("^(?:" + re.String() + ")$")
+}
+
+func (c *ethtoolCollector) Close() error { return c.src.Close() }
+
+// ethtoolKey identifies what a cached entry was built from. The ifindex
+// names one netdev for its lifetime and the driver cannot change under it;
+// the counts change when channels are reconfigured.
+type ethtoolKey struct {
+	name       string
+	driver     string
+	nStats     int
+	nPrivFlags int
+}
+
+// ethtoolEntry is everything about a device that only changes with its
+// string sets: the plan that turns the GSTATS array into samples, the
+// private flag names, and which optional calls the driver refuses.
+type ethtoolEntry struct {
+	key       ethtoolKey
+	samples   []ethtoolSample
+	privFlags []string
+	privPairs [][]*dto.LabelPair
+
+	noChannels, noRing, noPrivFlags atomic.Bool
+}
+
+// ethtoolSample maps one stat index to one series.
+type ethtoolSample struct {
+	idx   int
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	scale float64
+	pairs []*dto.LabelPair // built once; read-only afterwards
+}
+
+// ethtoolMetric is a prometheus.Metric whose label pairs were built when
+// the string set was classified, so a scrape allocates one slice of these
+// per device instead of label pairs per sample.
+type ethtoolMetric struct {
+	desc  *prometheus.Desc
+	typ   prometheus.ValueType
+	value float64
+	pairs []*dto.LabelPair
+}
+
+func (m *ethtoolMetric) Desc() *prometheus.Desc { return m.desc }
+
+func (m *ethtoolMetric) Write(out *dto.Metric) error {
+	out.Label = m.pairs
+	v := m.value
+	switch m.typ {
+	case prometheus.CounterValue:
+		out.Counter = &dto.Counter{Value: &v}
+	case prometheus.GaugeValue:
+		out.Gauge = &dto.Gauge{Value: &v}
+	default:
+		out.Untyped = &dto.Untyped{Value: &v}
+	}
+	return nil
+}
+
+func (c *ethtoolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	devs, err := c.src.Devices()
+	if err != nil {
+		return fmt.Errorf("listing interfaces: %w", err)
+	}
+	selected := devs[:0:0]
+	present := make(map[int]bool, len(devs))
+	for _, d := range devs {
+		if c.include != nil && !c.include.MatchString(d.Name) {
+			continue
+		}
+		if c.exclude != nil && c.exclude.MatchString(d.Name) {
+			continue
+		}
+		selected = append(selected, d)
+		present[d.Index] = true
+	}
+	c.mu.Lock()
+	for idx := range c.entries {
+		if !present[idx] {
+			delete(c.entries, idx)
+		}
+	}
+	c.mu.Unlock()
+
+	var (
+		next    atomic.Int64
+		errMu   sync.Mutex
+		errs    []error
+		wg      sync.WaitGroup
+		workers = min(ethtoolParallelism, runtime.GOMAXPROCS(0), len(selected))
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(selected) || ctx.Err() != nil {
+					return
+				}
+				if err := c.device(selected[i], ch); err != nil {
+					errMu.Lock()
+					errs = append(errs, fmt.Errorf("%s: %w", selected[i].Name, err))
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// skippable sorts ioctl errors: a device that vanished (ENODEV, ENXIO) or a
+// driver that does not implement the call (EOPNOTSUPP) is not a failure.
+func skippable(err error) bool {
+	return errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EOPNOTSUPP)
+}
+
+func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) error {
+	info, err := c.src.DriverInfo(d.Name)
+	if err != nil {
+		if skippable(err) {
+			c.logger.Debug("skipping interface", "device", d.Name, "call", "ETHTOOL_GDRVINFO", "err", err)
+			return nil
+		}
+		return fmt.Errorf("ETHTOOL_GDRVINFO: %w", err)
+	}
+	ch <- ethtoolDriverInfoFam.Must(1, d.Name, info.Driver, info.Version, info.FirmwareVersion, info.BusInfo)
+
+	e, err := c.entry(d, info)
+	if errors.Is(err, errStatsChanged) {
+		// The string set moved between GDRVINFO and GSTRINGS; the next
+		// scrape sees the new one.
+		c.logger.Debug("stat set changed while reading it", "device", d.Name, "err", err)
+		return nil
+	}
+	if err != nil {
+		if skippable(err) {
+			c.logger.Debug("skipping interface", "device", d.Name, "call", "ETHTOOL_GSTRINGS", "err", err)
+			return nil
+		}
+		return fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
+	}
+
+	if len(e.samples) > 0 {
+		sp, _ := c.scratch.Get().(*[]uint64)
+		if sp == nil {
+			sp = new([]uint64)
+		}
+		vals, err := c.src.Stats(d.Name, info.NStats, *sp)
+		*sp = vals
+		switch {
+		case errors.Is(err, errStatsChanged):
+			c.forget(d.Index, e)
+			c.logger.Debug("stat count changed; names are re-read next scrape", "device", d.Name, "err", err)
+		case skippable(err):
+			c.logger.Debug("skipping stats", "device", d.Name, "call", "ETHTOOL_GSTATS", "err", err)
+		case err != nil:
+			c.scratch.Put(sp)
+			return fmt.Errorf("ETHTOOL_GSTATS: %w", err)
+		default:
+			ms := make([]ethtoolMetric, len(e.samples))
+			for i, s := range e.samples {
+				ms[i] = ethtoolMetric{desc: s.desc, typ: s.typ, value: float64(vals[s.idx]) * s.scale, pairs: s.pairs}
+				ch <- &ms[i]
+			}
+		}
+		c.scratch.Put(sp)
+	}
+
+	var errs []error
+	if !e.noChannels.Load() {
+		chans, err := c.src.Channels(d.Name)
+		if c.optional(err, d.Name, "ETHTOOL_GCHANNELS", &e.noChannels, &errs) {
+			for _, v := range []struct {
+				typ      string
+				cur, max uint32
+			}{
+				{"rx", chans.RxCount, chans.MaxRx},
+				{"tx", chans.TxCount, chans.MaxTx},
+				{"other", chans.OtherCount, chans.MaxOther},
+				{"combined", chans.CombinedCount, chans.MaxCombined},
+			} {
+				if v.max == 0 {
+					continue // the driver has no channels of this type
+				}
+				ch <- ethtoolChannels.Must(float64(v.cur), d.Name, v.typ)
+				ch <- ethtoolChannelsMax.Must(float64(v.max), d.Name, v.typ)
+			}
+		}
+	}
+	if !e.noRing.Load() {
+		ring, err := c.src.Ring(d.Name)
+		if c.optional(err, d.Name, "ETHTOOL_GRINGPARAM", &e.noRing, &errs) {
+			ch <- ethtoolRing.Must(float64(ring.RxPending), d.Name, "rx")
+			ch <- ethtoolRing.Must(float64(ring.TxPending), d.Name, "tx")
+			ch <- ethtoolRingMax.Must(float64(ring.RxMaxPending), d.Name, "rx")
+			ch <- ethtoolRingMax.Must(float64(ring.TxMaxPending), d.Name, "tx")
+		}
+	}
+	if len(e.privFlags) > 0 && !e.noPrivFlags.Load() {
+		flags, err := c.src.PrivFlags(d.Name)
+		if c.optional(err, d.Name, "ETHTOOL_GPFLAGS", &e.noPrivFlags, &errs) {
+			ms := make([]ethtoolMetric, len(e.privFlags))
+			for i := range e.privFlags {
+				ms[i] = ethtoolMetric{desc: ethtoolPrivFlag.Desc(), typ: prometheus.GaugeValue,
+					value: float64(flags >> i & 1), pairs: e.privPairs[i]}
+				ch <- &ms[i]
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// optional handles the error of a call a driver may not implement: it
+// returns true when the result is usable. EOPNOTSUPP is remembered for the
+// device's lifetime (the driver's ethtool_ops do not change) and logged
+// once at debug; a vanished device is skipped.
+func (c *ethtoolCollector) optional(err error, dev, call string, unsupported *atomic.Bool, errs *[]error) bool {
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, unix.EOPNOTSUPP):
+		if !unsupported.Swap(true) {
+			c.logger.Debug("driver does not support call; not asking again", "device", dev, "call", call, "err", err)
+		}
+	case skippable(err):
+		c.logger.Debug("skipping call", "device", dev, "call", call, "err", err)
+	default:
+		*errs = append(*errs, fmt.Errorf("%s: %w", call, err))
+	}
+	return false
+}
+
+func (c *ethtoolCollector) forget(index int, e *ethtoolEntry) {
+	c.mu.Lock()
+	if c.entries[index] == e {
+		delete(c.entries, index)
+	}
+	c.mu.Unlock()
+}
+
+// entry returns the cached plan for the device, re-reading its string
+// sets only when the driver, name or set sizes changed.
+func (c *ethtoolCollector) entry(d ethtoolDevice, info ethtoolDriverInfo) (*ethtoolEntry, error) {
+	key := ethtoolKey{name: d.Name, driver: info.Driver, nStats: info.NStats, nPrivFlags: info.NPrivFlags}
+	c.mu.Lock()
+	e := c.entries[d.Index]
+	c.mu.Unlock()
+	if e != nil && e.key == key {
+		return e, nil
+	}
+	e = &ethtoolEntry{key: key}
+	if info.NStats > 0 {
+		names, err := c.src.StatNames(d.Name, info.NStats)
+		if err != nil {
+			return nil, err
+		}
+		e.samples = c.classify(d.Name, names)
+	}
+	if info.NPrivFlags > 0 {
+		names, err := c.src.PrivFlagNames(d.Name)
+		switch {
+		case err == nil:
+			e.privFlags = names
+			for _, n := range names {
+				e.privPairs = append(e.privPairs, prometheus.MakeLabelPairs(ethtoolPrivFlag.Desc(), []string{d.Name, n}))
+			}
+		case skippable(err):
+			c.logger.Debug("no private flag names", "device", d.Name, "err", err)
+		default:
+			return nil, fmt.Errorf("private flag names: %w", err)
+		}
+	}
+	c.mu.Lock()
+	c.entries[d.Index] = e
+	c.mu.Unlock()
+	return e, nil
+}
+
+// classify decides, once per string set, which series each stat becomes:
+// a curated family, an untyped family (if metrics-include selects it), or
+// nothing. Two stats that land on the same series keep the one whose
+// driver name sorts first, so the choice does not depend on driver order,
+// and the loser is logged at debug level (once: this runs only when the
+// string set changes).
+func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample {
+	type target struct {
+		desc   *prometheus.Desc
+		typ    prometheus.ValueType
+		scale  float64
+		labels []string
+	}
+	type parsed struct {
+		base, queue string
+		perQueue    bool
+	}
+	ps := make([]parsed, len(names))
+	hasPerQueue := map[string]bool{}
+	for i, n := range names {
+		base, q, ok := parseQueue(n)
+		if ok {
+			ps[i] = parsed{base, q, true}
+			hasPerQueue[base] = true
+		} else {
+			ps[i] = parsed{base: n}
+		}
+	}
+
+	type cand struct {
+		t       target
+		indexes []int
+	}
+	series := map[string]*cand{}
+	var order []string
+	for i, n := range names {
+		if n == "" {
+			continue
+		}
+		p := ps[i]
+		var t target
+		if cs, ok := perQueueCurated[p.base]; ok && (p.perQueue || !hasPerQueue[p.base]) {
+			t = target{cs.fam.Desc(), valueType(cs.fam), cs.scale, labelsFor(dev, p.queue, cs.extra, true)}
+		} else if cs, ok := deviceCurated[n]; ok {
+			t = target{cs.fam.Desc(), valueType(cs.fam), cs.scale, labelsFor(dev, "", cs.extra, false)}
+		} else if size, ok := phyRxSize(n); ok {
+			t = target{ethtoolPhyRxSize.Desc(), prometheus.CounterValue, 1, []string{dev, size}}
+		} else {
+			name := sanitizeStat(p.base)
+			if name == "" {
+				c.logger.Debug("ethtool stat has no usable characters; not exported", "device", dev, "stat", n)
+				continue
+			}
+			suffix := "stat_" + name
+			labels := []string{dev}
+			if p.perQueue {
+				suffix = "queue_" + suffix
+				labels = append(labels, p.queue)
+			}
+			if c.metrics != nil && !c.metrics.MatchString(suffix) {
+				continue
+			}
+			t = target{c.untypedDesc(suffix, p.perQueue), prometheus.UntypedValue, 1, labels}
+		}
+		key := t.desc.String() + "\xff" + strings.Join(t.labels, "\xff")
+		if s, dup := series[key]; dup {
+			s.indexes = append(s.indexes, i)
+			continue
+		}
+		series[key] = &cand{t: t, indexes: []int{i}}
+		order = append(order, key)
+	}
+	out := make([]ethtoolSample, 0, len(order))
+	for _, k := range order {
+		s := series[k]
+		keep := s.indexes[0]
+		for _, i := range s.indexes[1:] {
+			if names[i] < names[keep] {
+				keep = i
+			}
+		}
+		for _, i := range s.indexes {
+			if i != keep {
+				c.logger.Debug("ethtool stats collide after parsing and sanitising; keeping one",
+					"device", dev, "kept", names[keep], "dropped", names[i])
+			}
+		}
+		out = append(out, ethtoolSample{
+			idx: keep, desc: s.t.desc, typ: s.t.typ, scale: s.t.scale,
+			pairs: prometheus.MakeLabelPairs(s.t.desc, s.t.labels),
+		})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].idx < out[j].idx })
+	return out
+}
+
+func labelsFor(dev, queue, extra string, withQueue bool) []string {
+	l := []string{dev}
+	if withQueue {
+		l = append(l, queue)
+	}
+	if extra != "" {
+		l = append(l, extra)
+	}
+	return l
+}
+
+func valueType(f *Family) prometheus.ValueType {
+	if f.Type == Gauge {
+		return prometheus.GaugeValue
+	}
+	return prometheus.CounterValue
+}
+
+// untypedDesc returns the shared descriptor of xdp_ethtool_<suffix>. Its
+// HELP depends only on the name, so two drivers feeding one family agree.
+func (c *ethtoolCollector) untypedDesc(suffix string, perQueue bool) *prometheus.Desc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.descs[suffix]; ok {
+		return d
+	}
+	var d *prometheus.Desc
+	name := prometheus.BuildFQName(Namespace, "ethtool", suffix)
+	if perQueue {
+		d = prometheus.NewDesc(name, fmt.Sprintf("Per-queue ethtool -S driver stat %q with the queue number moved to the queue label (untyped: drivers do not say whether a stat is a counter or a gauge).",
+			suffix[len("queue_stat_"):]), []string{"device", "queue"}, nil)
+	} else {
+		d = prometheus.NewDesc(name, fmt.Sprintf("ethtool -S driver stat %q, name sanitised (untyped: drivers do not say whether a stat is a counter or a gauge).",
+			suffix[len("stat_"):]), []string{"device"}, nil)
+	}
+	c.descs[suffix] = d
+	return d
+}

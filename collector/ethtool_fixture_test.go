@@ -1,0 +1,269 @@
+package collector
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/safchain/ethtool"
+	"golang.org/x/sys/unix"
+)
+
+// fixtureDev is one device read from captured `ethtool -i`, `-S`, `-g`,
+// `-l` and `--show-priv-flags` output (collector/testdata/ethtool).
+type fixtureDev struct {
+	info      ethtoolDriverInfo
+	names     []string
+	vals      []uint64
+	ring      *ethtool.Ring
+	chans     *ethtool.Channels
+	privNames []string
+	priv      uint32
+}
+
+func loadFixture(t testing.TB, path string) *fixtureDev {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := &fixtureDev{}
+	section, sub := "info", ""
+	num := func(s string) uint32 {
+		if s == "n/a" {
+			return 0
+		}
+		v, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			t.Fatalf("%s: bad number %q", path, s)
+		}
+		return uint32(v)
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+			continue
+		case line == "NIC statistics:":
+			section = "stats"
+			continue
+		case strings.HasPrefix(line, "Ring parameters for"):
+			section, d.ring = "ring", &ethtool.Ring{}
+			continue
+		case strings.HasPrefix(line, "Channel parameters for"):
+			section, d.chans = "chans", &ethtool.Channels{}
+			continue
+		case strings.HasPrefix(line, "Private flags for"):
+			section = "priv"
+			continue
+		case line == "Pre-set maximums:":
+			sub = "max"
+			continue
+		case line == "Current hardware settings:":
+			sub = "cur"
+			continue
+		}
+		// Stat names may contain ": " (bnxt's "[0]: rx_ucast_packets")
+		// and values may contain ':' (bus-info), never both.
+		i := strings.LastIndex(line, ":")
+		if section == "info" {
+			i = strings.Index(line, ":")
+		}
+		if i < 0 {
+			t.Fatalf("%s: unparsable line %q", path, line)
+		}
+		key, val := strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])
+		switch section {
+		case "info":
+			switch key {
+			case "driver":
+				d.info.Driver = val
+			case "version":
+				d.info.Version = val
+			case "firmware-version":
+				d.info.FirmwareVersion = val
+			case "bus-info":
+				d.info.BusInfo = val
+			}
+		case "stats":
+			v, err := strconv.ParseUint(val, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: bad value in %q", path, line)
+			}
+			d.names = append(d.names, key)
+			d.vals = append(d.vals, v)
+		case "ring":
+			p := map[string]*uint32{
+				"max RX": &d.ring.RxMaxPending, "max TX": &d.ring.TxMaxPending,
+				"cur RX": &d.ring.RxPending, "cur TX": &d.ring.TxPending,
+			}[sub+" "+key]
+			if p != nil {
+				*p = num(val)
+			}
+		case "chans":
+			p := map[string]*uint32{
+				"max RX": &d.chans.MaxRx, "max TX": &d.chans.MaxTx, "max Other": &d.chans.MaxOther, "max Combined": &d.chans.MaxCombined,
+				"cur RX": &d.chans.RxCount, "cur TX": &d.chans.TxCount, "cur Other": &d.chans.OtherCount, "cur Combined": &d.chans.CombinedCount,
+			}[sub+" "+key]
+			if p != nil {
+				*p = num(val)
+			}
+		case "priv":
+			if val == "on" {
+				d.priv |= 1 << len(d.privNames)
+			}
+			d.privNames = append(d.privNames, key)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	d.info.NStats, d.info.NPrivFlags = len(d.names), len(d.privNames)
+	return d
+}
+
+// fixtureSource answers the collector from fixtures and counts the calls it
+// gets, so tests can check what is cached.
+type fixtureSource struct {
+	mu    sync.Mutex
+	devs  map[string]*fixtureDev
+	index map[string]int
+	gone  map[string]bool // answer ENODEV, as for a deleted interface
+	calls map[string]int  // "StatNames eth0" -> count
+}
+
+func newFixtureSource(devs map[string]*fixtureDev) *fixtureSource {
+	s := &fixtureSource{devs: devs, index: map[string]int{}, gone: map[string]bool{}, calls: map[string]int{}}
+	names := make([]string, 0, len(devs))
+	for n := range devs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		s.index[n] = i + 2
+	}
+	return s
+}
+
+func loadFixtures(t testing.TB, names ...string) *fixtureSource {
+	devs := map[string]*fixtureDev{}
+	for _, n := range names {
+		devs[n] = loadFixture(t, filepath.Join("testdata", "ethtool", n+".txt"))
+	}
+	return newFixtureSource(devs)
+}
+
+func (s *fixtureSource) dev(call, name string) (*fixtureDev, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[call+" "+name]++
+	d, ok := s.devs[name]
+	if !ok || s.gone[name] {
+		return nil, unix.ENODEV
+	}
+	return d, nil
+}
+
+func (s *fixtureSource) Devices() ([]ethtoolDevice, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]ethtoolDevice, 0, len(s.devs))
+	for n := range s.devs {
+		out = append(out, ethtoolDevice{Name: n, Index: s.index[n]})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (s *fixtureSource) DriverInfo(name string) (ethtoolDriverInfo, error) {
+	d, err := s.dev("DriverInfo", name)
+	if err != nil {
+		return ethtoolDriverInfo{}, err
+	}
+	return d.info, nil
+}
+
+func (s *fixtureSource) StatNames(name string, n int) ([]string, error) {
+	d, err := s.dev("StatNames", name)
+	if err != nil {
+		return nil, err
+	}
+	if n != len(d.names) {
+		return nil, errStatsChanged
+	}
+	return append([]string(nil), d.names...), nil
+}
+
+func (s *fixtureSource) Stats(name string, n int, dst []uint64) ([]uint64, error) {
+	d, err := s.dev("Stats", name)
+	if err != nil {
+		return dst, err
+	}
+	if n != len(d.vals) {
+		return dst, fmt.Errorf("%w: %d, expected %d", errStatsChanged, len(d.vals), n)
+	}
+	return append(dst[:0], d.vals...), nil
+}
+
+func (s *fixtureSource) Channels(name string) (ethtool.Channels, error) {
+	d, err := s.dev("Channels", name)
+	if err != nil {
+		return ethtool.Channels{}, err
+	}
+	if d.chans == nil {
+		return ethtool.Channels{}, unix.EOPNOTSUPP
+	}
+	return *d.chans, nil
+}
+
+func (s *fixtureSource) Ring(name string) (ethtool.Ring, error) {
+	d, err := s.dev("Ring", name)
+	if err != nil {
+		return ethtool.Ring{}, err
+	}
+	if d.ring == nil {
+		return ethtool.Ring{}, unix.EOPNOTSUPP
+	}
+	return *d.ring, nil
+}
+
+func (s *fixtureSource) PrivFlagNames(name string) ([]string, error) {
+	d, err := s.dev("PrivFlagNames", name)
+	if err != nil {
+		return nil, err
+	}
+	return d.privNames, nil
+}
+
+func (s *fixtureSource) PrivFlags(name string) (uint32, error) {
+	d, err := s.dev("PrivFlags", name)
+	if err != nil {
+		return 0, err
+	}
+	return d.priv, nil
+}
+
+func (s *fixtureSource) Close() error { return nil }
+
+func (s *fixtureSource) count(call, dev string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[call+" "+dev]
+}
+
+func (s *fixtureSource) set(name string, d *fixtureDev) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.devs[name] = d
+	if _, ok := s.index[name]; !ok {
+		s.index[name] = len(s.index) + 2
+	}
+}

@@ -1,0 +1,295 @@
+package collector
+
+import (
+	"strings"
+)
+
+// parseQueue recognises the per-queue naming schemes drivers use in
+// `ethtool -S` and returns the stat's name without the queue number and the
+// queue number. ok is false for device-wide stats.
+//
+//	mlx5              rx3_xdp_drop, tx0_xdp_xmit, ch2_poll -> rx_xdp_drop, tx_xdp_xmit, ch_poll
+//	veth, virtio_net,
+//	ixgbe, ice, igb   rx_queue_0_xdp_packets, tx_queue_3_bytes -> rx_xdp_packets, tx_bytes
+//	i40e, iavf        rx-0.packets, tx-3.bytes                 -> rx_packets, tx_bytes
+//	bnxt              [0]: rx_ucast_packets                    -> rx_ucast_packets
+//	ena               queue_0_rx_cnt                           -> rx_cnt
+func parseQueue(name string) (base, queue string, ok bool) {
+	// bnxt: "[N]: name"
+	if rest, found := strings.CutPrefix(name, "["); found {
+		if q, tail, found := cutDigits(rest); found {
+			if b, found := strings.CutPrefix(tail, "]: "); found && b != "" {
+				return b, q, true
+			}
+		}
+		return "", "", false
+	}
+	for _, dir := range [...]string{"rx", "tx"} {
+		rest, found := strings.CutPrefix(name, dir)
+		if !found {
+			continue
+		}
+		// i40e: "rx-N.name"
+		if r, found := strings.CutPrefix(rest, "-"); found {
+			if q, tail, found := cutDigits(r); found {
+				if b, found := strings.CutPrefix(tail, "."); found && b != "" {
+					return dir + "_" + b, q, true
+				}
+			}
+		}
+		// veth, virtio_net, ixgbe, ice: "rx_queue_N_name"
+		if r, found := strings.CutPrefix(rest, "_queue_"); found {
+			if q, tail, found := cutDigits(r); found {
+				if b, found := strings.CutPrefix(tail, "_"); found && b != "" {
+					return dir + "_" + b, q, true
+				}
+			}
+		}
+	}
+	// ena: "queue_N_name"
+	if r, found := strings.CutPrefix(name, "queue_"); found {
+		if q, tail, found := cutDigits(r); found {
+			if b, found := strings.CutPrefix(tail, "_"); found && b != "" {
+				return b, q, true
+			}
+		}
+	}
+	// mlx5: "rxN_name", "txN_name", "chN_name"
+	for _, dir := range [...]string{"rx", "tx", "ch"} {
+		if r, found := strings.CutPrefix(name, dir); found {
+			if q, tail, found := cutDigits(r); found {
+				if b, found := strings.CutPrefix(tail, "_"); found && b != "" {
+					return dir + "_" + b, q, true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
+
+// cutDigits splits s after its leading decimal digits; found is false when
+// there are none. Leading zeros ("rx-01") are not a queue number.
+func cutDigits(s string) (digits, rest string, found bool) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 || (i > 1 && s[0] == '0') {
+		return "", s, false
+	}
+	return s[:i], s[i:], true
+}
+
+// sanitizeStat turns a driver's stat name into a metric-name fragment:
+// lower case, every run of characters outside [a-z0-9] becomes one '_', and
+// no '_' at either end. It returns "" when nothing usable is left.
+func sanitizeStat(name string) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	pendingSep := false
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		default:
+			pendingSep = true
+			continue
+		}
+		if pendingSep && b.Len() > 0 {
+			b.WriteByte('_')
+		}
+		pendingSep = false
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// curatedStat says which curated family a stat feeds and with which extra
+// label value (action, event, direction...), if the family has one.
+type curatedStat struct {
+	fam   *Family
+	extra string
+	// scale converts the driver's unit to the family's (percent -> ratio).
+	scale float64
+}
+
+// Families with a queue label are fed by per-queue stats; when a driver
+// only reports the device-wide sum (veth's page_pool stats, for example)
+// that sum is used with an empty queue label instead. A device never has
+// both, so summing a family over queue never double-counts.
+var (
+	ethtoolDriverInfoFam = newFamily("ethtool", "driver_info",
+		"Driver of the interface, from ETHTOOL_GDRVINFO (ethtool -i). Value is always 1.", Gauge,
+		"device", "driver", "version", "firmware_version", "bus_info")
+	ethtoolChannels = newFamily("ethtool", "channels",
+		"Channels (queues) the interface uses now, by type (rx, tx, other, combined), from ETHTOOL_GCHANNELS (ethtool -l).", Gauge,
+		"device", "type")
+	ethtoolChannelsMax = newFamily("ethtool", "channels_max",
+		"Most channels the interface supports, by type, from ETHTOOL_GCHANNELS (ethtool -l, pre-set maximums).", Gauge,
+		"device", "type")
+	ethtoolRing = newFamily("ethtool", "ring_descriptors",
+		"Descriptors in each RX and TX ring now, from ETHTOOL_GRINGPARAM (ethtool -g). Larger RX rings can overflow DDIO (LLC) capacity.", Gauge,
+		"device", "ring")
+	ethtoolRingMax = newFamily("ethtool", "ring_descriptors_max",
+		"Largest RX and TX ring the interface supports, from ETHTOOL_GRINGPARAM (ethtool -g, pre-set maximums).", Gauge,
+		"device", "ring")
+	ethtoolPrivFlag = newFamily("ethtool", "private_flag_enabled",
+		"1 if the driver private flag (ethtool --show-priv-flags, e.g. mlx5 rx_cqe_compress, rx_striding_rq) is on, 0 if off.", Gauge,
+		"device", "flag")
+
+	ethtoolPhyPackets = newFamily("ethtool", "phy_packets_total",
+		"Packets seen at the physical port, including ones the NIC later dropped (ethtool -S rx_packets_phy, tx_packets_phy; mlx5).", Counter,
+		"device", "direction")
+	ethtoolPhyBytes = newFamily("ethtool", "phy_bytes_total",
+		"Bytes seen at the physical port (ethtool -S rx_bytes_phy, tx_bytes_phy; mlx5).", Counter,
+		"device", "direction")
+	ethtoolPhyRxSize = newFamily("ethtool", "phy_rx_packets_by_size_total",
+		"Packets received at the physical port by frame size in bytes, e.g. size=\"64\" or \"65_to_127\" (ethtool -S rx_64_bytes_phy, rx_65_to_127_bytes_phy, ...; mlx5).", Counter,
+		"device", "size")
+	ethtoolPhyDiscards = newFamily("ethtool", "phy_discards_total",
+		"Packets the port discarded for lack of host resources (PCIe, buffers) before they reached a queue (ethtool -S rx_discards_phy, tx_discards_phy; mlx5).", Counter,
+		"device", "direction")
+	ethtoolRxOutOfBuffer = newFamily("ethtool", "rx_out_of_buffer_total",
+		"Packets dropped because no receive descriptor was posted: the CPU did not refill the ring in time (ethtool -S rx_out_of_buffer; mlx5).", Counter,
+		"device")
+	ethtoolPageCache = newFamily("ethtool", "rx_page_cache_events_total",
+		"mlx5 RX page cache events per queue: reuse, full, empty, busy, waive (ethtool -S rx<N>_cache_reuse, _full, _empty, _busy, _waive).", Counter,
+		"device", "queue", "event")
+	ethtoolPagePoolAlloc = newFamily("ethtool", "rx_page_pool_allocations_total",
+		"page_pool allocations per queue by path: fast, slow, slow_high_order, empty, refill, waive (ethtool -S rx<N>_pp_alloc_*, or device-wide rx_pp_alloc_*).", Counter,
+		"device", "queue", "path")
+	ethtoolPagePoolRecycle = newFamily("ethtool", "rx_page_pool_recycles_total",
+		"page_pool recycling per queue by result: cached, cache_full, ring, ring_full, released_ref (ethtool -S rx<N>_pp_recycle_*, or device-wide rx_pp_recycle_*).", Counter,
+		"device", "queue", "result")
+	ethtoolCQEPackets = newFamily("ethtool", "rx_cqe_compressed_packets_total",
+		"Packets received through compressed completion queue entries (ethtool -S rx<N>_cqe_compress_pkts; mlx5 with rx_cqe_compress on).", Counter,
+		"device", "queue")
+	ethtoolCQEBlocks = newFamily("ethtool", "rx_cqe_compressed_blocks_total",
+		"Compressed completion queue entry blocks received (ethtool -S rx<N>_cqe_compress_blks; mlx5).", Counter,
+		"device", "queue")
+	ethtoolRxXDP = newFamily("ethtool", "rx_xdp_packets_total",
+		"Packets per RX queue by the XDP verdict the driver counted: drop, redirect, tx, pass, aborted (ethtool -S mlx5 rx<N>_xdp_drop/_redirect/_tx_xmit, veth/virtio_net rx_queue_<N>_xdp_drops/_redirect(s)/_tx, ena queue_<N>_rx_xdp_*).", Counter,
+		"device", "queue", "action")
+	ethtoolRxXDPProcessedPackets = newFamily("ethtool", "rx_xdp_processed_packets_total",
+		"Packets an XDP program ran on, per RX queue (ethtool -S veth/virtio_net rx_queue_<N>_xdp_packets).", Counter,
+		"device", "queue")
+	ethtoolRxXDPProcessedBytes = newFamily("ethtool", "rx_xdp_processed_bytes_total",
+		"Bytes an XDP program ran on, per RX queue (ethtool -S veth rx_queue_<N>_xdp_bytes).", Counter,
+		"device", "queue")
+	ethtoolRxXDPTxFail = newFamily("ethtool", "rx_xdp_tx_failures_total",
+		"XDP_TX frames the driver could not send back out, per RX queue, by reason: full (send queue full), error (ethtool -S mlx5 rx<N>_xdp_tx_full/_err, veth rx_queue_<N>_xdp_tx_errors).", Counter,
+		"device", "queue", "reason")
+	ethtoolXDPXmit = newFamily("ethtool", "xdp_xmit_packets_total",
+		"Frames redirected into this device by XDP (ndo_xdp_xmit) and sent, per queue (ethtool -S mlx5 tx<N>_xdp_xmit, veth tx_queue_<N>_xdp_xmit, virtio_net tx_queue_<N>_xdp_tx).", Counter,
+		"device", "queue")
+	ethtoolXDPXmitFail = newFamily("ethtool", "xdp_xmit_failures_total",
+		"Frames redirected into this device by XDP that it dropped, per queue, by reason: full, error (ethtool -S mlx5 tx<N>_xdp_full/_err, veth tx_queue_<N>_xdp_xmit_errors, virtio_net tx_queue_<N>_xdp_tx_drops).", Counter,
+		"device", "queue", "reason")
+	ethtoolPCIStalled = newFamily("ethtool", "pci_outbound_stalled_ratio",
+		"Share of the last second the NIC had outbound PCIe reads or writes it could not issue for lack of credits; the driver reports percent, this is 0..1 (ethtool -S outbound_pci_stalled_rd, outbound_pci_stalled_wr; mlx5).", Gauge,
+		"device", "direction")
+	ethtoolPCIStalledSeconds = newFamily("ethtool", "pci_outbound_stalled_seconds_total",
+		"Seconds in which outbound PCIe reads or writes were stalled more than 30% of the time (ethtool -S outbound_pci_stalled_rd_events, outbound_pci_stalled_wr_events; mlx5).", Counter,
+		"device", "direction")
+
+	_ = PatternFamily("ethtool", "xdp_ethtool_stat_<stat>",
+		"Any other device-wide ethtool -S stat, its name sanitised (lower case, [a-z0-9_]). Selected by --collector.ethtool.metrics-include matching stat_<stat>.", Untyped,
+		"device")
+	_ = PatternFamily("ethtool", "xdp_ethtool_queue_stat_<stat>",
+		"Any other per-queue ethtool -S stat with the queue number moved to the queue label (rx3_packets, rx_queue_3_packets, rx-3.packets, [3]: rx_packets, queue_3_rx_packets -> queue_stat_rx_packets{queue=\"3\"}). Selected by --collector.ethtool.metrics-include matching queue_stat_<stat>.", Untyped,
+		"device", "queue")
+)
+
+// perQueueCurated maps a per-queue stat's base name (see parseQueue) to its
+// curated family. A device-wide stat of the same name feeds the family only
+// when the device has no per-queue form of it.
+var perQueueCurated = map[string]curatedStat{
+	"rx_cache_reuse": {ethtoolPageCache, "reuse", 1},
+	"rx_cache_full":  {ethtoolPageCache, "full", 1},
+	"rx_cache_empty": {ethtoolPageCache, "empty", 1},
+	"rx_cache_busy":  {ethtoolPageCache, "busy", 1},
+	"rx_cache_waive": {ethtoolPageCache, "waive", 1},
+
+	"rx_pp_alloc_fast":            {ethtoolPagePoolAlloc, "fast", 1},
+	"rx_pp_alloc_slow":            {ethtoolPagePoolAlloc, "slow", 1},
+	"rx_pp_alloc_slow_high_order": {ethtoolPagePoolAlloc, "slow_high_order", 1},
+	"rx_pp_alloc_empty":           {ethtoolPagePoolAlloc, "empty", 1},
+	"rx_pp_alloc_refill":          {ethtoolPagePoolAlloc, "refill", 1},
+	"rx_pp_alloc_waive":           {ethtoolPagePoolAlloc, "waive", 1},
+	"rx_pp_recycle_cached":        {ethtoolPagePoolRecycle, "cached", 1},
+	"rx_pp_recycle_cache_full":    {ethtoolPagePoolRecycle, "cache_full", 1},
+	"rx_pp_recycle_ring":          {ethtoolPagePoolRecycle, "ring", 1},
+	"rx_pp_recycle_ring_full":     {ethtoolPagePoolRecycle, "ring_full", 1},
+	"rx_pp_recycle_released_ref":  {ethtoolPagePoolRecycle, "released_ref", 1},
+
+	"rx_cqe_compress_pkts": {ethtoolCQEPackets, "", 1},
+	"rx_cqe_compress_blks": {ethtoolCQEBlocks, "", 1},
+
+	// mlx5 and ena
+	"rx_xdp_drop":     {ethtoolRxXDP, "drop", 1},
+	"rx_xdp_redirect": {ethtoolRxXDP, "redirect", 1}, // also veth
+	"rx_xdp_tx_xmit":  {ethtoolRxXDP, "tx", 1},
+	"rx_xdp_pass":     {ethtoolRxXDP, "pass", 1},
+	"rx_xdp_aborted":  {ethtoolRxXDP, "aborted", 1},
+	// veth and virtio_net
+	"rx_xdp_drops":     {ethtoolRxXDP, "drop", 1},
+	"rx_xdp_redirects": {ethtoolRxXDP, "redirect", 1},
+	"rx_xdp_tx":        {ethtoolRxXDP, "tx", 1}, // also ena
+	"rx_xdp_packets":   {ethtoolRxXDPProcessedPackets, "", 1},
+	"rx_xdp_bytes":     {ethtoolRxXDPProcessedBytes, "", 1},
+
+	"rx_xdp_tx_full":   {ethtoolRxXDPTxFail, "full", 1},
+	"rx_xdp_tx_err":    {ethtoolRxXDPTxFail, "error", 1},
+	"rx_xdp_tx_errors": {ethtoolRxXDPTxFail, "error", 1},
+
+	"tx_xdp_xmit":        {ethtoolXDPXmit, "", 1},
+	"tx_xdp_tx":          {ethtoolXDPXmit, "", 1},
+	"tx_xdp_full":        {ethtoolXDPXmitFail, "full", 1},
+	"tx_xdp_err":         {ethtoolXDPXmitFail, "error", 1},
+	"tx_xdp_xmit_errors": {ethtoolXDPXmitFail, "error", 1},
+	"tx_xdp_tx_drops":    {ethtoolXDPXmitFail, "error", 1},
+}
+
+// deviceCurated maps device-wide stats to their curated family.
+var deviceCurated = map[string]curatedStat{
+	"rx_packets_phy":  {ethtoolPhyPackets, "rx", 1},
+	"tx_packets_phy":  {ethtoolPhyPackets, "tx", 1},
+	"rx_bytes_phy":    {ethtoolPhyBytes, "rx", 1},
+	"tx_bytes_phy":    {ethtoolPhyBytes, "tx", 1},
+	"rx_discards_phy": {ethtoolPhyDiscards, "rx", 1},
+	"tx_discards_phy": {ethtoolPhyDiscards, "tx", 1},
+
+	"rx_out_of_buffer": {ethtoolRxOutOfBuffer, "", 1},
+
+	"outbound_pci_stalled_rd":        {ethtoolPCIStalled, "read", 0.01},
+	"outbound_pci_stalled_wr":        {ethtoolPCIStalled, "write", 0.01},
+	"outbound_pci_stalled_rd_events": {ethtoolPCIStalledSeconds, "read", 1},
+	"outbound_pci_stalled_wr_events": {ethtoolPCIStalledSeconds, "write", 1},
+}
+
+// phyRxSize recognises mlx5's RMON size buckets, rx_64_bytes_phy and
+// rx_65_to_127_bytes_phy, and returns the size label ("64", "65_to_127").
+func phyRxSize(name string) (string, bool) {
+	mid, found := strings.CutPrefix(name, "rx_")
+	if !found {
+		return "", false
+	}
+	if mid, found = strings.CutSuffix(mid, "_bytes_phy"); !found {
+		return "", false
+	}
+	lo, rest, found := cutDigits(mid)
+	if !found {
+		return "", false
+	}
+	if rest == "" {
+		return lo, true
+	}
+	if hi, found := strings.CutPrefix(rest, "_to_"); found {
+		if _, tail, found := cutDigits(hi); found && tail == "" {
+			return mid, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,530 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// gatherOnce is gather with exactly one Update (so tests can count the
+// source's calls). Lint findings about units in the names of untyped raw
+// driver stats (mlx5's pfc_pri0_rx_duration_us, rx_bits) are the driver's
+// naming and are passed through as the driver spells them, so they are
+// not failures here; every other lint finding is.
+func gatherOnce(t testing.TB, c Collector) map[string]*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(single{c})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	problems, err := testutil.GatherAndLint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil }))
+	if err != nil {
+		t.Fatalf("lint: %v", err)
+	}
+	for _, p := range problems {
+		raw := strings.HasPrefix(p.Metric, "xdp_ethtool_stat_") || strings.HasPrefix(p.Metric, "xdp_ethtool_queue_stat_")
+		if raw && strings.Contains(p.Text, "unit") {
+			continue
+		}
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+func TestParseQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name, base, queue string
+		ok                bool
+	}{
+		// mlx5
+		{"rx3_xdp_drop", "rx_xdp_drop", "3", true},
+		{"tx0_xdp_xmit", "tx_xdp_xmit", "0", true},
+		{"ch2_poll", "ch_poll", "2", true},
+		{"rx12_cache_reuse", "rx_cache_reuse", "12", true},
+		{"rx_xdp_drop", "", "", false},
+		{"ch_poll", "", "", false},
+		{"rx_64_bytes_phy", "", "", false},
+		{"rx_65_to_127_bytes_phy", "", "", false},
+		// veth, virtio_net, ixgbe, ice
+		{"rx_queue_0_xdp_packets", "rx_xdp_packets", "0", true},
+		{"tx_queue_1_xdp_xmit_errors", "tx_xdp_xmit_errors", "1", true},
+		{"rx_queue_0_packets", "rx_packets", "0", true},
+		{"tx_queue_63_bp_cleaned", "tx_bp_cleaned", "63", true},
+		// i40e, iavf
+		{"rx-0.packets", "rx_packets", "0", true},
+		{"tx-3.bytes", "tx_bytes", "3", true},
+		{"port.rx_bytes", "", "", false},
+		{"veb.tc_0_tx_packets", "", "", false},
+		// bnxt
+		{"[0]: rx_ucast_packets", "rx_ucast_packets", "0", true},
+		{"[15]: tpa_aborts", "tpa_aborts", "15", true},
+		{"[x]: rx", "", "", false},
+		{"[weird]", "", "", false},
+		// ena
+		{"queue_0_rx_cnt", "rx_cnt", "0", true},
+		{"queue_7_tx_bytes", "tx_bytes", "7", true},
+		// not queues
+		{"peer_ifindex", "", "", false},
+		{"tx_queue_01_bytes", "", "", false}, // leading zero
+		{"rx_queue_0_", "", "", false},
+		{"rx0", "", "", false},
+		{"rx-0.", "", "", false},
+		{"", "", "", false},
+	} {
+		base, q, ok := parseQueue(tc.name)
+		if base != tc.base || q != tc.queue || ok != tc.ok {
+			t.Errorf("parseQueue(%q) = %q, %q, %v; want %q, %q, %v", tc.name, base, q, ok, tc.base, tc.queue, tc.ok)
+		}
+	}
+}
+
+func TestSanitizeStat(t *testing.T) {
+	for in, want := range map[string]string{
+		"rx_packets":      "rx_packets",
+		"port.rx_bytes":   "port_rx_bytes",
+		"RX Bytes":        "rx_bytes",
+		"rx pkts (good)":  "rx_pkts_good",
+		"1st_stat":        "1st_stat",
+		"[weird]":         "weird",
+		"rx__x--y":        "rx_x_y",
+		"...":             "",
+		"rx_size_64.nic":  "rx_size_64_nic",
+		"tx-0.packets":    "tx_0_packets",
+		"_leading_trail_": "leading_trail",
+	} {
+		if got := sanitizeStat(in); got != want {
+			t.Errorf("sanitizeStat(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPhyRxSize(t *testing.T) {
+	for in, want := range map[string]string{
+		"rx_64_bytes_phy":           "64",
+		"rx_65_to_127_bytes_phy":    "65_to_127",
+		"rx_1519_to_2047_bytes_phy": "1519_to_2047",
+		"rx_bytes_phy":              "",
+		"rx_oversize_pkts_phy":      "",
+		"rx_64_to_bytes_phy":        "",
+	} {
+		got, ok := phyRxSize(in)
+		if got != want || ok != (want != "") {
+			t.Errorf("phyRxSize(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+}
+
+func fixtureCollector(t testing.TB, src ethtoolSource, metricsInclude string, logger *slog.Logger) *ethtoolCollector {
+	t.Helper()
+	cfg := EthtoolConfig{}
+	if metricsInclude != "" {
+		cfg.MetricsInclude = regexp.MustCompile(metricsInclude)
+	}
+	if logger == nil {
+		logger = discardLogger()
+	}
+	return newEthtoolCollector(cfg, src, logger)
+}
+
+// series counts the samples of every family.
+func series(mfs map[string]*dto.MetricFamily) int {
+	n := 0
+	for _, mf := range mfs {
+		n += len(mf.GetMetric())
+	}
+	return n
+}
+
+// TestEthtoolFixtures checks, on captured output of each driver, that each
+// stat lands in the expected family with the expected labels and value.
+func TestEthtoolFixtures(t *testing.T) {
+	src := loadFixtures(t, "mlx5", "i40e", "ice", "ixgbe", "bnxt", "virtio_net", "veth")
+	c := fixtureCollector(t, src, ".*", nil)
+	mfs := gatherOnce(t, c)
+
+	type want struct {
+		family string
+		labels []string
+		value  float64
+	}
+	for _, w := range []want{
+		// mlx5, seed values
+		{"xdp_ethtool_driver_info", []string{"device", "mlx5", "driver", "mlx5_core", "bus_info", "0000:03:00.0"}, 1},
+		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "0", "action", "drop"}, 12602431},
+		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "5", "action", "drop"}, 12252221},
+		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "redirect"}, 0},
+		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "tx"}, 0},
+		{"xdp_ethtool_rx_xdp_tx_failures_total", []string{"device", "mlx5", "queue", "1", "reason", "full"}, 0},
+		{"xdp_ethtool_xdp_xmit_packets_total", []string{"device", "mlx5", "queue", "3"}, 0},
+		{"xdp_ethtool_xdp_xmit_failures_total", []string{"device", "mlx5", "queue", "3", "reason", "error"}, 0},
+		{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "1", "event", "reuse"}, 13091898},
+		{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "empty"}, 5032563},
+		{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "waive"}, 0},
+		{"xdp_ethtool_rx_page_pool_allocations_total", []string{"device", "mlx5", "queue", "0", "path", "slow_high_order"}, 0},
+		{"xdp_ethtool_rx_page_pool_recycles_total", []string{"device", "mlx5", "queue", "5", "result", "released_ref"}, 0},
+		{"xdp_ethtool_rx_cqe_compressed_packets_total", []string{"device", "mlx5", "queue", "3"}, 1349297},
+		{"xdp_ethtool_rx_cqe_compressed_blocks_total", []string{"device", "mlx5", "queue", "3"}, 223895},
+		{"xdp_ethtool_phy_packets_total", []string{"device", "mlx5", "direction", "rx"}, 88243138},
+		{"xdp_ethtool_phy_packets_total", []string{"device", "mlx5", "direction", "tx"}, 1739707},
+		{"xdp_ethtool_phy_bytes_total", []string{"device", "mlx5", "direction", "rx"}, 5647560737},
+		{"xdp_ethtool_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "64"}, 88243413},
+		{"xdp_ethtool_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "65_to_127"}, 0},
+		{"xdp_ethtool_phy_discards_total", []string{"device", "mlx5", "direction", "rx"}, 14635008},
+		{"xdp_ethtool_rx_out_of_buffer_total", []string{"device", "mlx5"}, 43246222},
+		{"xdp_ethtool_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "write"}, 0.04},
+		{"xdp_ethtool_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "read"}, 0},
+		{"xdp_ethtool_pci_outbound_stalled_seconds_total", []string{"device", "mlx5", "direction", "read"}, 0},
+		{"xdp_ethtool_queue_stat_ch_poll", []string{"device", "mlx5", "queue", "0"}, 27183},
+		{"xdp_ethtool_queue_stat_tx_cqes", []string{"device", "mlx5", "queue", "0"}, 1739714},
+		{"xdp_ethtool_stat_ch_poll", []string{"device", "mlx5"}, 27183},
+		// device-wide sums of curated per-queue stats stay untyped
+		{"xdp_ethtool_stat_rx_xdp_drop", []string{"device", "mlx5"}, 75214086},
+		{"xdp_ethtool_stat_rx_cache_reuse", []string{"device", "mlx5"}, 75214073},
+		{"xdp_ethtool_stat_rx_prio0_packets", []string{"device", "mlx5"}, 73608194},
+		{"xdp_ethtool_ring_descriptors", []string{"device", "mlx5", "ring", "rx"}, 512},
+		{"xdp_ethtool_ring_descriptors_max", []string{"device", "mlx5", "ring", "tx"}, 8192},
+		{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_compress"}, 1},
+		{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_striding_rq"}, 0},
+		{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_moder"}, 1},
+		// i40e
+		{"xdp_ethtool_driver_info", []string{"device", "i40e", "driver", "i40e", "firmware_version", "8.60 0x8000bd5d 1.3140.0"}, 1},
+		{"xdp_ethtool_queue_stat_tx_packets", []string{"device", "i40e", "queue", "0"}, 9652980690},
+		{"xdp_ethtool_queue_stat_rx_bytes", []string{"device", "i40e", "queue", "1"}, 4160893309842},
+		{"xdp_ethtool_stat_veb_rx_bytes", []string{"device", "i40e"}, 0},
+		{"xdp_ethtool_stat_rx_packets", []string{"device", "i40e"}, 258269468302},
+		// ice
+		{"xdp_ethtool_driver_info", []string{"device", "ice", "driver", "ice"}, 1},
+		{"xdp_ethtool_queue_stat_tx_packets", []string{"device", "ice", "queue", "0"}, 3659792718},
+		{"xdp_ethtool_queue_stat_tx_bytes", []string{"device", "ice", "queue", "11"}, -1},
+		{"xdp_ethtool_stat_rx_bytes_nic", []string{"device", "ice"}, 14645706706667},
+		{"xdp_ethtool_stat_rx_bytes", []string{"device", "ice"}, 14645706696119},
+		// ixgbe
+		{"xdp_ethtool_queue_stat_rx_packets", []string{"device", "ixgbe", "queue", "1"}, 54703135727},
+		{"xdp_ethtool_queue_stat_tx_bp_napi_yield", []string{"device", "ixgbe", "queue", "3"}, 0},
+		{"xdp_ethtool_stat_fdir_match", []string{"device", "ixgbe"}, 490432032343},
+		// bnxt
+		{"xdp_ethtool_driver_info", []string{"device", "bnxt", "driver", "bnxt_en"}, 1},
+		{"xdp_ethtool_queue_stat_rx_ucast_packets", []string{"device", "bnxt", "queue", "0"}, 276347403},
+		{"xdp_ethtool_stat_rx_64b_frames", []string{"device", "bnxt"}, 1670188},
+		// virtio_net
+		{"xdp_ethtool_queue_stat_rx_packets", []string{"device", "virtio_net", "queue", "1"}, 37051154},
+		{"xdp_ethtool_queue_stat_tx_kicks", []string{"device", "virtio_net", "queue", "0"}, 0},
+		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "virtio_net", "queue", "1", "action", "redirect"}, 0},
+		{"xdp_ethtool_rx_xdp_processed_packets_total", []string{"device", "virtio_net", "queue", "0"}, 0},
+		{"xdp_ethtool_xdp_xmit_packets_total", []string{"device", "virtio_net", "queue", "1"}, 0},
+		{"xdp_ethtool_xdp_xmit_failures_total", []string{"device", "virtio_net", "queue", "1", "reason", "error"}, 0},
+		{"xdp_ethtool_ring_descriptors", []string{"device", "virtio_net", "ring", "tx"}, 256},
+		// veth
+		{"xdp_ethtool_stat_peer_ifindex", []string{"device", "veth"}, 8},
+		{"xdp_ethtool_rx_xdp_processed_bytes_total", []string{"device", "veth", "queue", "0"}, 0},
+		{"xdp_ethtool_rx_xdp_tx_failures_total", []string{"device", "veth", "queue", "0", "reason", "error"}, 0},
+		{"xdp_ethtool_queue_stat_rx_drops", []string{"device", "veth", "queue", "0"}, 0},
+		{"xdp_ethtool_channels", []string{"device", "veth", "type", "rx"}, 1},
+		{"xdp_ethtool_channels_max", []string{"device", "veth", "type", "tx"}, 2},
+	} {
+		got := value(t, mfs, w.family, w.labels...)
+		if w.value >= 0 && got != w.value {
+			t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.value)
+		}
+	}
+
+	// A curated stat is not also untyped.
+	for _, name := range []string{"xdp_ethtool_queue_stat_rx_xdp_drop", "xdp_ethtool_queue_stat_rx_cache_reuse",
+		"xdp_ethtool_stat_rx_packets_phy", "xdp_ethtool_stat_outbound_pci_stalled_wr", "xdp_ethtool_queue_stat_rx_xdp_drops",
+		"xdp_ethtool_stat_rx_64_bytes_phy"} {
+		if _, ok := mfs[name]; ok {
+			t.Errorf("%s exported although its stat is curated", name)
+		}
+	}
+	// Unsupported calls are absent, not zero.
+	for _, fam := range []string{"xdp_ethtool_ring_descriptors", "xdp_ethtool_channels"} {
+		for _, m := range mfs[fam].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "device" && (l.GetValue() == "ice" || (fam == "xdp_ethtool_ring_descriptors" && l.GetValue() == "veth")) {
+					t.Errorf("%s has a sample for %s, whose fixture does not support it", fam, l.GetValue())
+				}
+			}
+		}
+	}
+
+	// Nothing vanishes: every stat of every (real) fixture is one series.
+	for name, d := range src.devs {
+		e := c.entries[src.index[name]]
+		if len(e.samples) != len(d.names) {
+			t.Errorf("%s: %d stats became %d series", name, len(d.names), len(e.samples))
+		}
+	}
+}
+
+func TestEthtoolDefaultMetricsInclude(t *testing.T) {
+	src := loadFixtures(t, "mlx5")
+	mfs := gatherOnce(t, fixtureCollector(t, src, DefaultEthtoolMetricsInclude, nil))
+	value(t, mfs, "xdp_ethtool_stat_rx_prio0_packets", "device", "mlx5")
+	value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "mlx5", "queue", "0", "action", "drop")
+	for name := range mfs {
+		if strings.HasPrefix(name, "xdp_ethtool_queue_stat_") {
+			t.Errorf("%s exported by default", name)
+		}
+	}
+	mfs = gatherOnce(t, fixtureCollector(t, src, "queue_stat_ch_.*", nil))
+	value(t, mfs, "xdp_ethtool_queue_stat_ch_arm", "device", "mlx5", "queue", "0")
+	if _, ok := mfs["xdp_ethtool_stat_rx_prio0_packets"]; ok {
+		t.Error("metrics-include queue_stat_ch_.* exported a device-wide stat")
+	}
+}
+
+// syncBuffer is a log sink tests can read.
+type syncBuffer struct{ bytes.Buffer }
+
+func TestEthtoolOddNamesAndCollisions(t *testing.T) {
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	src := loadFixtures(t, "odd")
+	c := fixtureCollector(t, src, ".*", logger)
+	for range 3 {
+		mfs := gatherOnce(t, c)
+		for fam, want := range map[string]float64{
+			"xdp_ethtool_stat_rx_bytes":          3, // "RX Bytes" sorts before "rx-bytes" and "rx_bytes"
+			"xdp_ethtool_stat_port_rx_dropped":   4,
+			"xdp_ethtool_stat_1st_stat":          5,
+			"xdp_ethtool_stat_weird":             6,
+			"xdp_ethtool_stat_rx_pkts_good":      7,
+			"xdp_ethtool_stat_tx_queue_01_bytes": 12,
+		} {
+			if got := value(t, mfs, fam, "device", "odd"); got != want {
+				t.Errorf("%s = %v, want %v", fam, got, want)
+			}
+		}
+		if got := value(t, mfs, "xdp_ethtool_queue_stat_rx_packets", "device", "odd", "queue", "0"); got != 11 {
+			t.Errorf("queue_stat_rx_packets{queue=0} = %v, want 11 (from rx-0.packets)", got)
+		}
+		value(t, mfs, "xdp_ethtool_queue_stat_tx_cnt", "device", "odd", "queue", "2")
+		value(t, mfs, "xdp_ethtool_queue_stat_rx_ucast_packets", "device", "odd", "queue", "3")
+	}
+	out := logs.String()
+	for _, want := range []string{
+		`kept="RX Bytes" dropped=rx-bytes`, `kept="RX Bytes" dropped=rx_bytes`,
+		`kept=rx-0.packets dropped=rx0_packets`, `kept=rx-0.packets dropped=rx_queue_0_packets`,
+		`stat=...`,
+	} {
+		if strings.Count(out, want) != 1 {
+			t.Errorf("want exactly one debug line with %s (names are classified once), log:\n%s", want, out)
+		}
+	}
+}
+
+// TestEthtool20000Stats runs a device with 20,000 stats: 400 queues of 50
+// mlx5 per-queue stats.
+func TestEthtool20000Stats(t *testing.T) {
+	d := bigFixture("mlx5_core", 400, 50, 0)
+	if len(d.names) != 20000 {
+		t.Fatalf("fixture has %d stats", len(d.names))
+	}
+	src := newFixtureSource(map[string]*fixtureDev{"big": d})
+	// The pedantic registry rejects duplicate series; promlint is left out
+	// here because its duplicate check is quadratic in a family's size.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(single{fixtureCollector(t, src, ".*", nil)})
+	list, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs := map[string]*dto.MetricFamily{}
+	for _, mf := range list {
+		mfs[mf.GetName()] = mf
+	}
+	// 20,000 stats, plus driver_info.
+	if n := series(mfs); n != 20001 {
+		t.Fatalf("%d series, want 20001", n)
+	}
+	value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "big", "queue", "399", "action", "drop")
+}
+
+// TestEthtoolCache checks that string sets are read once per change, not
+// per scrape, and that a changed stat count is picked up.
+func TestEthtoolCache(t *testing.T) {
+	src := loadFixtures(t, "veth", "mlx5")
+	c := fixtureCollector(t, src, ".*", nil)
+	for range 3 {
+		gatherOnce(t, c)
+	}
+	for call, want := range map[string]int{
+		"StatNames veth": 1, "StatNames mlx5": 1, "PrivFlagNames mlx5": 1,
+		"Stats veth": 3, "Stats mlx5": 3, "PrivFlags mlx5": 3,
+		"Ring veth": 1, // EOPNOTSUPP is remembered
+		"Ring mlx5": 3, "Channels mlx5": 1,
+	} {
+		dev := call[strings.Index(call, " ")+1:]
+		if got := src.count(call[:strings.Index(call, " ")], dev); got != want {
+			t.Errorf("%s called %d times over 3 scrapes, want %d", call, got, want)
+		}
+	}
+
+	// ethtool -L: the veth now has a second queue.
+	veth := *src.devs["veth"]
+	veth.names = append(append([]string(nil), veth.names...), "rx_queue_1_xdp_drops")
+	veth.vals = append(append([]uint64(nil), veth.vals...), 42)
+	veth.info.NStats = len(veth.names)
+	src.set("veth", &veth)
+	mfs := gatherOnce(t, c)
+	if got := value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "veth", "queue", "1", "action", "drop"); got != 42 {
+		t.Fatalf("new queue's drops = %v, want 42", got)
+	}
+	if got := src.count("StatNames", "veth"); got != 2 {
+		t.Errorf("StatNames veth called %d times, want 2", got)
+	}
+}
+
+// countChangingSource reports a new stat count between GDRVINFO and
+// GSTATS, as a driver reconfigured mid-scrape does.
+type countChangingSource struct{ *fixtureSource }
+
+func (s countChangingSource) Stats(name string, n int, dst []uint64) ([]uint64, error) {
+	return dst, fmt.Errorf("%w: test", errStatsChanged)
+}
+
+func TestEthtoolStatsChangedMidScrape(t *testing.T) {
+	src := loadFixtures(t, "veth")
+	c := fixtureCollector(t, countChangingSource{src}, ".*", nil)
+	for range 2 {
+		mfs := gatherOnce(t, c)
+		value(t, mfs, "xdp_ethtool_driver_info", "device", "veth")
+		if _, ok := mfs["xdp_ethtool_stat_peer_ifindex"]; ok {
+			t.Error("stats emitted although the count changed")
+		}
+	}
+	if got := src.count("StatNames", "veth"); got != 2 {
+		t.Errorf("names re-read %d times, want 2 (the changed count drops the cache)", got)
+	}
+}
+
+func TestEthtoolVanishedDevice(t *testing.T) {
+	src := loadFixtures(t, "veth", "mlx5")
+	src.gone["mlx5"] = true
+	c := fixtureCollector(t, src, ".*", nil)
+	ch := make(chan prometheus.Metric, 1000)
+	if err := c.Update(context.Background(), ch); err != nil {
+		t.Fatalf("a vanished interface failed the scrape: %v", err)
+	}
+	close(ch)
+	n := 0
+	for range ch {
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no metrics from the device that is still there")
+	}
+}
+
+func TestEthtoolDeviceFilter(t *testing.T) {
+	src := loadFixtures(t, "veth", "mlx5", "i40e")
+	c := newEthtoolCollector(EthtoolConfig{
+		DeviceInclude: regexp.MustCompile("mlx5|i40"),
+		DeviceExclude: regexp.MustCompile("i40e"),
+	}, src, discardLogger())
+	mfs := gatherOnce(t, c)
+	var devs []string
+	for _, m := range mfs["xdp_ethtool_driver_info"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "device" {
+				devs = append(devs, l.GetValue())
+			}
+		}
+	}
+	// "i40" does not match "i40e" (anchored); "i40e" is excluded anyway.
+	if fmt.Sprint(devs) != "[mlx5]" {
+		t.Fatalf("devices = %v, want [mlx5]", devs)
+	}
+}
+
+// bigFixture builds a device like a large mlx5 host's: devWide device-wide
+// stats and perQueue stats for each of queues queues, named as mlx5 does.
+func bigFixture(driver string, queues, perQueue, devWide int) *fixtureDev {
+	rx := []string{"packets", "bytes", "csum_complete", "csum_unnecessary", "csum_none", "xdp_drop", "xdp_redirect",
+		"xdp_tx_xmit", "xdp_tx_full", "xdp_tx_err", "xdp_tx_cqes", "lro_packets", "lro_bytes", "removed_vlan_packets",
+		"wqe_err", "mpwqe_filler_cqes", "mpwqe_filler_strides", "buff_alloc_err", "cqe_compress_blks", "cqe_compress_pkts",
+		"cache_reuse", "cache_full", "cache_empty", "cache_busy", "cache_waive", "congst_umr", "arfs_err", "recover",
+		"pp_alloc_fast", "pp_alloc_slow", "pp_recycle_cached", "pp_recycle_ring"}
+	tx := []string{"packets", "bytes", "tso_packets", "tso_bytes", "csum_partial", "nop", "stopped", "dropped",
+		"xmit_more", "recover", "cqes", "wake", "cqe_err", "xdp_xmit", "xdp_full", "xdp_err"}
+	ch := []string{"events", "poll", "arm", "aff_change", "eq_rearm"}
+	var per []string
+	for _, s := range rx {
+		per = append(per, "rx%d_"+s)
+	}
+	for _, s := range tx {
+		per = append(per, "tx%d_"+s)
+	}
+	for _, s := range ch {
+		per = append(per, "ch%d_"+s)
+	}
+	for i := 0; len(per) < perQueue; i++ {
+		per = append(per, fmt.Sprintf("rx%%d_extra_%d", i))
+	}
+	per = per[:perQueue]
+	d := &fixtureDev{info: ethtoolDriverInfo{Driver: driver, Version: "6.18", BusInfo: "0000:03:00.0"}}
+	for i := range devWide {
+		d.names = append(d.names, fmt.Sprintf("vport_stat_%d", i))
+	}
+	for q := range queues {
+		for _, p := range per {
+			d.names = append(d.names, fmt.Sprintf(p, q))
+		}
+	}
+	d.vals = make([]uint64, len(d.names))
+	for i := range d.vals {
+		d.vals[i] = uint64(i) * 1000
+	}
+	d.info.NStats = len(d.names)
+	return d
+}
+
+// BenchmarkEthtoolScrape is one full Update over three devices shaped like
+// a large mlx5 host's: 64 queues x 37 per-queue stats + 132 device-wide
+// stats = 2,500 stats each. The fixture source does no ioctl, so this is
+// the exporter's own cost per scrape; the kernel's share is in
+// TestCompareNodeExporter.
+func BenchmarkEthtoolScrape(b *testing.B) {
+	for _, include := range []string{DefaultEthtoolMetricsInclude, ".*"} {
+		b.Run("metrics-include="+include, func(b *testing.B) {
+			devs := map[string]*fixtureDev{}
+			for i := range 3 {
+				devs[fmt.Sprintf("mlx5p%d", i)] = bigFixture("mlx5_core", 64, 37, 132)
+			}
+			c := fixtureCollector(b, newFixtureSource(devs), include, nil)
+			ch := make(chan prometheus.Metric, 8192)
+			done := make(chan int)
+			go func() {
+				n := 0
+				for range ch {
+					n++
+				}
+				done <- n
+			}()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := c.Update(context.Background(), ch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			close(ch)
+			b.ReportMetric(float64(<-done)/float64(b.N), "series/op")
+		})
+	}
+}

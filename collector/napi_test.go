@@ -1,0 +1,451 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/procfs"
+	"github.com/safchain/ethtool"
+
+	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// napiLab is a veth pair whose DUT end has an XDP_DROP program (veth runs
+// NAPI only with XDP attached) and a loaded traffic generator.
+type napiLab struct {
+	pair *netlab.Pair
+	gen  *trafficgen.Generator
+}
+
+func newNapiLab(t testing.TB) *napiLab {
+	t.Helper()
+	pair := netlab.TestPair(t, 2)
+	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.XDP,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
+	})
+	testenv.Check(t, err, "loading an XDP_DROP program")
+	t.Cleanup(func() { drop.Close() })
+	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
+	testenv.Check(t, err, "attaching XDP to veth")
+	t.Cleanup(func() { l.Close() })
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "loading the traffic generator")
+	t.Cleanup(func() { g.Close() })
+	return &napiLab{pair: pair, gen: g}
+}
+
+// send sends at least n frames from the given CPUs and returns the number
+// the generator's program counted: BPF_PROG_RUN restarts a batch that a
+// signal interrupted, so a few more may go out.
+func (l *napiLab) send(t testing.TB, n uint64, cpus ...int) uint64 {
+	t.Helper()
+	sent, err := l.gen.Run(context.Background(), trafficgen.Config{
+		NS: l.pair.NS, Ifindex: l.pair.Peer.Index,
+		SrcMAC: l.pair.Peer.HardwareAddr, DstMAC: l.pair.Host.HardwareAddr,
+		Count: n, CPUs: cpus,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent < n {
+		t.Fatalf("generator sent %d frames, want at least %d", sent, n)
+	}
+	return sent
+}
+
+// xdpDrops is veth's own count of frames its XDP program dropped, summed
+// over RX queues: the packets its NAPI polls delivered to XDP.
+func (l *napiLab) xdpDrops(t testing.TB) uint64 {
+	t.Helper()
+	e, err := ethtool.NewEthtool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	stats, err := e.Stats(l.pair.Host.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats["rx_queue_0_xdp_drops"] + stats["rx_queue_1_xdp_drops"]
+}
+
+func newTestNapi(t testing.TB, cfg NapiConfig) *NapiCollector {
+	t.Helper()
+	testenv.Privileged(t)
+	c, err := NewNapiCollector(cfg, discardLogger())
+	testenv.Check(t, err, "loading the napi collector")
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return c
+}
+
+// polls is one device's histogram in one context.
+type polls struct {
+	count, work uint64
+	byWork      [napiMaxWork + 1]uint64 // de-cumulated buckets
+	exhausted   uint64
+}
+
+// devicePolls reads the histogram series of device in the exporter's
+// namespace, by context, checking the exposition's internal consistency.
+func devicePolls(t testing.TB, mfs map[string]*dto.MetricFamily, device string) map[string]polls {
+	t.Helper()
+	out := map[string]polls{}
+	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
+		if !hasLabels(m, []string{"device", device, "netns", ""}) {
+			continue
+		}
+		var ctxName string
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == "context" {
+				ctxName = lp.GetValue()
+			}
+		}
+		h := m.GetHistogram()
+		p := polls{count: h.GetSampleCount(), work: uint64(h.GetSampleSum())}
+		if len(h.GetBucket()) != napiMaxWork+1 {
+			t.Fatalf("%s/%s: %d buckets, want %d", device, ctxName, len(h.GetBucket()), napiMaxWork+1)
+		}
+		var prev, weighted uint64
+		for i, b := range h.GetBucket() {
+			if b.GetUpperBound() != float64(i) || b.GetCumulativeCount() < prev {
+				t.Fatalf("%s/%s: bucket %d is le=%v cumulative %d after %d", device, ctxName, i, b.GetUpperBound(), b.GetCumulativeCount(), prev)
+			}
+			p.byWork[i] = b.GetCumulativeCount() - prev
+			weighted += uint64(i) * p.byWork[i]
+			prev = b.GetCumulativeCount()
+		}
+		// veth's budget is 64, so no poll can land above the last bucket
+		// and the sum must be exactly what the buckets say.
+		if prev != p.count || weighted != p.work {
+			t.Fatalf("%s/%s: buckets hold %d polls / %d packets, count=%d sum=%d", device, ctxName, prev, weighted, p.count, p.work)
+		}
+		p.exhausted = uint64(value(t, mfs, "xdp_napi_polls_budget_exhausted_total", "device", device, "netns", "", "context", ctxName))
+		if over := value(t, mfs, "xdp_napi_polls_over_budget_total", "device", device, "netns", "", "context", ctxName); over != 0 {
+			t.Errorf("%s/%s: %v polls over budget on veth", device, ctxName, over)
+		}
+		out[ctxName] = p
+	}
+	return out
+}
+
+func totalWork(byCtx map[string]polls) (work, count uint64) {
+	for _, p := range byCtx {
+		work += p.work
+		count += p.count
+	}
+	return work, count
+}
+
+// waitWork reads device's histogram until it holds want packets: the last
+// frames may still be in a NAPI poll deferred to ksoftirqd or a NAPI
+// thread when the generator returns. read is one scrape; the last one is
+// returned.
+func waitWork(t testing.TB, read func() map[string]*dto.MetricFamily, device string, want func() uint64) map[string]*dto.MetricFamily {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		w := want()
+		mfs := read()
+		if work, _ := totalWork(devicePolls(t, mfs, device)); work >= w || time.Now().After(deadline) {
+			return mfs
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func exactly(n uint64) func() uint64 { return func() uint64 { return n } }
+
+// procSoftirqs reads /proc/softirqs.
+func procSoftirqs(t testing.TB) procfs.Softirqs {
+	t.Helper()
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fs.Softirqs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func softirqValue(t testing.TB, mfs map[string]*dto.MetricFamily, name string, cpu int, vector string) float64 {
+	t.Helper()
+	return value(t, mfs, name, "cpu", strconv.Itoa(cpu), "vector", vector)
+}
+
+// TestNapiPollHistogram sends N frames over both RX queues of a veth pair
+// and checks that the histogram's total work for the device is exactly N,
+// as veth's own XDP counters say, and that the softirq counters agree with
+// the NAPI polls and with /proc/softirqs.
+func TestNapiPollHistogram(t *testing.T) {
+	lab := newNapiLab(t)
+	c := newTestNapi(t, NapiConfig{Softirq: true})
+	dev := lab.pair.Host.Name
+
+	proc0 := procSoftirqs(t)
+	before := gather(t, c)
+	proc1 := procSoftirqs(t)
+	if got := devicePolls(t, before, dev); len(got) != 0 {
+		t.Fatalf("new device %s already has polls: %+v", dev, got)
+	}
+
+	const n = 200_000
+	start := time.Now()
+	sent := lab.send(t, n, 0, 1)
+	after := waitWork(t, func() map[string]*dto.MetricFamily { return gather(t, c) }, dev, exactly(sent))
+	elapsed := time.Since(start)
+	proc2 := procSoftirqs(t)
+	afterAgain := gather(t, c)
+	proc3 := procSoftirqs(t)
+	raiseMisses := value(t, after, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_raise") -
+		value(t, before, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_raise")
+
+	byCtx := devicePolls(t, after, dev)
+	work, count := totalWork(byCtx)
+	if work != sent {
+		t.Fatalf("histogram total work for %s = %d, want the %d frames sent (by context: %+v)", dev, work, sent, byCtx)
+	}
+	if drops := lab.xdpDrops(t); drops != sent {
+		t.Fatalf("veth counted %d XDP drops, want the %d frames sent", drops, sent)
+	}
+	// Nothing here runs threaded NAPI or busy polling: every poll ran in
+	// a NET_RX softirq, in the sender's task, in ksoftirqd or on idle.
+	if p := byCtx["threaded"]; p.count != 0 {
+		t.Errorf("%d polls in context threaded without threaded NAPI", p.count)
+	}
+	var completed uint64
+	for ctxName, p := range byCtx {
+		// veth's budget is 64: a poll with work 64 exhausted it.
+		if p.exhausted != p.byWork[napiMaxWork] {
+			t.Errorf("%s: %d polls exhausted the budget, but %d did 64 packets", ctxName, p.exhausted, p.byWork[napiMaxWork])
+		}
+		completed += p.count - p.exhausted
+	}
+	t.Logf("%d packets in %d polls (average bulk %.1f), by context: %v", work, count, float64(work)/float64(count), summary(byCtx))
+
+	// A NAPI poll that did less than its budget completes the NAPI; the
+	// next poll needs a new napi_schedule, which raises NET_RX on that CPU.
+	// Raises of other devices only add, so the sum over CPUs bounds the
+	// completed polls from above (plus raises the program could not count
+	// because it was already running on that CPU).
+	var raises, entries float64
+	for cpu := 0; cpu < 2; cpu++ {
+		dRaise := softirqValue(t, after, "xdp_softirq_raises_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_softirq_raises_total", cpu, "NET_RX")
+		dEntry := softirqValue(t, after, "xdp_softirq_entries_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_softirq_entries_total", cpu, "NET_RX")
+		dSec := softirqValue(t, after, "xdp_softirq_seconds_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_softirq_seconds_total", cpu, "NET_RX")
+		raises += dRaise
+		entries += dEntry
+		if dEntry < 1 || dSec <= 0 || dSec > elapsed.Seconds() {
+			t.Errorf("CPU %d NET_RX: %v entries, %vs in softirq during a %v run", cpu, dEntry, dSec, elapsed)
+		}
+		t.Logf("CPU %d NET_RX: %v raises, %v entries, %.3fs in softirq (run %v)", cpu, dRaise, dEntry, dSec, elapsed)
+	}
+	if raises+raiseMisses < float64(completed) {
+		t.Errorf("NET_RX raises %v (+%v missed) < %d polls that completed", raises, raiseMisses, completed)
+	}
+
+	entryMisses := value(t, afterAgain, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_entry") -
+		value(t, before, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_entry")
+	// The kernel increments /proc/softirqs right before the entry
+	// tracepoint, so our delta is sandwiched between the deltas of
+	// /proc/softirqs read just inside and just outside our two reads. The
+	// increment and the tracepoint are two steps, and at most one softirq
+	// per CPU can sit between them when we read (a stalled vCPU can hold it
+	// there for a while): hence the one-event slack on each side.
+	for cpu := 0; cpu < 2; cpu++ {
+		for _, v := range []struct {
+			name string
+			col  func(procfs.Softirqs) []uint64
+		}{
+			{"NET_RX", func(s procfs.Softirqs) []uint64 { return s.NetRx }},
+			{"TIMER", func(s procfs.Softirqs) []uint64 { return s.Timer }},
+		} {
+			ours := softirqValue(t, afterAgain, "xdp_softirq_entries_total", cpu, v.name) - softirqValueOr0(before, "xdp_softirq_entries_total", cpu, v.name)
+			inner := float64(v.col(proc2)[cpu] - v.col(proc1)[cpu])
+			outer := float64(v.col(proc3)[cpu] - v.col(proc0)[cpu])
+			if ours+entryMisses+1 < inner || ours > outer+1 {
+				t.Errorf("CPU %d %s: %v entries counted (+%v missed), /proc/softirqs says between %v and %v", cpu, v.name, ours, entryMisses, inner, outer)
+			}
+		}
+	}
+}
+
+// softirqValueOr0 is softirqValue for a CPU that may not have appeared yet.
+func softirqValueOr0(mfs map[string]*dto.MetricFamily, name string, cpu int, vector string) float64 {
+	for _, m := range mfs[name].GetMetric() {
+		if hasLabels(m, []string{"cpu", strconv.Itoa(cpu), "vector", vector}) {
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+func summary(byCtx map[string]polls) map[string]string {
+	out := map[string]string{}
+	for k, p := range byCtx {
+		out[k] = strconv.FormatUint(p.count, 10) + " polls/" + strconv.FormatUint(p.work, 10) + " packets"
+	}
+	return out
+}
+
+// TestNapiThreadedContext switches the device to threaded NAPI: every poll
+// must then be labelled threaded, and still count every packet.
+func TestNapiThreadedContext(t *testing.T) {
+	lab := newNapiLab(t)
+	c := newTestNapi(t, NapiConfig{})
+	dev := lab.pair.Host.Name
+	err := os.WriteFile("/sys/class/net/"+dev+"/threaded", []byte("1"), 0)
+	testenv.Check(t, err, "enabling threaded NAPI on veth")
+
+	// A NAPI thread drains the ring more slowly than live frames fill it,
+	// so veth drops some frames at transmit: the truth is what its XDP
+	// program saw.
+	const n = 100_000
+	lab.send(t, n, 0, 1)
+	byCtx := devicePolls(t, waitWork(t, func() map[string]*dto.MetricFamily { return gather(t, c) }, dev,
+		func() uint64 { return lab.xdpDrops(t) }), dev)
+	delivered := lab.xdpDrops(t)
+	if p := byCtx["threaded"]; p.work != delivered || len(byCtx) != 1 || delivered == 0 {
+		t.Fatalf("threaded NAPI: want all %d delivered packets in context threaded, got %v", delivered, summary(byCtx))
+	}
+	t.Logf("threaded NAPI delivered %d of %d frames: %v", delivered, n, summary(byCtx))
+}
+
+// recorder adapts a Collector whose Update may fail to a pedantic
+// registry, keeping the error instead of panicking.
+type recorder struct {
+	c   Collector
+	err error
+}
+
+func (r *recorder) Describe(chan<- *prometheus.Desc) {}
+
+func (r *recorder) Collect(ch chan<- prometheus.Metric) { r.err = r.c.Update(context.Background(), ch) }
+
+// gatherErr is gather for a collector whose Update may fail: it returns the
+// metrics emitted and the error.
+func gatherErr(t testing.TB, c Collector) (map[string]*dto.MetricFamily, error) {
+	t.Helper()
+	r := &recorder{c: c}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(r)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out, r.err
+}
+
+// TestNapiMissingTracepoint points the raise program at a tracepoint no
+// kernel has: the collector still loads, the poll histogram and the other
+// softirq counters keep working, only raises disappear, and each scrape
+// reports success 0 with an error naming the tracepoint.
+func TestNapiMissingTracepoint(t *testing.T) {
+	lab := newNapiLab(t)
+	spec, err := bpf.LoadNapi()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Programs[bpf.NapiProgSoftirqRaise].AttachTo = "xdp_exporter_no_such_tracepoint"
+	c, err := newNapiCollector(NapiConfig{Softirq: true}, discardLogger(), spec)
+	if err != nil {
+		t.Fatalf("one missing tracepoint failed the whole collector: %v", err)
+	}
+	defer c.Close()
+
+	const n = 10_000
+	sent := lab.send(t, n, 0)
+	var updateErr error
+	mfs := waitWork(t, func() map[string]*dto.MetricFamily {
+		var mfs map[string]*dto.MetricFamily
+		mfs, updateErr = gatherErr(t, c)
+		return mfs
+	}, lab.pair.Host.Name, exactly(sent))
+	if !errors.Is(updateErr, ErrUnavailable) || !strings.Contains(updateErr.Error(), "irq:softirq_raise") {
+		t.Fatalf("Update error = %v, want ErrUnavailable naming irq:softirq_raise", updateErr)
+	}
+	if work, _ := totalWork(devicePolls(t, mfs, lab.pair.Host.Name)); work != sent {
+		t.Errorf("histogram work = %d, want the %d frames sent", work, sent)
+	}
+	if value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_raise") != 0 ||
+		value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_entry") != 1 {
+		t.Error("xdp_napi_tracepoint_attached does not show which tracepoint is missing")
+	}
+	if _, ok := mfs["xdp_softirq_raises_total"]; ok {
+		t.Error("raises reported without their tracepoint")
+	}
+	if softirqValue(t, mfs, "xdp_softirq_entries_total", 0, "NET_RX") == 0 {
+		t.Error("softirq entries stopped with the raise tracepoint missing")
+	}
+
+	// Through the scrape machinery (whose Describe is unchecked, so not a
+	// pedantic registry): success 0, metrics kept.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewSet(map[string]Collector{"napi": c}, discardLogger()).Scrape(context.Background()))
+	scraped, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, mf := range scraped {
+		byName[mf.GetName()] = mf
+	}
+	if value(t, byName, "xdp_scrape_collector_success", "collector", "napi") != 0 {
+		t.Error("scrape success 1 with a tracepoint missing")
+	}
+	if _, ok := byName["xdp_napi_poll_work"]; !ok {
+		t.Error("the scrape dropped the histogram of a partially attached collector")
+	}
+
+	// With every tracepoint missing the constructor itself fails.
+	for _, p := range spec.Programs {
+		p.AttachTo = "xdp_exporter_no_such_tracepoint"
+	}
+	if c, err := newNapiCollector(NapiConfig{Softirq: true}, discardLogger(), spec); err == nil {
+		c.Close()
+		t.Fatal("collector built with no tracepoint attached")
+	}
+}
+
+func TestNapiConfig(t *testing.T) {
+	if _, err := newNapiCollector(NapiConfig{SoftirqVectors: []string{"NET_RX", "BOGUS"}}, discardLogger(), nil); err == nil {
+		t.Fatal("unknown softirq vector accepted")
+	}
+}
+
+// TestNapiVectorSubset checks that --collector.napi.softirq-vectors bounds
+// the exported series.
+func TestNapiVectorSubset(t *testing.T) {
+	c := newTestNapi(t, NapiConfig{Softirq: true, SoftirqVectors: []string{"NET_RX", "TIMER"}})
+	time.Sleep(20 * time.Millisecond) // let timer softirqs happen on every CPU
+	mfs := gather(t, c)
+	for _, m := range mfs["xdp_softirq_entries_total"].GetMetric() {
+		if !hasLabels(m, []string{"vector", "NET_RX"}) && !hasLabels(m, []string{"vector", "TIMER"}) {
+			t.Fatalf("vector outside the subset exported: %v", m.GetLabel())
+		}
+	}
+}

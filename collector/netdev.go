@@ -1,0 +1,445 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mdlayher/genetlink"
+	"github.com/mdlayher/netlink"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(Registration{
+		Name:           "netdev",
+		Help:           "Kernel netdev generic netlink family: per-device and per-queue qstats, page pools, XDP features, queue to NAPI/IRQ/CPU mapping",
+		DefaultEnabled: true,
+		Requires: "the \"netdev\" generic netlink family: Linux 6.3+ for dev-get (XDP features), 6.8+ for page-pool-get, " +
+			"6.8+ for queue-get/napi-get, 6.9+ for qstats-get, CONFIG_PAGE_POOL_STATS for page-pool-stats-get; " +
+			"qstats need a driver with netdev_stat_ops (virtio_net, mlx5, bnxt, ice/idpf, gve, ...). No privileges needed.",
+		Flags: func(f *FlagSet) Builder {
+			include := f.Flag("device-include", "Regexp of devices to report (default: all).").String()
+			exclude := f.Flag("device-exclude", "Regexp of devices not to report.").String()
+			perQueue := f.Flag("per-queue-stats", "Report qstats per queue (the widest families: stats x queues x devices).").Default("true").Bool()
+			return func(logger *slog.Logger) (Collector, error) {
+				cfg := NetdevConfig{PerQueueStats: *perQueue}
+				var err error
+				if cfg.DeviceInclude, err = compileOptional(*include); err != nil {
+					return nil, fmt.Errorf("--collector.netdev.device-include: %w", err)
+				}
+				if cfg.DeviceExclude, err = compileOptional(*exclude); err != nil {
+					return nil, fmt.Errorf("--collector.netdev.device-exclude: %w", err)
+				}
+				return NewNetdevCollector(cfg, logger)
+			}
+		},
+	})
+}
+
+func compileOptional(expr string) (*regexp.Regexp, error) {
+	if expr == "" {
+		return nil, nil
+	}
+	return regexp.Compile(expr)
+}
+
+// NetdevConfig configures the netdev collector.
+type NetdevConfig struct {
+	// DeviceInclude, when set, limits every family to matching device names;
+	// DeviceExclude then removes matching names.
+	DeviceInclude *regexp.Regexp
+	DeviceExclude *regexp.Regexp
+	// PerQueueStats adds the xdp_netdev_queue_* qstats families.
+	PerQueueStats bool
+	// ProcIRQ is the directory holding N/smp_affinity_list; /proc/irq when empty.
+	ProcIRQ string
+}
+
+// netdevSource runs one netdev dump request and returns its replies. The
+// kernel implementation is a generic netlink socket; tests replay captured
+// replies.
+type netdevSource interface {
+	dump(cmd uint8, attrs []byte) ([]genetlink.Message, error)
+	Close() error
+}
+
+type genlSource struct {
+	conn   *genetlink.Conn
+	family uint16
+}
+
+func (s *genlSource) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
+	req := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: 1}, Data: attrs}
+	return s.conn.Execute(req, s.family, netlink.Request|netlink.Dump)
+}
+
+func (s *genlSource) Close() error { return s.conn.Close() }
+
+// NetdevCollector reads the kernel's "netdev" generic netlink family.
+type NetdevCollector struct {
+	cfg    NetdevConfig
+	logger *slog.Logger
+	src    netdevSource
+	// names maps ifindex to name; tests replace it with a fixed table.
+	names func() (map[uint32]string, error)
+
+	mu sync.Mutex
+	// unsupported holds commands the kernel refused with EOPNOTSUPP (an
+	// older kernel, or page-pool-stats-get without CONFIG_PAGE_POOL_STATS):
+	// they are reported once and then no longer asked for.
+	unsupported map[uint8]bool
+}
+
+// NewNetdevCollector opens a generic netlink socket and resolves the
+// "netdev" family. It fails when the kernel has no such family (before 6.3).
+func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*NetdevCollector, error) {
+	conn, err := genetlink.Dial(nil)
+	if err != nil {
+		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
+	}
+	fam, err := conn.GetFamily(netdevFamilyName)
+	if err != nil {
+		conn.Close()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("the kernel has no %q generic netlink family (needs Linux 6.3 or later): %w", netdevFamilyName, err)
+		}
+		return nil, fmt.Errorf("resolving generic netlink family %q: %w", netdevFamilyName, err)
+	}
+	return newNetdevCollector(cfg, logger, &genlSource{conn: conn, family: fam.ID}, interfaceNames), nil
+}
+
+func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource, names func() (map[uint32]string, error)) *NetdevCollector {
+	if cfg.ProcIRQ == "" {
+		cfg.ProcIRQ = "/proc/irq"
+	}
+	return &NetdevCollector{cfg: cfg, logger: logger, src: src, names: names, unsupported: map[uint8]bool{}}
+}
+
+// Close releases the netlink socket.
+func (c *NetdevCollector) Close() error { return c.src.Close() }
+
+var netdevCmdNames = map[uint8]string{
+	netdevCmdDevGet:           "dev-get",
+	netdevCmdPagePoolGet:      "page-pool-get",
+	netdevCmdPagePoolStatsGet: "page-pool-stats-get",
+	netdevCmdQueueGet:         "queue-get",
+	netdevCmdNapiGet:          "napi-get",
+	netdevCmdQstatsGet:        "qstats-get",
+}
+
+// dump runs one request; ok is false when the command is not supported here,
+// which is not an error after the first time it is logged.
+func (c *NetdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Message, ok bool, err error) {
+	c.mu.Lock()
+	skip := c.unsupported[cmd]
+	c.mu.Unlock()
+	if skip {
+		return nil, false, nil
+	}
+	msgs, err = c.src.dump(cmd, attrs)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		c.mu.Lock()
+		first := !c.unsupported[cmd]
+		c.unsupported[cmd] = true
+		c.mu.Unlock()
+		if first {
+			hint := "the kernel is too old for it"
+			if cmd == netdevCmdPagePoolStatsGet {
+				hint = "the kernel was built without CONFIG_PAGE_POOL_STATS"
+			}
+			c.logger.Info("netdev command not supported by this kernel; its metrics are left out",
+				"command", netdevCmdNames[cmd], "hint", hint, "err", err)
+		}
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("netdev %s: %w", netdevCmdNames[cmd], err)
+	}
+	return msgs, true, nil
+}
+
+// device returns the name to report for ifindex, or false when the device is
+// filtered out or gone.
+func (c *NetdevCollector) device(names map[uint32]string, ifindex uint32) (string, bool) {
+	name, ok := names[ifindex]
+	if !ok {
+		return "", false
+	}
+	if c.cfg.DeviceInclude != nil && !c.cfg.DeviceInclude.MatchString(name) {
+		return "", false
+	}
+	if c.cfg.DeviceExclude != nil && c.cfg.DeviceExclude.MatchString(name) {
+		return "", false
+	}
+	return name, true
+}
+
+// Update runs one dump per supported command. A failing command does not
+// stop the others; its error is returned after everything else was sent.
+func (c *NetdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	names, err := c.names()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	steps := []func(chan<- prometheus.Metric, map[uint32]string) error{
+		c.updateDevs, c.updateQstats, c.updateQueues, c.updatePagePools,
+	}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := step(ch, names); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *NetdevCollector) updateDevs(ch chan<- prometheus.Metric, names map[uint32]string) error {
+	msgs, ok, err := c.dump(netdevCmdDevGet, nil)
+	if !ok {
+		return err
+	}
+	devs, err := decodeDevs(msgs)
+	for _, d := range devs {
+		dev, ok := c.device(names, d.ifindex)
+		if !ok {
+			continue
+		}
+		emitFlags(ch, netdevXDPFeature, d.xdpFeatures, netdevXDPActNames[:], dev)
+		if d.hasRxMetadataSet {
+			emitFlags(ch, netdevXDPRxMetadataFeature, d.xdpRxMetadata, netdevXDPRxMetadataNames[:], dev)
+		}
+		if d.hasXSKFeatures {
+			emitFlags(ch, netdevXSKFeature, d.xskFeatures, netdevXSKFlagNames[:], dev)
+		}
+		if d.hasZCMaxSegs {
+			ch <- netdevXDPZCMaxSegs.Must(float64(d.xdpZCMaxSegs), dev)
+		}
+	}
+	return err
+}
+
+// emitFlags sends one 0/1 sample per known flag, and one per unknown set
+// bit (named by its value) so that flags of newer kernels are not lost.
+func emitFlags(ch chan<- prometheus.Metric, fam *Family, bits uint64, names []string, dev string) {
+	for i, name := range names {
+		ch <- fam.Must(float64(bits>>i&1), dev, name)
+	}
+	for i := len(names); i < 64; i++ {
+		if bits>>i&1 == 1 {
+			ch <- fam.Must(1, dev, "0x"+strconv.FormatUint(1<<i, 16))
+		}
+	}
+}
+
+func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, names map[uint32]string) error {
+	msgs, ok, err := c.dump(netdevCmdQstatsGet, nil)
+	if !ok {
+		return err
+	}
+	var errs []error
+	if c.cfg.PerQueueStats {
+		ae := netlink.NewAttributeEncoder()
+		ae.Uint32(netdevAQstatsScope, netdevQstatsScopeQueue)
+		req, err := ae.Encode()
+		if err != nil {
+			return err
+		}
+		more, _, err := c.dump(netdevCmdQstatsGet, req)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		msgs = append(msgs, more...)
+	}
+	stats, err := decodeQstats(msgs)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for i := range stats {
+		s := &stats[i]
+		dev, ok := c.device(names, s.ifindex)
+		if !ok {
+			continue
+		}
+		if !s.perQueue {
+			for j, present := range s.present {
+				if present {
+					ch <- netdevQstatsDevice[j].Must(float64(s.values[j]), dev)
+				}
+			}
+			continue
+		}
+		queue, typ := strconv.FormatUint(uint64(s.queueID), 10), queueTypeName(s.queueType)
+		for j, present := range s.present {
+			if present {
+				ch <- netdevQstatsQueue[j].Must(float64(s.values[j]), dev, queue, typ)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, names map[uint32]string) error {
+	var errs []error
+	napiMsgs, _, err := c.dump(netdevCmdNapiGet, nil)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	napis, err := decodeNapis(napiMsgs)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	byID := make(map[uint32]*netdevNapi, len(napis))
+	for i := range napis {
+		n := &napis[i]
+		byID[n.id] = n
+		dev, ok := c.device(names, n.ifindex)
+		if !ok {
+			continue
+		}
+		id := strconv.FormatUint(uint64(n.id), 10)
+		var irq, pid string
+		if n.hasIRQ {
+			irq = strconv.FormatUint(uint64(n.irq), 10)
+		}
+		if n.pid != 0 {
+			pid = strconv.FormatUint(uint64(n.pid), 10)
+		}
+		ch <- netdevNapiInfo.Must(1, dev, id, irq, pid)
+		if n.hasDeferHardIRQs {
+			ch <- netdevNapiDeferHardIRQs.Must(float64(n.deferHardIRQs), dev, id)
+		}
+		if n.hasGROFlushTimeout {
+			ch <- netdevNapiGROFlushTimeout.Must(float64(n.groFlushTimeoutNs)/1e9, dev, id)
+		}
+	}
+
+	queueMsgs, ok, err := c.dump(netdevCmdQueueGet, nil)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if !ok {
+		return errors.Join(errs...)
+	}
+	queues, err := decodeQueues(queueMsgs)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	affinity := map[uint32][2]string{}
+	for _, q := range queues {
+		dev, ok := c.device(names, q.ifindex)
+		if !ok {
+			continue
+		}
+		var napiID, irq, cpus, effective string
+		if q.napiID != 0 {
+			napiID = strconv.FormatUint(uint64(q.napiID), 10)
+		}
+		if n := byID[q.napiID]; q.napiID != 0 && n != nil && n.hasIRQ {
+			irq = strconv.FormatUint(uint64(n.irq), 10)
+			a, seen := affinity[n.irq]
+			if !seen {
+				a = [2]string{c.irqFile(n.irq, "smp_affinity_list"), c.irqFile(n.irq, "effective_affinity_list")}
+				affinity[n.irq] = a
+			}
+			cpus, effective = a[0], a[1]
+		}
+		ch <- netdevQueueInfo.Must(1, dev, strconv.FormatUint(uint64(q.id), 10), queueTypeName(q.queueType),
+			napiID, irq, cpus, effective)
+	}
+	return errors.Join(errs...)
+}
+
+// irqFile reads one /proc/irq/N file; a missing file (an IRQ freed since
+// napi-get answered, or effective_affinity_list on a kernel without
+// CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK) yields an empty label.
+func (c *NetdevCollector) irqFile(irq uint32, name string) string {
+	b, err := os.ReadFile(filepath.Join(c.cfg.ProcIRQ, strconv.FormatUint(uint64(irq), 10), name))
+	if err != nil {
+		c.logger.Debug("reading IRQ affinity", "irq", irq, "file", name, "err", err)
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, names map[uint32]string) error {
+	var errs []error
+	poolMsgs, ok, err := c.dump(netdevCmdPagePoolGet, nil)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if !ok {
+		return errors.Join(errs...)
+	}
+	pools, err := decodePagePools(poolMsgs)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	napiOf := make(map[uint64]string, len(pools))
+	for _, p := range pools {
+		dev, ok := c.poolDevice(names, p.ifindex)
+		if !ok {
+			continue
+		}
+		id := strconv.FormatUint(p.id, 10)
+		var napiID string
+		if p.napiID != 0 {
+			napiID = strconv.FormatUint(p.napiID, 10)
+		}
+		napiOf[p.id] = napiID
+		ch <- netdevPagePoolInflight.Must(float64(p.inflight), dev, id, napiID)
+		ch <- netdevPagePoolInflightMem.Must(float64(p.inflightMem), dev, id, napiID)
+		detached := 0.0
+		if p.detached {
+			detached = 1
+		}
+		ch <- netdevPagePoolDetached.Must(detached, dev, id, napiID)
+	}
+
+	statMsgs, ok, err := c.dump(netdevCmdPagePoolStatsGet, nil)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if !ok {
+		return errors.Join(errs...)
+	}
+	stats, err := decodePagePoolStats(statMsgs)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for i := range stats {
+		s := &stats[i]
+		dev, ok := c.poolDevice(names, s.ifindex)
+		if !ok {
+			continue
+		}
+		id := strconv.FormatUint(s.id, 10)
+		for j, present := range s.present {
+			if present {
+				ch <- netdevPagePoolStats[j].Must(float64(s.values[j]), dev, id, napiOf[s.id])
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// poolDevice names a pool's device. The kernel omits the ifindex of an
+// orphaned pool (its netdev is gone, the pool waits for its pages to come
+// back); such pools are reported with device="" unless a filter is set.
+func (c *NetdevCollector) poolDevice(names map[uint32]string, ifindex uint32) (string, bool) {
+	if ifindex == 0 {
+		return "", c.cfg.DeviceInclude == nil
+	}
+	return c.device(names, ifindex)
+}

@@ -1,0 +1,110 @@
+package collector
+
+import "strings"
+
+// netdevQstatHelp explains each qstats attribute, condensed from the spec's
+// doc strings (Documentation/netlink/specs/netdev.yaml, attribute-set qstats).
+var netdevQstatHelp = [len(netdevQstatNames)]string{
+	"wire packets received and passed to the stack (XDP counts as the stack: packets XDP consumed are included)",
+	"bytes received, see rx-packets",
+	"wire packets sent (in device memory, usually DMA-completed)",
+	"bytes sent, see tx-packets",
+	"skb or buffer allocation failures on the RX path (may or may not drop)",
+	"packets that entered the device but never left it (lack of buffers, errors, policies, filters)",
+	"packets dropped for transient lack of resources (buffer space, host descriptors)",
+	"packets marked CHECKSUM_COMPLETE",
+	"packets marked CHECKSUM_UNNECESSARY",
+	"packets the device did not checksum",
+	"packets with a bad checksum (still delivered)",
+	"packets built by HW-GRO coalescing",
+	"bytes of packets built by HW-GRO coalescing",
+	"wire packets coalesced by HW-GRO",
+	"wire bytes coalesced by HW-GRO",
+	"packets the device dropped because the RX bitrate exceeded its rate limit",
+	"packets that arrived at the device but never left it (errors, policies, filters)",
+	"packets dropped as invalid or malformed",
+	"packets that did not need the device to checksum",
+	"packets that needed the device to checksum",
+	"packets the device segmented (HW-GSO)",
+	"bytes of packets the device segmented (HW-GSO)",
+	"wire packets produced by HW-GSO",
+	"wire bytes produced by HW-GSO",
+	"packets the device dropped because the TX bitrate exceeded its rate limit",
+	"times the driver stopped the queue because it was full",
+	"times the driver restarted a stopped queue",
+}
+
+var netdevPagePoolStatHelp = [len(netdevPagePoolStatNames)]string{
+	"allocations served from the pool's lockless per-NAPI cache",
+	"allocations that fell back to the page allocator (order-0)",
+	"allocations that fell back to the page allocator (high order)",
+	"times the ptr_ring was empty when refilling the cache",
+	"pages moved from the ptr_ring into the cache",
+	"allocations that could not be recycled (NUMA mismatch) and were waived",
+	"pages recycled into the per-NAPI cache",
+	"pages not recycled because the cache was full",
+	"pages recycled into the ptr_ring",
+	"pages not recycled because the ptr_ring was full (released to the page allocator)",
+	"pages released because they were still referenced elsewhere",
+}
+
+var (
+	// netdevQstatsDevice[i] and netdevQstatsQueue[i] carry netdevQstatNames[i].
+	netdevQstatsDevice [len(netdevQstatNames)]*Family
+	netdevQstatsQueue  [len(netdevQstatNames)]*Family
+	// netdevPagePoolStats[i] carries netdevPagePoolStatNames[i].
+	netdevPagePoolStats [len(netdevPagePoolStatNames)]*Family
+
+	netdevXDPFeature = newFamily("netdev", "xdp_feature",
+		"1 if the device supports the XDP feature (netdev netlink dev-get xdp-features, enum xdp-act: basic, redirect, ndo-xmit, xsk-zerocopy, hw-offload, rx-sg, ndo-xmit-sg).",
+		Gauge, "device", "feature")
+	netdevXDPRxMetadataFeature = newFamily("netdev", "xdp_rx_metadata_feature",
+		"1 if the device exposes the XDP RX metadata kfunc (netdev netlink dev-get xdp-rx-metadata-features: timestamp, hash, vlan-tag).",
+		Gauge, "device", "feature")
+	netdevXSKFeature = newFamily("netdev", "xsk_feature",
+		"1 if the driver supports the AF_XDP TX metadata feature (netdev netlink dev-get xsk-features: tx-timestamp, tx-checksum, tx-launch-time-fifo).",
+		Gauge, "device", "feature")
+	netdevXDPZCMaxSegs = newFamily("netdev", "xdp_zc_max_segments",
+		"Maximum fragments per frame in AF_XDP zero-copy mode (netdev netlink dev-get xdp-zc-max-segs).",
+		Gauge, "device")
+	netdevQueueInfo = newFamily("netdev", "queue_info",
+		"A configured queue with the NAPI instance that services it, that NAPI's IRQ and the CPUs the IRQ may run on (/proc/irq/N/smp_affinity_list) and does run on (effective_affinity_list); from netdev netlink queue-get and napi-get. Empty when the driver reports none (veth has NAPI but no IRQ).",
+		Gauge, "device", "queue", "type", "napi_id", "irq", "cpus", "effective_cpus")
+	netdevNapiInfo = newFamily("netdev", "napi_info",
+		"A NAPI instance of the device with its IRQ and, in threaded mode, the PID of its kernel thread (netdev netlink napi-get). Lists NAPIs even when the driver does not link them to queues (veth).",
+		Gauge, "device", "napi_id", "irq", "pid")
+	netdevNapiDeferHardIRQs = newFamily("netdev", "napi_defer_hard_irqs",
+		"Consecutive empty polls before the NAPI re-enables hardware IRQs (netdev netlink napi-get defer-hard-irqs).",
+		Gauge, "device", "napi_id")
+	netdevNapiGROFlushTimeout = newFamily("netdev", "napi_gro_flush_timeout_seconds",
+		"NAPI watchdog timeout that also delays GRO flushes (netdev netlink napi-get gro-flush-timeout).",
+		Gauge, "device", "napi_id")
+	netdevPagePoolInflight = newFamily("netdev", "page_pool_inflight_pages",
+		"Pages allocated from the page pool and not yet returned (netdev netlink page-pool-get inflight).",
+		Gauge, "device", "pool_id", "napi_id")
+	netdevPagePoolInflightMem = newFamily("netdev", "page_pool_inflight_bytes",
+		"Memory held by the page pool's in-flight pages (netdev netlink page-pool-get inflight-mem).",
+		Gauge, "device", "pool_id", "napi_id")
+	netdevPagePoolDetached = newFamily("netdev", "page_pool_detached",
+		"1 once the driver has detached the page pool and it only waits for its in-flight pages to come back; a detached pool that stays is a page leak (netdev netlink page-pool-get detach-time).",
+		Gauge, "device", "pool_id", "napi_id")
+)
+
+// metricStem turns a spec attribute name into a metric name part.
+func metricStem(attr string) string { return strings.ReplaceAll(attr, "-", "_") }
+
+func init() {
+	for i, attr := range netdevQstatNames {
+		netdevQstatsDevice[i] = newFamily("netdev", "qstats_"+metricStem(attr)+"_total",
+			"Device total of "+netdevQstatHelp[i]+" (netdev netlink qstats-get "+attr+", device scope: includes the driver's base stats of queues since removed, so it survives queue reconfiguration).",
+			Counter, "device")
+		netdevQstatsQueue[i] = newFamily("netdev", "queue_"+metricStem(attr)+"_total",
+			"Per-queue "+netdevQstatHelp[i]+" (netdev netlink qstats-get "+attr+", scope queue: may restart from 0 when the queue is reconfigured).",
+			Counter, "device", "queue", "type")
+	}
+	for i, attr := range netdevPagePoolStatNames {
+		netdevPagePoolStats[i] = newFamily("netdev", "page_pool_"+metricStem(attr)+"_total",
+			"Page pool "+netdevPagePoolStatHelp[i]+" (netdev netlink page-pool-stats-get "+attr+", needs CONFIG_PAGE_POOL_STATS).",
+			Counter, "device", "pool_id", "napi_id")
+	}
+}

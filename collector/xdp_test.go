@@ -1,0 +1,448 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/vishvananda/netlink"
+
+	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// xdpAttach loads an XDP program made of insns and attaches it to ifindex in
+// the calling thread's namespace (use pair.Do for the peer).
+func xdpAttach(t testing.TB, ifindex int, insns asm.Instructions) *ebpf.Program {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL", Instructions: insns})
+	testenv.Check(t, err, "loading a test XDP program")
+	t.Cleanup(func() { prog.Close() })
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex})
+	testenv.Check(t, err, "attaching XDP")
+	t.Cleanup(func() { l.Close() })
+	return prog
+}
+
+func xdpReturn(action int32) asm.Instructions {
+	return asm.Instructions{asm.Mov.Imm(asm.R0, action), asm.Return()}
+}
+
+// xdpRedirectMapSlot0 is bpf_redirect_map(devmap, 0, 0).
+func xdpRedirectMapSlot0(devmap *ebpf.Map) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, devmap.FD()),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	}
+}
+
+// xdpRedirectIfindex is bpf_redirect(ifindex, 0).
+func xdpRedirectIfindex(ifindex int32) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Imm(asm.R1, ifindex),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.FnRedirect.Call(),
+		asm.Return(),
+	}
+}
+
+func xdpDevmapTo(t testing.TB, ifindex int) *ebpf.Map {
+	t.Helper()
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	testenv.Check(t, err, "creating a devmap")
+	t.Cleanup(func() { m.Close() })
+	if ifindex > 0 {
+		if err := m.Put(uint32(0), uint32(ifindex)); err != nil {
+			t.Fatalf("devmap slot 0 -> ifindex %d: %v", ifindex, err)
+		}
+	}
+	return m
+}
+
+// xdpSend makes the generator send exactly n frames from pair's peer to its
+// host end.
+func xdpSend(t testing.TB, pair *netlab.Pair, n uint64) {
+	t.Helper()
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "loading the traffic generator")
+	defer g.Close()
+	sent, err := g.Run(context.Background(), trafficgen.Config{
+		NS: pair.NS, Ifindex: pair.Peer.Index,
+		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
+		Count: n, CPUs: []int{0, 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != n {
+		t.Fatalf("generator sent %d frames, want %d", sent, n)
+	}
+}
+
+func newTestXDP(t testing.TB, cfg XDPConfig) Collector {
+	t.Helper()
+	testenv.Privileged(t)
+	c, err := NewXDPCollector(cfg, discardLogger())
+	testenv.Check(t, err, "starting the xdp collector")
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("closing the xdp collector: %v", err)
+		}
+	})
+	return c
+}
+
+func xdpProgID(t testing.TB, p *ebpf.Program) string {
+	t.Helper()
+	info, err := p.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := info.ID()
+	if !ok {
+		t.Fatal("program has no ID")
+	}
+	return fmt.Sprint(id)
+}
+
+// TestXDPExceptions: a program returning XDP_ABORTED yields exactly one
+// exception per frame, labelled with the device, the program and ABORTED.
+func TestXDPExceptions(t *testing.T) {
+	c := newTestXDP(t, XDPConfig{})
+	pair := netlab.TestPair(t, 2)
+	prog := xdpAttach(t, pair.Host.Index, xdpReturn(0)) // XDP_ABORTED
+	const n = 100_000
+	xdpSend(t, pair, n)
+
+	mfs := gather(t, c)
+	got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", xdpProgID(t, prog), "action", "ABORTED")
+	if got != n {
+		t.Fatalf("exceptions = %v, want %d", got, n)
+	}
+	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_exception"); v != 1 {
+		t.Fatalf("xdp:xdp_exception attached = %v", v)
+	}
+}
+
+// TestXDPRedirectErrors: redirects that the kernel refuses are counted by
+// errno. A devmap slot whose device is down gives ENETDOWN; a device that
+// cannot transmit XDP frames (a veth whose peer has no XDP program) gives
+// EOPNOTSUPP; bpf_redirect to an ifindex that does not exist gives EINVAL.
+// An empty devmap slot is not a redirect error: bpf_redirect_map returns
+// XDP_ABORTED, which the kernel reports as an exception.
+func TestXDPRedirectErrors(t *testing.T) {
+	c := newTestXDP(t, XDPConfig{})
+	const n = 10_000
+
+	down := netlab.TestPair(t, 1)
+	if err := down.Do(func() error { xdpAttach(t, down.Peer.Index, xdpReturn(1)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	l, err := netlink.LinkByName(down.Host.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetDown(l); err != nil {
+		t.Fatal(err)
+	}
+	noXmit := netlab.TestPair(t, 1) // no XDP program on its peer
+
+	for _, tc := range []struct {
+		name   string
+		insns  func(t *testing.T) asm.Instructions
+		family string
+		labels []string
+	}{
+		{"device down", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, down.Host.Index)) },
+			"xdp_redirect_errors_total", []string{"errno", "ENETDOWN"}},
+		{"device without ndo_xdp_xmit", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, noXmit.Host.Index)) },
+			"xdp_redirect_errors_total", []string{"errno", "EOPNOTSUPP"}},
+		{"missing ifindex", func(*testing.T) asm.Instructions { return xdpRedirectIfindex(0x7ffffff0) },
+			"xdp_redirect_errors_total", []string{"errno", "EINVAL"}},
+		{"empty devmap slot", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, 0)) },
+			"xdp_exceptions_total", []string{"action", "ABORTED"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pair := netlab.TestPair(t, 2)
+			prog := xdpAttach(t, pair.Host.Index, tc.insns(t))
+			xdpSend(t, pair, n)
+			mfs := gather(t, c)
+			labels := append([]string{"device", pair.Host.Name, "prog_id", xdpProgID(t, prog)}, tc.labels...)
+			if got := value(t, mfs, tc.family, labels...); got != n {
+				t.Fatalf("%s%v = %v, want %d", tc.family, labels, got, n)
+			}
+			if tc.family == "xdp_redirect_errors_total" {
+				if k := xdpCount(mfs, tc.family, "device", pair.Host.Name); k != 1 {
+					t.Fatalf("%d redirect error series for %s, want only %v", k, pair.Host.Name, tc.labels)
+				}
+			}
+		})
+	}
+}
+
+func xdpCount(mfs map[string]*dto.MetricFamily, name string, labels ...string) int {
+	n := 0
+	for _, m := range mfs[name].GetMetric() {
+		if hasLabels(m, labels) {
+			n++
+		}
+	}
+	return n
+}
+
+// xdpRedirectLab makes the devmap redirect path: frames arrive on in.Host,
+// whose program redirects them through a devmap to out.Host; out.Peer has
+// an XDP_DROP program so veth accepts XDP frames for it.
+func xdpRedirectLab(t *testing.T) (in, out *netlab.Pair) {
+	in, out = netlab.TestPair(t, 2), netlab.TestPair(t, 2)
+	if err := out.Do(func() error { xdpAttach(t, out.Peer.Index, xdpReturn(1)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	xdpAttach(t, in.Host.Index, xdpRedirectMapSlot0(xdpDevmapTo(t, out.Host.Index)))
+	return in, out
+}
+
+// TestXDPDevmapXmit: every redirected frame is sent by the devmap bulk
+// transmit, and packets/bulks (xdp_monitor's bulk-average) lies between 1
+// and the devmap bulk size, 16.
+func TestXDPDevmapXmit(t *testing.T) {
+	c := newTestXDP(t, XDPConfig{})
+	in, out := xdpRedirectLab(t)
+	const n = 100_000
+	xdpSend(t, in, n)
+
+	mfs := gather(t, c)
+	labels := []string{"from_device", in.Host.Name, "to_device", out.Host.Name}
+	sent := value(t, mfs, "xdp_devmap_xmit_packets_total", labels...)
+	bulks := value(t, mfs, "xdp_devmap_xmit_bulks_total", labels...)
+	if sent != n {
+		t.Fatalf("devmap xmit sent = %v, want %d", sent, n)
+	}
+	if d := value(t, mfs, "xdp_devmap_xmit_drops_total", labels...); d != 0 {
+		t.Fatalf("devmap xmit drops = %v, want 0", d)
+	}
+	if e := value(t, mfs, "xdp_devmap_xmit_errors_total", labels...); e != 0 {
+		t.Fatalf("devmap xmit errors = %v, want 0", e)
+	}
+	avg := sent / bulks
+	t.Logf("bulk average %.2f (%v frames in %v bulks)", avg, sent, bulks)
+	if avg < 1 || avg > 16 {
+		t.Fatalf("bulk average %.2f outside [1, 16]", avg)
+	}
+	if _, ok := mfs["xdp_redirects_total"]; ok {
+		t.Fatal("successful redirects counted without --collector.xdp.redirect-success")
+	}
+}
+
+// TestXDPRedirectSuccess: with the opt-in program every redirected frame is
+// counted as a successful redirect of the program that made it.
+func TestXDPRedirectSuccess(t *testing.T) {
+	c := newTestXDP(t, XDPConfig{RedirectSuccess: true})
+	in, _ := xdpRedirectLab(t)
+	const n = 50_000
+	xdpSend(t, in, n)
+	mfs := gather(t, c)
+	if got := value(t, mfs, "xdp_redirects_total", "device", in.Host.Name); got != n {
+		t.Fatalf("redirects = %v, want %d", got, n)
+	}
+	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_redirect"); v != 1 {
+		t.Fatalf("xdp:xdp_redirect attached = %v", v)
+	}
+}
+
+// TestXDPMissingTracepoint is the kernel-drift case that stops xdp-tools
+// 1.3.1 on this kernel: one program targets a tracepoint the kernel does
+// not have. The others still attach and count, and the collector reports
+// the missing one.
+func TestXDPMissingTracepoint(t *testing.T) {
+	testenv.Privileged(t)
+	spec, err := bpf.LoadXdpmon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Programs[bpf.XdpmonProgXdpDevmapXmit].AttachTo = "xdp_no_such_tracepoint"
+	c, err := newXDPCollector(XDPConfig{}, discardLogger(), spec)
+	testenv.Check(t, err, "starting the xdp collector with one missing tracepoint")
+	defer c.Close()
+
+	in, out := xdpRedirectLab(t)
+	const n = 10_000
+	xdpSend(t, in, n)
+	// Also exercise a tracepoint that is still attached.
+	pair := netlab.TestPair(t, 2)
+	xdpAttach(t, pair.Host.Index, xdpReturn(0))
+	xdpSend(t, pair, n)
+
+	mfs := gather(t, c)
+	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_no_such_tracepoint"); v != 0 {
+		t.Fatalf("missing tracepoint reported attached = %v", v)
+	}
+	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_exception"); v != 1 {
+		t.Fatalf("xdp:xdp_exception attached = %v", v)
+	}
+	if got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "action", "ABORTED"); got != n {
+		t.Fatalf("exceptions = %v, want %d", got, n)
+	}
+	if k := xdpCount(mfs, "xdp_devmap_xmit_packets_total", "from_device", in.Host.Name, "to_device", out.Host.Name); k != 0 {
+		t.Fatalf("devmap xmit counted through a tracepoint that was not attached")
+	}
+}
+
+// TestXDPProtoMismatch: a program whose tracepoint exists but whose
+// prototype differs from the one it was written for is not loaded.
+func TestXDPProtoMismatch(t *testing.T) {
+	testenv.Privileged(t)
+	spec, err := bpf.LoadXdpmon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The exception program pointed at xdp_bulk_tx, whose second argument
+	// is an int, not a struct bpf_prog *.
+	spec.Programs[bpf.XdpmonProgXdpException].AttachTo = "xdp_bulk_tx"
+	spec.Programs[bpf.XdpmonProgXdpBulkTx].AttachTo = "xdp_no_such_tracepoint"
+	c, err := newXDPCollector(XDPConfig{}, discardLogger(), spec)
+	testenv.Check(t, err, "starting the xdp collector")
+	defer c.Close()
+	mfs := gather(t, c)
+	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_bulk_tx"); v != 0 {
+		t.Fatalf("program with a mismatched prototype attached = %v", v)
+	}
+}
+
+// TestXDPCpumap: frames redirected into a cpumap entry are all counted at
+// enqueue, and each is either dropped there (queue full) or processed by
+// the kthread on the entry's CPU.
+func TestXDPCpumap(t *testing.T) {
+	c := newTestXDP(t, XDPConfig{})
+	pair := netlab.TestPair(t, 2)
+	cpumap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 2})
+	testenv.Check(t, err, "creating a cpumap")
+	defer cpumap.Close()
+	if err := cpumap.Put(uint32(1), uint32(512)); err != nil { // CPU 1, queue size 512
+		t.Fatal(err)
+	}
+	info, err := cpumap.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := info.ID()
+	mapID := fmt.Sprint(id)
+	xdpAttach(t, pair.Host.Index, asm.Instructions{
+		asm.LoadMapPtr(asm.R1, cpumap.FD()),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	})
+	const n = 50_000
+	xdpSend(t, pair, n)
+
+	// The kthread drains its queue asynchronously.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mfs := gather(t, c)
+		enq := value(t, mfs, "xdp_cpumap_enqueue_packets_total", "map_id", mapID, "to_cpu", "1")
+		drops := value(t, mfs, "xdp_cpumap_enqueue_drops_total", "map_id", mapID, "to_cpu", "1")
+		bulks := value(t, mfs, "xdp_cpumap_enqueue_bulks_total", "map_id", mapID, "to_cpu", "1")
+		var done float64
+		if xdpCount(mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID) > 0 {
+			done = value(t, mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID, "cpu", "1")
+		}
+		if enq != n {
+			t.Fatalf("cpumap enqueue packets = %v, want %d", enq, n)
+		}
+		if done+drops == n {
+			t.Logf("enqueued %v in %v bulks, %v dropped at enqueue, %v processed by the kthread on CPU 1", enq, bulks, drops, done)
+			if bulks == 0 || enq/bulks > 8 {
+				t.Fatalf("enqueue bulk average %v/%v outside (0, 8] (CPU_MAP_BULK_SIZE)", enq, bulks)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kthread processed %v + enqueue drops %v != %d", done, drops, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestXDPMapFull: a full map stops new series and counts the events it
+// could not place; the series it holds keep counting.
+func TestXDPMapFull(t *testing.T) {
+	testenv.Privileged(t)
+	spec, err := bpf.LoadXdpmon()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Maps[bpf.XdpmonMapExceptions].MaxEntries = 1
+	c, err := newXDPCollector(XDPConfig{}, discardLogger(), spec)
+	testenv.Check(t, err, "starting the xdp collector")
+	defer c.Close()
+
+	first, second := netlab.TestPair(t, 2), netlab.TestPair(t, 2)
+	xdpAttach(t, first.Host.Index, xdpReturn(0))
+	xdpAttach(t, second.Host.Index, xdpReturn(0))
+	const n = 10_000
+	xdpSend(t, first, n)
+	xdpSend(t, second, n)
+	xdpSend(t, first, n)
+
+	mfs := gather(t, c)
+	if got := value(t, mfs, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
+		t.Fatalf("exceptions on the device holding the only slot = %v, want %d", got, 2*n)
+	}
+	if k := xdpCount(mfs, "xdp_exceptions_total"); k != 1 {
+		t.Fatalf("%d exception series with max_entries 1", k)
+	}
+	if got := value(t, mfs, "xdp_monitor_map_full_events_total", "map", "exceptions"); got != n {
+		t.Fatalf("map full events = %v, want %d", got, n)
+	}
+}
+
+// TestXDPBulkTx: veth's XDP_TX flushes are traced per bulk. With an XDP
+// program on the peer every frame goes back out; without one the peer
+// cannot take XDP frames and every flush fails.
+func TestXDPBulkTx(t *testing.T) {
+	c := newTestXDP(t, XDPConfig{})
+	const n = 20_000
+	for _, tc := range []struct {
+		name      string
+		peerProg  bool
+		sent, drp float64
+	}{
+		{"peer with XDP", true, n, 0},
+		{"peer without XDP", false, 0, n},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pair := netlab.TestPair(t, 2)
+			if tc.peerProg {
+				if err := pair.Do(func() error { xdpAttach(t, pair.Peer.Index, xdpReturn(1)); return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			xdpAttach(t, pair.Host.Index, xdpReturn(3)) // XDP_TX
+			xdpSend(t, pair, n)
+			mfs := gather(t, c)
+			sent := value(t, mfs, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
+			drops := value(t, mfs, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)
+			bulks := value(t, mfs, "xdp_bulk_tx_bulks_total", "device", pair.Host.Name)
+			errs := value(t, mfs, "xdp_bulk_tx_errors_total", "device", pair.Host.Name)
+			t.Logf("sent %v, drops %v, %v bulks, %v failed", sent, drops, bulks, errs)
+			if sent != tc.sent || drops != tc.drp {
+				t.Fatalf("bulk_tx sent %v drops %v, want %v and %v", sent, drops, tc.sent, tc.drp)
+			}
+			if (errs == 0) != tc.peerProg || bulks == 0 {
+				t.Fatalf("bulk_tx errors %v in %v bulks", errs, bulks)
+			}
+		})
+	}
+}

@@ -1,0 +1,354 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/procfs"
+	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// Scenario is what the DUT does with the frames it receives.
+type Scenario string
+
+// The paper's scenarios, plus the Linux baseline: no XDP, frames dropped by
+// iptables in the raw table (`iptables -t raw -j DROP`), as the seed did.
+const (
+	Drop     Scenario = "drop"
+	Pass     Scenario = "pass"
+	TX       Scenario = "tx"
+	Redirect Scenario = "redirect"
+	Linux    Scenario = "linux"
+)
+
+// Scenarios lists every scenario in display order.
+var Scenarios = []Scenario{Drop, Pass, TX, Redirect, Linux}
+
+// ParseScenario validates a scenario name.
+func ParseScenario(s string) (Scenario, error) {
+	for _, sc := range Scenarios {
+		if string(sc) == s {
+			return sc, nil
+		}
+	}
+	return "", fmt.Errorf("unknown scenario %q (want one of drop, pass, tx, redirect, linux)", s)
+}
+
+// AttachFunc attaches the DUT's XDP program for an XDP scenario to DUT
+// (redirecting to Egress for Redirect) and returns what detaches it. The
+// lab command passes the exporter's own rxq program, so the lab measures the
+// code users run.
+type AttachFunc func(sc Scenario) (io.Closer, error)
+
+// RunConfig describes one run.
+type RunConfig struct {
+	Scenario Scenario
+	Queues   int           // RX queues used = generator CPUs 0..Queues-1
+	Size     int           // frame size without FCS; 60 = 64-byte frames
+	Rate     float64       // offered frames/s in total; 0 = as fast as possible
+	Duration time.Duration // 0 with Count > 0 = until Count is sent
+	Count    uint64        // frames to send; 0 = for Duration
+	Attach   AttachFunc    // nil: the exporter's rxq collector attached it already
+	Progress io.Writer     // one line per second; nil for none
+}
+
+// Result is what one run measured.
+type Result struct {
+	Scenario Scenario
+	Queues   int
+	Size     int
+	Offered  float64 // frames/s asked for; 0 = max
+	Sent     uint64  // frames the generator handed to the kernel
+	Received uint64  // frames the DUT received (veth's own counters)
+	Elapsed  time.Duration
+	SoftPct  float64 // mean %soft over the RX CPUs
+	IdlePct  float64 // mean %idle over the RX CPUs
+}
+
+// SentPPS is the achieved send rate.
+func (r Result) SentPPS() float64 { return float64(r.Sent) / r.Elapsed.Seconds() }
+
+// RxPPS is the achieved receive rate.
+func (r Result) RxPPS() float64 { return float64(r.Received) / r.Elapsed.Seconds() }
+
+// Run drives one scenario on a lab that is up.
+func Run(ctx context.Context, cfg RunConfig) (Result, error) {
+	res := Result{Scenario: cfg.Scenario, Queues: cfg.Queues, Size: cfg.Size, Offered: cfg.Rate}
+	if cfg.Count == 0 && cfg.Duration <= 0 {
+		return res, errors.New("a run needs a duration or a frame count")
+	}
+	dut, err := net.InterfaceByName(DUT)
+	if err != nil {
+		return res, fmt.Errorf("lab is not up (run `xdp-lab up`): %w", err)
+	}
+	ns, err := netns.GetFromName(Namespace)
+	if err != nil {
+		return res, fmt.Errorf("lab namespace %s missing (run `xdp-lab up`): %w", Namespace, err)
+	}
+	defer ns.Close()
+	var gen *net.Interface
+	if err := netlab.InNamespace(ns, func() (err error) {
+		gen, err = net.InterfaceByName(Gen)
+		return err
+	}); err != nil {
+		return res, fmt.Errorf("lab generator end %s: %w", Gen, err)
+	}
+	et, err := ethtool.NewEthtool()
+	if err != nil {
+		return res, err
+	}
+	defer et.Close()
+	if ch, err := et.GetChannels(DUT); err == nil && cfg.Queues > int(ch.MaxCombined+ch.MaxRx) && ch.MaxRx+ch.MaxCombined > 0 {
+		return res, fmt.Errorf("--queues %d: %s has %d RX queues", cfg.Queues, DUT, ch.MaxRx+ch.MaxCombined)
+	}
+
+	closers, err := prepare(cfg, ns, et)
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i].Close()
+		}
+	}()
+	if err != nil {
+		return res, err
+	}
+
+	g, err := trafficgen.New()
+	if err != nil {
+		return res, err
+	}
+	defer g.Close()
+	cpus := make([]int, cfg.Queues)
+	for i := range cpus {
+		cpus[i] = i
+	}
+
+	rxBefore, err := received(et, cfg.Scenario)
+	if err != nil {
+		return res, err
+	}
+	cpuBefore, err := cpuTimes(cpus)
+	if err != nil {
+		return res, err
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if cfg.Duration > 0 {
+		runCtx, cancel = context.WithTimeout(ctx, cfg.Duration)
+	}
+	defer cancel()
+
+	start := time.Now()
+	done := make(chan error, 1)
+	var sent uint64
+	go func() {
+		var err error
+		sent, err = g.Run(runCtx, trafficgen.Config{
+			NS: ns, Ifindex: gen.Index, SrcMAC: gen.HardwareAddr, DstMAC: dut.HardwareAddr,
+			Size: cfg.Size, Count: cfg.Count, Rate: cfg.Rate, CPUs: cpus,
+		})
+		done <- err
+	}()
+	if err := progress(cfg, g, et, cpus, done); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	res.Sent = sent
+	// Let NAPI drain what is still in flight on the veth rings.
+	time.Sleep(50 * time.Millisecond)
+	rxAfter, err := received(et, cfg.Scenario)
+	if err != nil {
+		return res, err
+	}
+	res.Received = rxAfter - rxBefore
+	cpuAfter, err := cpuTimes(cpus)
+	if err != nil {
+		return res, err
+	}
+	res.SoftPct, res.IdlePct = cpuAfter.sub(cpuBefore)
+	return res, nil
+}
+
+// progress prints a line per second until the generator finishes.
+func progress(cfg RunConfig, g *trafficgen.Generator, et *ethtool.Ethtool, cpus []int, done <-chan error) error {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastSent, _ := g.Sent()
+	lastRx, _ := received(et, cfg.Scenario)
+	lastCPU, _ := cpuTimes(cpus)
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			if cfg.Progress == nil {
+				continue
+			}
+			s, _ := g.Sent()
+			rx, _ := received(et, cfg.Scenario)
+			c, _ := cpuTimes(cpus)
+			soft, idle := c.sub(lastCPU)
+			fmt.Fprintf(cfg.Progress, "%-8s sent %12s pps  received %12s pps  RX CPUs %%soft %5.1f %%idle %5.1f\n",
+				cfg.Scenario, human(float64(s-lastSent)), human(float64(rx-lastRx)), soft, idle)
+			lastSent, lastRx, lastCPU = s, rx, c
+		}
+	}
+}
+
+// prepare sets the DUT up for the scenario: the DUT program, the sinks that
+// let veth deliver frames into the namespace, and the iptables rule of the
+// Linux baseline.
+func prepare(cfg RunConfig, ns netns.NsHandle, et *ethtool.Ethtool) ([]io.Closer, error) {
+	var closers []io.Closer
+	if cfg.Scenario == Linux {
+		// Without XDP, veth only runs NAPI (and so accepts XDP frames from
+		// its peer) with GRO on.
+		if err := et.Change(DUT, map[string]bool{"rx-gro": true}); err != nil {
+			return closers, fmt.Errorf("enabling GRO on %s: %w", DUT, err)
+		}
+		closers = append(closers, closerFunc(func() error { return et.Change(DUT, map[string]bool{"rx-gro": false}) }))
+		rule, err := addRawDrop()
+		if err != nil {
+			return closers, err
+		}
+		return append(closers, rule), nil
+	}
+	if cfg.Attach == nil {
+		// The exporter attached its rxq program itself; without any program
+		// veth would not run NAPI and every frame would be dropped unseen.
+		l, err := netlink.LinkByName(DUT)
+		if err != nil {
+			return closers, err
+		}
+		if x := l.Attrs().Xdp; x == nil || !x.Attached {
+			return closers, fmt.Errorf("no XDP program on %s: start the exporter with --collector.rxq.device=%s --collector.rxq.action=%s, or let xdp-lab attach one", DUT, DUT, cfg.Scenario)
+		}
+	} else {
+		c, err := cfg.Attach(cfg.Scenario)
+		if err != nil {
+			return closers, fmt.Errorf("attaching the DUT program to %s: %w", DUT, err)
+		}
+		closers = append(closers, c)
+	}
+	var sinks []string
+	switch cfg.Scenario {
+	case TX:
+		sinks = []string{Gen}
+	case Redirect:
+		sinks = []string{Sink}
+	}
+	for _, dev := range sinks {
+		s, err := attachSink(ns, dev)
+		if err != nil {
+			return closers, err
+		}
+		closers = append(closers, s)
+	}
+	return closers, nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// attachSink attaches an XDP_DROP program to a device inside the lab
+// namespace: veth delivers XDP frames to a peer only when the peer runs NAPI.
+func attachSink(ns netns.NsHandle, dev string) (io.Closer, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "xdp_lab_sink", Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading the sink program: %w", err)
+	}
+	var l link.Link
+	err = netlab.InNamespace(ns, func() error {
+		ifc, err := net.InterfaceByName(dev)
+		if err != nil {
+			return err
+		}
+		l, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifc.Index})
+		return err
+	})
+	prog.Close() // the link holds its own reference
+	if err != nil {
+		return nil, fmt.Errorf("attaching the sink to %s: %w", dev, err)
+	}
+	return l, nil
+}
+
+// received sums what the DUT received: veth's per-queue XDP packet
+// counters for XDP scenarios, the device's RX packets for the baseline.
+func received(et *ethtool.Ethtool, sc Scenario) (uint64, error) {
+	stats, err := et.Stats(DUT)
+	if err != nil {
+		return 0, fmt.Errorf("ethtool -S %s: %w", DUT, err)
+	}
+	var n uint64
+	for name, v := range stats {
+		switch {
+		case sc == Linux && name == "rx_packets":
+			n += v
+		case sc != Linux && strings.HasPrefix(name, "rx_queue_") && strings.HasSuffix(name, "_xdp_packets"):
+			n += v
+		}
+	}
+	return n, nil
+}
+
+type cpuSample struct{ soft, idle, total float64 }
+
+func cpuTimes(cpus []int) (cpuSample, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return cpuSample{}, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return cpuSample{}, err
+	}
+	var s cpuSample
+	for _, c := range cpus {
+		t, ok := st.CPU[int64(c)]
+		if !ok {
+			return s, fmt.Errorf("CPU %d not in /proc/stat", c)
+		}
+		s.soft += t.SoftIRQ
+		s.idle += t.Idle + t.Iowait
+		s.total += t.User + t.Nice + t.System + t.Idle + t.Iowait + t.IRQ + t.SoftIRQ + t.Steal
+	}
+	return s, nil
+}
+
+// sub returns %soft and %idle between two samples.
+func (s cpuSample) sub(before cpuSample) (soft, idle float64) {
+	total := s.total - before.total
+	if total <= 0 {
+		return 0, 0
+	}
+	return 100 * (s.soft - before.soft) / total, 100 * (s.idle - before.idle) / total
+}
+
+// human formats a rate with thousands separators, as xdp_rxq_info does.
+func human(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,177 @@
+// Package promtest runs a real Prometheus server (Debian's prometheus
+// package) for end-to-end tests: it scrapes the given targets every second
+// and answers queries through its HTTP API.
+package promtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+// Server is a running Prometheus.
+type Server struct {
+	URL string
+	API v1.API
+}
+
+// Start runs Prometheus scraping targets (host:port) as job "xdp" every
+// second, with ruleFiles loaded, and stops it when the test ends.
+func Start(t testing.TB, targets []string, ruleFiles ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		testenv.Unavailable(t, "prometheus not installed (apt-get install prometheus)")
+		return nil
+	}
+	dir := t.TempDir()
+	var rules strings.Builder
+	for _, f := range ruleFiles {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&rules, "  - %q\n", abs)
+	}
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = fmt.Sprintf("%q", tg)
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+%sscrape_configs:
+  - job_name: xdp
+    static_configs:
+      - targets: [%s]
+`, rules.String(), strings.Join(quoted, ", "))
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cmd := exec.Command(bin,
+		"--config.file="+cfgPath,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn",
+	)
+	logPath := filepath.Join(dir, "prometheus.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("prometheus log:\n%s", b)
+			}
+		}
+	})
+	s := &Server{URL: "http://" + addr}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.URL + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready on %s", addr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	client, err := api.NewClient(api.Config{Address: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.API = v1.NewAPI(client)
+	return s
+}
+
+// Query evaluates expr at the current time.
+func (s *Server) Query(ctx context.Context, expr string) (model.Value, error) {
+	v, warnings, _, err := s.API.Query(ctx, expr, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", expr, err)
+	}
+	if len(warnings) > 0 {
+		return v, fmt.Errorf("%s: warnings %v", expr, warnings)
+	}
+	return v, nil
+}
+
+// Scalar evaluates expr and returns its single value.
+func (s *Server) Scalar(ctx context.Context, expr string) (float64, error) {
+	v, err := s.Query(ctx, expr)
+	if err != nil {
+		return 0, err
+	}
+	switch v := v.(type) {
+	case model.Vector:
+		if len(v) != 1 {
+			return 0, fmt.Errorf("%s: %d samples, want 1", expr, len(v))
+		}
+		return float64(v[0].Value), nil
+	case *model.Scalar:
+		return float64(v.Value), nil
+	}
+	return 0, fmt.Errorf("%s: unexpected result type %s", expr, v.Type())
+}
+
+// WaitUp waits until every target has been scraped successfully.
+func (s *Server) WaitUp(t testing.TB, targets int) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := s.Scalar(ctx, `count(up == 1)`)
+		if err == nil && int(v) == targets {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("targets not up after 30s: %v %v", v, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
