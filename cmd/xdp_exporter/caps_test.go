@@ -3,10 +3,16 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/caps"
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -44,9 +50,28 @@ func TestDropCapabilities(t *testing.T) {
 	}
 	want := caps.State{Effective: keep, Permitted: keep, Bounding: keep}
 
+	// An XDP program on a device gives the collectors that read programs
+	// by id (bpf) something to do at scrape time, so a capability they
+	// need but do not declare shows up as a failure.
+	pair := netlab.TestPair(t, 1)
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         "xdpe_dropcaps",
+		Type:         ebpf.XDP,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, // XDP_PASS
+	})
+	testenv.Check(t, err, "loading an XDP program")
+	defer prog.Close()
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: pair.Host.Index})
+	testenv.Check(t, err, "attaching XDP to "+pair.Host.Name)
+	defer l.Close()
+
 	e := startExporter(t, "--runtime.drop-capabilities")
 	body := e.Scrape(t)
 	promtoolCheck(t, body)
+	if !strings.Contains(body, `name="xdpe_dropcaps"`) {
+		t.Errorf("the scrape after the drop does not show the XDP program on %s:\n%s", pair.Host.Name, e.stderr)
+	}
 	// A collector that needs a capability at scrape time without declaring
 	// it fails here.
 	if err := checkScrape(body); err != nil {
