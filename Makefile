@@ -1,11 +1,21 @@
 GO ?= go
 
-.PHONY: all build test deps generate check-generated lint
+.PHONY: all build image test deps generate check-generated lint
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -o xdp_exporter ./cmd/xdp_exporter
+
+# The container image (Dockerfile): FROM scratch around the static binary,
+# so it builds offline. CONTAINER_ENGINE=docker works the same.
+CONTAINER_ENGINE ?= podman
+IMAGE ?= xdp_exporter
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+image: build
+	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) \
+		--build-arg REVISION=$(shell git rev-parse HEAD 2>/dev/null || echo unknown) \
+		-t $(IMAGE):$(VERSION) .
 
 deps:
 	./scripts/install-deps

@@ -44,6 +44,8 @@ func init() {
 		Name:           "bpf",
 		Help:           "XDP programs attached to each device, with their run count and run time",
 		DefaultEnabled: true,
+		// Listing programs by id on every scrape checks CAP_SYS_ADMIN.
+		ScrapeCapabilities: []int{unix.CAP_SYS_ADMIN},
 		Requires: "CAP_SYS_ADMIN (BPF_PROG_GET_NEXT_ID, BPF_PROG_GET_FD_BY_ID, BPF_LINK_GET_FD_BY_ID, BPF_ENABLE_STATS); " +
 			"Linux 5.8 for run count and run time.",
 		Flags: func(f *FlagSet) Builder {

@@ -45,7 +45,12 @@ type Registration struct {
 	// Requires says which kernel, driver and privileges the collector needs;
 	// METRICS.md prints it.
 	Requires string
-	Flags    func(f *FlagSet) Builder
+	// ScrapeCapabilities lists the capabilities (unix.CAP_*) Update still
+	// needs once the constructor has returned, e.g. CAP_SYS_ADMIN for
+	// BPF_PROG_GET_NEXT_ID. --runtime.drop-capabilities keeps these and
+	// drops every other; most collectors read already-open fds and need none.
+	ScrapeCapabilities []int
+	Flags              func(f *FlagSet) Builder
 }
 
 var registrations = map[string]Registration{}
@@ -112,6 +117,23 @@ func (s *Selection) Enabled() []string {
 			out = append(out, r.Name)
 		}
 	}
+	return out
+}
+
+// ScrapeCapabilities is the union of the ScrapeCapabilities of the enabled
+// collectors.
+func (s *Selection) ScrapeCapabilities() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, name := range s.Enabled() {
+		for _, c := range registrations[name].ScrapeCapabilities {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	sort.Ints(out)
 	return out
 }
 

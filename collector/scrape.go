@@ -84,7 +84,14 @@ func (sc scrape) Collect(ch chan<- prometheus.Metric) {
 		select {
 		case r = <-results[i]:
 		case <-sc.ctx.Done():
-			r = result{err: fmt.Errorf("scrape deadline reached before the collector finished: %w", sc.ctx.Err())}
+			// Once the deadline has passed both cases are ready for a
+			// collector that did finish; select would pick at random and
+			// report it as timed out half the time.
+			select {
+			case r = <-results[i]:
+			default:
+				r = result{err: fmt.Errorf("scrape deadline reached before the collector finished: %w", sc.ctx.Err())}
+			}
 		}
 		sc.report(ch, name, r)
 	}

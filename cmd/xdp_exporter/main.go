@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
+	"github.com/xdp-exporter/xdp_exporter/internal/caps"
 )
 
 const program = "xdp_exporter"
@@ -46,6 +47,8 @@ func run(args []string) int {
 				Default("40").Int()
 		defaultTimeout = app.Flag("web.scrape-timeout", "Scrape deadline used when Prometheus sends no X-Prometheus-Scrape-Timeout-Seconds header.").
 				Default("10s").Duration()
+		dropCaps = app.Flag("runtime.drop-capabilities", "Once the collectors have loaded and attached their BPF programs, drop every Linux capability except those the enabled collectors still need at scrape time (see docs/privileges.md).").
+				Default("false").Bool()
 		webConfig = kingpinflag.AddFlags(app, defaultListenAddress)
 		logConfig = &promslog.Config{}
 	)
@@ -67,6 +70,18 @@ func run(args []string) int {
 			logger.Error("closing collectors", "err", err)
 		}
 	}()
+
+	if *dropCaps {
+		res, err := caps.Drop(caps.Of(selection.ScrapeCapabilities()...))
+		if err != nil {
+			logger.Error("dropping capabilities", "err", err)
+			return 1
+		}
+		logger.Info("dropped capabilities", "before", res.Before.Permitted, "kept", res.After.Permitted)
+		if res.BoundingKept {
+			logger.Info("bounding set left as is: no CAP_SETPCAP to reduce it; it only limits execve, which the exporter never calls", "bounding", res.After.Bounding)
+		}
+	}
 
 	process := prometheus.NewRegistry()
 	process.MustRegister(
@@ -119,7 +134,23 @@ func run(args []string) int {
 // so a hung source cannot hold the scrape past the point Prometheus gives up.
 func metricsHandler(set *collector.Set, process prometheus.Gatherer, logger *slog.Logger, maxRequests int, defaultTimeout time.Duration) http.Handler {
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelError)
+	// The in-flight limit lives here, not in promhttp.HandlerOpts: the
+	// promhttp handler is built afresh per request, so its own limit would
+	// count one request at a time.
+	var inFlight chan struct{}
+	if maxRequests > 0 {
+		inFlight = make(chan struct{}, maxRequests)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inFlight != nil {
+			select {
+			case inFlight <- struct{}{}:
+				defer func() { <-inFlight }()
+			default:
+				http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", maxRequests), http.StatusServiceUnavailable)
+				return
+			}
+		}
 		timeout := defaultTimeout
 		if v := r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"); v != "" {
 			if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
@@ -132,9 +163,8 @@ func metricsHandler(set *collector.Set, process prometheus.Gatherer, logger *slo
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(set.Scrape(ctx))
 		promhttp.HandlerFor(prometheus.Gatherers{process, reg}, promhttp.HandlerOpts{
-			ErrorLog:            errLog,
-			ErrorHandling:       promhttp.ContinueOnError,
-			MaxRequestsInFlight: maxRequests,
+			ErrorLog:      errLog,
+			ErrorHandling: promhttp.ContinueOnError,
 		}).ServeHTTP(w, r)
 	})
 }

@@ -38,7 +38,11 @@ func exporterBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "xdp_exporter")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		// As `make build` does: no cgo, so the binary is static and
+		// --runtime.drop-capabilities can reach every thread.
+		build := exec.Command("go", "build", "-o", binPath, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -64,15 +68,46 @@ func freeAddr(t testing.TB) string {
 type exporter struct {
 	Addr   string
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr logWriter
+}
+
+// logWriter is where a process's stderr goes and how tests read it back.
+type logWriter interface {
+	io.Writer
+	String() string
+}
+
+// logBuffer collects the process's stderr; tests read it while the process
+// still writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startExporter runs the binary with args on a free loopback port and waits
 // until it answers. The process gets SIGTERM at the end of the test.
 func startExporter(t testing.TB, args ...string) *exporter {
 	t.Helper()
-	e := &exporter{Addr: freeAddr(t), stderr: &bytes.Buffer{}}
-	e.cmd = exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + e.Addr}, args...)...)
+	e := &exporter{Addr: freeAddr(t), stderr: &logBuffer{}}
+	return launch(t, e, exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + e.Addr}, args...)...))
+}
+
+// launch starts cmd, which must listen on e.Addr, and waits until it answers.
+func launch(t testing.TB, e *exporter, cmd *exec.Cmd) *exporter {
+	t.Helper()
+	e.cmd = cmd
 	e.cmd.Stderr = e.stderr
 	if err := e.cmd.Start(); err != nil {
 		t.Fatal(err)

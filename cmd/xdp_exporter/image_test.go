@@ -1,0 +1,229 @@
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"debug/elf"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+// imageConfig is the part of the OCI/Docker image config the test checks.
+type imageConfig struct {
+	Config struct {
+		User         string
+		Entrypoint   []string
+		Cmd          []string
+		ExposedPorts map[string]struct{}
+		Labels       map[string]string
+	} `json:"config"`
+}
+
+// TestImage builds the Dockerfile with podman from the static binary, as
+// `make image` does, saves the image, unpacks it and runs the binary found
+// in its layer: --version, then the image's own ENTRYPOINT and CMD for one
+// scrape. Containers cannot be started on this machine (cgroups v1 hybrid),
+// so the binary runs directly; everything else comes from the image.
+func TestImage(t *testing.T) {
+	podman, err := exec.LookPath("podman")
+	if err != nil {
+		testenv.Unavailable(t, "podman not installed (apt-get install podman)")
+		return
+	}
+	// The build context holds what `make image` sends: the Dockerfile,
+	// .dockerignore and the binary `make build` leaves at the root.
+	ctx := t.TempDir()
+	for src, dst := range map[string]string{"../../Dockerfile": "Dockerfile", "../../.dockerignore": ".dockerignore", exporterBinary(t): "xdp_exporter"} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ctx, dst), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tag := "localhost/xdp_exporter-test:" + netlab.UniqueID()
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(podman, args...).CombinedOutput(); err != nil {
+			t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// --layers=false: no intermediate images left behind in the store.
+	run("build", "--layers=false", "--build-arg", "VERSION=test", "-t", tag, ctx)
+	t.Cleanup(func() {
+		if out, err := exec.Command(podman, "rmi", "--force", tag).CombinedOutput(); err != nil {
+			t.Errorf("podman rmi: %v\n%s", err, out)
+		}
+	})
+	archive := filepath.Join(t.TempDir(), "image.tar")
+	run("save", "--format", "docker-archive", "-o", archive, tag)
+
+	cfg, files := unpackImage(t, archive)
+	c := cfg.Config
+	if len(c.Entrypoint) == 0 {
+		t.Fatal("image has no ENTRYPOINT")
+	}
+	if _, ok := c.ExposedPorts["9739/tcp"]; !ok {
+		t.Errorf("image exposes %v, want 9739/tcp", c.ExposedPorts)
+	}
+	for _, l := range []string{"org.opencontainers.image.title", "org.opencontainers.image.source", "org.opencontainers.image.version"} {
+		if c.Labels[l] == "" {
+			t.Errorf("label %s missing (labels: %v)", l, c.Labels)
+		}
+	}
+	if c.Labels["org.opencontainers.image.version"] != "test" {
+		t.Errorf("VERSION build arg not in the version label: %v", c.Labels)
+	}
+	if len(files) != 1 {
+		t.Errorf("image holds %v, want only the binary", keys(files))
+	}
+	bin, ok := files[path.Clean(strings.TrimPrefix(c.Entrypoint[0], "/"))]
+	if !ok {
+		t.Fatalf("ENTRYPOINT %s not in the image's layers (%v)", c.Entrypoint[0], keys(files))
+	}
+	exe := filepath.Join(t.TempDir(), "xdp_exporter")
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Errorf("the binary in the image is dynamically linked: it cannot run FROM scratch")
+		}
+	}
+	f.Close()
+
+	out, err := exec.Command(exe, append(c.Entrypoint[1:], "--version")...).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "xdp_exporter, version") {
+		t.Fatalf("%s --version: %v\n%s", c.Entrypoint[0], err, out)
+	}
+
+	// One scrape with exactly the image's ENTRYPOINT and CMD, on a free
+	// port; the image's default arguments drop capabilities, which needs
+	// the capabilities to be there in the first place.
+	testenv.Privileged(t)
+	e := startExporterAt(t, exe, append(append(c.Entrypoint[1:], c.Cmd...), "--web.listen-address="+freeAddr(t))...)
+	body := e.Scrape(t)
+	promtoolCheck(t, body)
+	if err := checkScrape(body); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "xdp_exporter_build_info{") {
+		t.Fatalf("no xdp_exporter_build_info in:\n%.500s", body)
+	}
+}
+
+// unpackImage reads a docker-archive: manifest.json names the config and
+// the layers; the layers are (possibly gzipped) tars applied in order.
+func unpackImage(t *testing.T, archive string) (imageConfig, map[string][]byte) {
+	t.Helper()
+	entries := readTar(t, archive, nil)
+	var manifest []struct {
+		Config string
+		Layers []string
+	}
+	if err := json.Unmarshal(entries["manifest.json"], &manifest); err != nil || len(manifest) != 1 {
+		t.Fatalf("manifest.json: %v (%d images)", err, len(manifest))
+	}
+	var cfg imageConfig
+	if err := json.Unmarshal(entries[manifest[0].Config], &cfg); err != nil {
+		t.Fatalf("image config %s: %v", manifest[0].Config, err)
+	}
+	files := map[string][]byte{}
+	for _, layer := range manifest[0].Layers {
+		b, ok := entries[layer]
+		if !ok {
+			t.Fatalf("layer %s missing from the archive", layer)
+		}
+		readTar(t, "", b, files)
+	}
+	return cfg, files
+}
+
+// readTar returns the regular files of a tar read from path or from data,
+// gunzipping it first if needed, adding them to into when given.
+func readTar(t *testing.T, file string, data []byte, into ...map[string][]byte) map[string][]byte {
+	t.Helper()
+	var r io.Reader
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		r = f
+	} else {
+		r = bytes.NewReader(data)
+	}
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	} else {
+		r = br
+	}
+	out := map[string][]byte{}
+	if len(into) > 0 {
+		out = into[0]
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("reading tar: %v", err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[path.Clean(strings.TrimPrefix(h.Name, "./"))] = b
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// startExporterAt is startExporter for a given binary and complete
+// argument list (the listen address included).
+func startExporterAt(t *testing.T, bin string, args ...string) *exporter {
+	t.Helper()
+	addr := ""
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--web.listen-address="); ok {
+			addr = v
+		}
+	}
+	if addr == "" {
+		t.Fatalf("startExporterAt: no --web.listen-address in %v", args)
+	}
+	return launch(t, &exporter{Addr: addr, stderr: &logBuffer{}}, exec.Command(bin, args...))
+}
