@@ -72,17 +72,26 @@ type netdevSource interface {
 	Close() error
 }
 
+// genlSource opens a socket per dump. A dump that fails part-way (EBUSY
+// while interfaces come and go) leaves its remaining replies queued on the
+// socket, and every later request on that socket then reads them and fails
+// with "mismatched sequence"; a fresh socket per dump cannot be poisoned
+// and lets concurrent scrapes run without sharing one.
 type genlSource struct {
-	conn   *genetlink.Conn
 	family uint16
 }
 
 func (s *genlSource) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
+	conn, err := genetlink.Dial(nil)
+	if err != nil {
+		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
+	}
+	defer conn.Close()
 	req := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: 1}, Data: attrs}
-	return s.conn.Execute(req, s.family, netlink.Request|netlink.Dump)
+	return conn.Execute(req, s.family, netlink.Request|netlink.Dump)
 }
 
-func (s *genlSource) Close() error { return s.conn.Close() }
+func (s *genlSource) Close() error { return nil }
 
 // NetdevCollector reads the kernel's "netdev" generic netlink family.
 type NetdevCollector struct {
@@ -99,22 +108,21 @@ type NetdevCollector struct {
 	unsupported map[uint8]bool
 }
 
-// NewNetdevCollector opens a generic netlink socket and resolves the
-// "netdev" family. It fails when the kernel has no such family (before 6.3).
+// NewNetdevCollector resolves the "netdev" generic netlink family. It fails when the kernel has no such family (before 6.3).
 func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*NetdevCollector, error) {
 	conn, err := genetlink.Dial(nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
 	}
 	fam, err := conn.GetFamily(netdevFamilyName)
+	conn.Close()
 	if err != nil {
-		conn.Close()
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("the kernel has no %q generic netlink family (needs Linux 6.3 or later): %w", netdevFamilyName, err)
 		}
 		return nil, fmt.Errorf("resolving generic netlink family %q: %w", netdevFamilyName, err)
 	}
-	return newNetdevCollector(cfg, logger, &genlSource{conn: conn, family: fam.ID}, interfaceNames), nil
+	return newNetdevCollector(cfg, logger, &genlSource{family: fam.ID}, interfaceNames), nil
 }
 
 func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource, names func() (map[uint32]string, error)) *NetdevCollector {
@@ -124,7 +132,7 @@ func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource,
 	return &NetdevCollector{cfg: cfg, logger: logger, src: src, names: names, unsupported: map[uint8]bool{}}
 }
 
-// Close releases the netlink socket.
+// Close releases the source (sockets live only for one dump).
 func (c *NetdevCollector) Close() error { return c.src.Close() }
 
 var netdevCmdNames = map[uint8]string{
