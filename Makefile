@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build image test deps generate check-generated lint
+.PHONY: all build image test fuzz deps generate check-generated lint
 
 all: build
 
@@ -25,6 +25,10 @@ deps:
 # unless XDP_EXPORTER_REQUIRE_PRIVILEGED=1 (CI) turns the skip into a failure.
 test: deps
 	$(GO) test -count=1 -timeout 30m ./...
+
+# Every Go fuzz target for FUZZTIME (default 60s) each; CI runs it after the tests.
+fuzz:
+	./scripts/fuzz-all
 
 generate:
 	$(GO) generate ./bpf/...
