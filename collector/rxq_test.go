@@ -10,9 +10,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
@@ -275,6 +275,90 @@ func TestRxqActions(t *testing.T) {
 			closed = true
 			if id := xdpProgID(t, pair.Host.Name); id != 0 {
 				t.Errorf("XDP program id %d still on %s after Close", id, pair.Host.Name)
+			}
+		})
+	}
+}
+
+// TestRxqQueueIssue sizes the per-queue counters for one queue on a
+// two-queue device: queue 1's frames become queue_out_of_range issues,
+// xdp_rxq_info's issue-pps, and the verdict still applies to them.
+func TestRxqQueueIssue(t *testing.T) {
+	const n = 100_000
+	pair := netlab.TestPair(t, 2)
+	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop", Queues: 1}, discardLogger())
+	testenv.Check(t, err, "starting the rxq collector")
+	defer c.Close()
+	send(t, pair, n)
+	mfs := gather(t, c)
+	if v := value(t, mfs, "xdp_rxq_packets_total", "device", pair.Host.Name, "queue", "0"); v != n/2 {
+		t.Errorf("queue 0 counted %v, want %d", v, n/2)
+	}
+	if v := value(t, mfs, "xdp_rxq_issues_total", "device", pair.Host.Name, "reason", "queue_out_of_range"); v != n/2 {
+		t.Errorf("queue_out_of_range issues %v, want %d", v, n/2)
+	}
+	drops := vethStats(t, pair, pair.Host.Name, false, "xdp_drops", 2)
+	if drops[0]+drops[1] != n {
+		t.Errorf("veth dropped %v, want %d in all", drops, n)
+	}
+}
+
+// TestRxqForeignProgram puts another XDP program on the device, once
+// through netlink (as ip link set xdp does) and once through a bpf_link (as
+// the exporter itself and xdp-tools do): without force the collector
+// refuses, naming the program; with force it replaces it and counts.
+func TestRxqForeignProgram(t *testing.T) {
+	for _, how := range []string{"netlink", "bpf_link"} {
+		t.Run(how, func(t *testing.T) {
+			pair := netlab.TestPair(t, 2)
+			foreign := xdpDrop(t)
+			switch how {
+			case "netlink":
+				l, err := netlink.LinkByName(pair.Host.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				testenv.Check(t, netlink.LinkSetXdpFd(l, foreign.FD()), "attaching XDP through netlink")
+				t.Cleanup(func() { _ = netlink.LinkSetXdpFd(l, -1) })
+			case "bpf_link":
+				l, err := link.AttachXDP(link.XDPOptions{Program: foreign, Interface: pair.Host.Index})
+				testenv.Check(t, err, "attaching XDP through bpf_link")
+				t.Cleanup(func() { l.Close() })
+			}
+			id := xdpProgID(t, pair.Host.Name)
+			if id == 0 {
+				t.Fatal("foreign program not attached")
+			}
+
+			cfg := RxqConfig{Devices: []string{pair.Host.Name}}
+			_, err := NewRxqCollector(cfg, discardLogger())
+			want := fmt.Sprintf("device %s already has XDP program id %d attached (native mode); refusing to replace it without --collector.rxq.force", pair.Host.Name, id)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %v, want one saying %q", err, want)
+			}
+			if now := xdpProgID(t, pair.Host.Name); now != id {
+				t.Fatalf("refusing changed the device's program from %d to %d", id, now)
+			}
+
+			cfg.Force = true
+			c, err := NewRxqCollector(cfg, discardLogger())
+			if err != nil {
+				t.Fatalf("with force: %v", err)
+			}
+			defer c.Close()
+			const n = 10_000
+			send(t, pair, n)
+			mfs := gather(t, c)
+			ours := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name)
+			if ours != 1 || xdpProgID(t, pair.Host.Name) == id {
+				t.Errorf("device still runs the foreign program %d", id)
+			}
+			var total float64
+			for _, m := range mfs["xdp_rxq_packets_total"].GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+			if total != n {
+				t.Errorf("counted %v frames after replacing, want %d", total, n)
 			}
 		})
 	}
