@@ -113,7 +113,6 @@ func (d *rxqDevice) close() error {
 type rxqCollector struct {
 	cfg     RxqConfig
 	devices []*rxqDevice
-	logger  *slog.Logger
 }
 
 // NewRxqCollector loads one rxq program per device and attaches it through
@@ -157,7 +156,7 @@ func NewRxqCollector(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 		}
 	}
 
-	c := &rxqCollector{cfg: cfg, logger: logger}
+	c := &rxqCollector{cfg: cfg}
 	for _, name := range cfg.Devices {
 		d, err := attachRxq(name, cfg, action, flags, target, logger)
 		if err != nil {
