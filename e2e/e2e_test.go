@@ -33,7 +33,7 @@ var ruleFiles = []string{"../dashboards/rules/recording.yml", "../dashboards/rul
 // data, with the reason. Everything else must return data.
 var noDataHere = map[string]string{
 	"Packets the rxq program could not attribute": "veth never delivers a frame with an out-of-range RX queue or a foreign ifindex",
-	"Firing XDP alerts": "every alert has a for: duration longer than this test runs",
+	"Firing XDP alerts":                           "every alert has a for: duration longer than this test runs",
 }
 
 // phase is one step of the short sweep.

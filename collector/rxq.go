@@ -1,0 +1,329 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/bpf"
+)
+
+var (
+	rxqPackets = newFamily("rxq", "packets_total",
+		"Packets the rxq XDP program saw, by RX queue (ctx->rx_queue_index) and the CPU that ran it; "+
+			"the per-RXQ:CPU counts of samples/bpf xdp_rxq_info. A queue/CPU pair appears at its first packet.",
+		Counter, "device", "queue", "cpu")
+	rxqBytes = newFamily("rxq", "bytes_total",
+		"Bytes (data_end - data at XDP time, without FCS) the rxq XDP program saw, by RX queue and CPU.",
+		Counter, "device", "queue", "cpu")
+	rxqIssues = newFamily("rxq", "issues_total",
+		"Packets the rxq XDP program could not count per queue, the issue-pps of samples/bpf xdp_rxq_info: "+
+			`reason="ifindex_mismatch" (ctx->ingress_ifindex is not the device) or "queue_out_of_range" `+
+			"(ctx->rx_queue_index beyond the device's RX queue count at attach time).",
+		Counter, "device", "reason")
+	rxqInfo = newFamily("rxq", "info",
+		"The rxq XDP program attached to a device: its verdict, attach mode, whether it reads packet data, and its BPF program id.",
+		Gauge, "device", "action", "mode", "read", "prog_id")
+)
+
+// rxqActions maps --collector.rxq.action values to XDP verdicts.
+var rxqActions = map[string]bpf.XDPAction{
+	"pass":     bpf.XDPPass,
+	"drop":     bpf.XDPDrop,
+	"tx":       bpf.XDPTx,
+	"redirect": bpf.XDPRedirect,
+}
+
+// rxqModes maps --collector.rxq.mode values to attach flags.
+var rxqModes = map[string]link.XDPAttachFlags{
+	"native":  link.XDPDriverMode,
+	"generic": link.XDPGenericMode,
+}
+
+// maxRxqQueues caps the per-queue map, whose size is otherwise the
+// device's RX queue count (num_rx_queues), in case a driver allocates a
+// huge number of queues it never uses.
+const maxRxqQueues = 1024
+
+func init() {
+	register(Registration{
+		Name: "rxq",
+		Help: "Per RX queue and per CPU packet counts from an XDP program the exporter attaches to the given devices (samples/bpf xdp_rxq_info)",
+		Requires: "Linux 5.9+ (XDP bpf_link), CAP_BPF and CAP_NET_ADMIN; a device free of other XDP programs " +
+			"(or --collector.rxq.force); native mode needs driver XDP support",
+		Flags: func(f *FlagSet) Builder {
+			devices := f.Flag("device", "Device to attach the rxq XDP program to (repeatable; required).").Strings()
+			action := f.Flag("action", "XDP verdict: pass (monitor mode), drop, tx (MAC swap, back out of the device) or redirect.").
+				Default("pass").Enum("pass", "drop", "tx", "redirect")
+			redirect := f.Flag("redirect-device", "Target device of --collector.rxq.action=redirect (through a one-slot devmap).").String()
+			read := f.Flag("read", "Read the Ethernet header before the verdict (xdp_rxq_info --read), to measure the cost of touching packet data.").Bool()
+			mode := f.Flag("mode", "XDP attach mode: native (driver) or generic (skb).").Default("native").Enum("native", "generic")
+			force := f.Flag("force", "Replace an XDP program already attached to a device. Without it the collector refuses such a device.").Bool()
+			return func(logger *slog.Logger) (Collector, error) {
+				return NewRxqCollector(RxqConfig{
+					Devices: *devices, Action: *action, RedirectDevice: *redirect,
+					Read: *read, Mode: *mode, Force: *force,
+				}, logger)
+			}
+		},
+	})
+}
+
+// RxqConfig configures the rxq collector.
+type RxqConfig struct {
+	Devices        []string
+	Action         string // pass, drop, tx or redirect; pass when empty
+	RedirectDevice string // the devmap target of the redirect action
+	Read           bool
+	Mode           string // native or generic; native when empty
+	Force          bool
+	// Queues sizes the per-queue counters; 0 means the device's RX queue
+	// count. Packets from higher queues are counted as issues.
+	Queues int
+}
+
+type rxqDevice struct {
+	name   string
+	objs   *bpf.RxqObjects
+	link   link.Link
+	progID ebpf.ProgramID
+	queues int
+}
+
+func (d *rxqDevice) close() error {
+	var errs []error
+	if d.link != nil {
+		errs = append(errs, d.link.Close())
+	}
+	if d.objs != nil {
+		errs = append(errs, d.objs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type rxqCollector struct {
+	cfg     RxqConfig
+	devices []*rxqDevice
+}
+
+// NewRxqCollector loads one rxq program per device and attaches it through
+// a bpf_link, so the kernel detaches it when the exporter dies.
+func NewRxqCollector(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
+	if cfg.Action == "" {
+		cfg.Action = "pass"
+	}
+	if cfg.Mode == "" {
+		cfg.Mode = "native"
+	}
+	action, ok := rxqActions[cfg.Action]
+	if !ok {
+		return nil, fmt.Errorf("rxq: unknown action %q (want pass, drop, tx or redirect)", cfg.Action)
+	}
+	flags, ok := rxqModes[cfg.Mode]
+	if !ok {
+		return nil, fmt.Errorf("rxq: unknown mode %q (want native or generic)", cfg.Mode)
+	}
+	if len(cfg.Devices) == 0 {
+		return nil, errors.New("rxq: no device given: name each device to attach to with --collector.rxq.device")
+	}
+	if action == bpf.XDPRedirect && cfg.RedirectDevice == "" {
+		return nil, errors.New("rxq: --collector.rxq.action=redirect needs --collector.rxq.redirect-device")
+	}
+	if action != bpf.XDPRedirect && cfg.RedirectDevice != "" {
+		return nil, fmt.Errorf("rxq: --collector.rxq.redirect-device=%s is only used with --collector.rxq.action=redirect", cfg.RedirectDevice)
+	}
+	seen := map[string]bool{}
+	for _, d := range cfg.Devices {
+		if seen[d] {
+			return nil, fmt.Errorf("rxq: device %s given twice", d)
+		}
+		seen[d] = true
+	}
+	var target netlink.Link
+	if action == bpf.XDPRedirect {
+		var err error
+		if target, err = netlink.LinkByName(cfg.RedirectDevice); err != nil {
+			return nil, fmt.Errorf("rxq: redirect device %s: %w", cfg.RedirectDevice, err)
+		}
+	}
+
+	c := &rxqCollector{cfg: cfg}
+	for _, name := range cfg.Devices {
+		d, err := attachRxq(name, cfg, action, flags, target, logger)
+		if err != nil {
+			return nil, errors.Join(err, c.Close())
+		}
+		c.devices = append(c.devices, d)
+	}
+	return c, nil
+}
+
+func attachRxq(name string, cfg RxqConfig, action bpf.XDPAction, flags link.XDPAttachFlags, target netlink.Link, logger *slog.Logger) (d *rxqDevice, err error) {
+	dev, err := netlink.LinkByName(name)
+	if err != nil {
+		return nil, fmt.Errorf("rxq: device %s: %w", name, err)
+	}
+	attrs := dev.Attrs()
+	if x := attrs.Xdp; x != nil && x.Attached {
+		if !cfg.Force {
+			return nil, fmt.Errorf("rxq: device %s already has XDP program id %d attached (%s); "+
+				"refusing to replace it without --collector.rxq.force", name, x.ProgId, xdpAttachMode(x.AttachMode))
+		}
+		if err := detachForeignXDP(dev); err != nil {
+			return nil, fmt.Errorf("rxq: replacing XDP program id %d on %s: %w", x.ProgId, name, err)
+		}
+		logger.Warn("detached the XDP program already on the device (--collector.rxq.force)",
+			"device", name, "prog_id", x.ProgId)
+	}
+
+	queues := cfg.Queues
+	if queues <= 0 {
+		queues = min(max(attrs.NumRxQueues, 1), maxRxqQueues)
+	}
+	d = &rxqDevice{name: name, queues: queues}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, d.close())
+		}
+	}()
+	if d.objs, err = bpf.LoadRxqConfigured(bpf.RxqConfig{
+		Ifindex: attrs.Index, Action: action, Read: cfg.Read, Queues: queues,
+	}); err != nil {
+		return d, fmt.Errorf("rxq: device %s: %w", name, err)
+	}
+	if target != nil {
+		if err := d.objs.RxqRedirect.Put(uint32(0), uint32(target.Attrs().Index)); err != nil {
+			return d, fmt.Errorf("rxq: setting redirect target %s: %w", target.Attrs().Name, err)
+		}
+	}
+	if d.link, err = link.AttachXDP(link.XDPOptions{
+		Program: d.objs.XdpRxq, Interface: attrs.Index, Flags: flags,
+	}); err != nil {
+		return d, fmt.Errorf("rxq: attaching XDP (%s mode) to %s: %w", cfg.Mode, name, err)
+	}
+	info, err := d.objs.XdpRxq.Info()
+	if err != nil {
+		return d, fmt.Errorf("rxq: reading program info: %w", err)
+	}
+	id, ok := info.ID()
+	if !ok {
+		return d, errors.New("rxq: the kernel does not report BPF program ids")
+	}
+	d.progID = id
+	return d, nil
+}
+
+// xdpAttachMode names IFLA_XDP_ATTACHED values.
+func xdpAttachMode(m uint32) string {
+	switch m {
+	case nl.XDP_ATTACHED_DRV:
+		return "native mode"
+	case nl.XDP_ATTACHED_SKB:
+		return "generic mode"
+	case nl.XDP_ATTACHED_HW:
+		return "offload mode"
+	case nl.XDP_ATTACHED_HW + 1: // XDP_ATTACHED_MULTI, missing from netlink/nl
+		return "several modes"
+	}
+	return fmt.Sprintf("mode %d", m)
+}
+
+// detachForeignXDP removes whatever XDP program dev has: a program owned
+// by a bpf_link (which netlink cannot replace) is detached through its
+// link; one attached through netlink (ip link set xdp) is removed through
+// netlink in each mode.
+func detachForeignXDP(dev netlink.Link) error {
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		info, err := it.Link.Info()
+		if err != nil || info.Type != link.XDPType {
+			continue
+		}
+		if x := info.XDP(); x != nil && int(x.Ifindex) == dev.Attrs().Index {
+			if err := it.Link.Detach(); err != nil {
+				return fmt.Errorf("detaching bpf_link %d: %w", it.ID, err)
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	for _, mode := range []int{unix.XDP_FLAGS_DRV_MODE, unix.XDP_FLAGS_SKB_MODE, unix.XDP_FLAGS_HW_MODE} {
+		// Removing from a mode with nothing attached succeeds; a mode
+		// the device does not support fails and has nothing to remove.
+		_ = netlink.LinkSetXdpFdWithFlags(dev, -1, mode)
+	}
+	now, err := netlink.LinkByIndex(dev.Attrs().Index)
+	if err != nil {
+		return err
+	}
+	if x := now.Attrs().Xdp; x != nil && x.Attached {
+		return fmt.Errorf("XDP program id %d is still attached after detaching", x.ProgId)
+	}
+	return nil
+}
+
+func (c *rxqCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	var errs []error
+	for _, d := range c.devices {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := c.updateDevice(d, ch); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) error {
+	ch <- rxqInfo.Must(1, d.name, c.cfg.Action, c.cfg.Mode, strconv.FormatBool(c.cfg.Read), strconv.FormatUint(uint64(d.progID), 10))
+	var perCPU []bpf.RxqRxqRec
+	for q := range d.queues {
+		if err := d.objs.RxqStats.Lookup(uint32(q), &perCPU); err != nil {
+			return fmt.Errorf("reading queue %d: %w", q, err)
+		}
+		queue := strconv.Itoa(q)
+		for cpu, r := range perCPU {
+			// Only the queue/CPU pairs that ever saw a packet: with IRQ
+			// affinity set, that is one CPU per queue, not queues x CPUs.
+			if r.Packets == 0 {
+				continue
+			}
+			ch <- rxqPackets.Must(float64(r.Packets), d.name, queue, strconv.Itoa(cpu))
+			ch <- rxqBytes.Must(float64(r.Bytes), d.name, queue, strconv.Itoa(cpu))
+		}
+	}
+	var issues []uint64
+	for key, reason := range map[uint32]string{bpf.RxqIssueIfindex: "ifindex_mismatch", bpf.RxqIssueQueue: "queue_out_of_range"} {
+		if err := d.objs.RxqIssues.Lookup(key, &issues); err != nil {
+			return fmt.Errorf("reading issues: %w", err)
+		}
+		var sum uint64
+		for _, n := range issues {
+			sum += n
+		}
+		ch <- rxqIssues.Must(float64(sum), d.name, reason)
+	}
+	return nil
+}
+
+// Close detaches the programs and frees their maps.
+func (c *rxqCollector) Close() error {
+	var errs []error
+	for _, d := range c.devices {
+		errs = append(errs, d.close())
+	}
+	c.devices = nil
+	return errors.Join(errs...)
+}
