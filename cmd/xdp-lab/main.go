@@ -1,0 +1,143 @@
+// Command xdp-lab is the XDP benchmark bench on veth: it builds a namespace
+// and veth pairs (up/down), drives traffic with the kernel's live-frame
+// generator against the exporter's own rxq program (run), and runs the XDP
+// paper's experiments in miniature (sweep).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/cilium/ebpf/rlimit"
+
+	"github.com/xdp-exporter/xdp_exporter/collector"
+	"github.com/xdp-exporter/xdp_exporter/internal/lab"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "xdp-lab: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	app := kingpin.New("xdp-lab", "XDP benchmark bench on veth pairs in a network namespace.")
+	app.HelpFlag.Short('h')
+
+	up := app.Command("up", "Create the lab namespace and veth pairs.")
+	upQueues := up.Flag("queues", "RX/TX queues per veth device.").Default("2").Int()
+
+	app.Command("down", "Remove everything the lab made, and only that.")
+
+	runCmd := app.Command("run", "Drive one scenario against the DUT.")
+	scenario := runCmd.Flag("scenario", "drop, pass, tx, redirect, or linux (iptables raw DROP, no XDP).").Default("drop").String()
+	queues := runCmd.Flag("queues", "RX queues to load: one generator pinned to each CPU 0..N-1.").Default("1").Int()
+	size := runCmd.Flag("size", "Frame size in bytes without FCS (60 = 64-byte frames).").Default("60").Int()
+	rate := runCmd.Flag("rate", "Offered frames per second in total, or max.").Default("max").String()
+	duration := runCmd.Flag("duration", "How long to send.").Default("10s").Duration()
+	attach := runCmd.Flag("attach", "Attach the exporter's rxq program to the DUT for the run; with --no-attach, the exporter must already run with --collector.rxq.device="+lab.DUT+".").Default("true").Bool()
+
+	sweep := app.Command("sweep", "Scenario x queues at max rate, and a ladder of offered loads; writes CSV and figures.")
+	sweepSize := sweep.Flag("size", "Frame size in bytes without FCS.").Default("60").Int()
+	sweepDuration := sweep.Flag("duration", "Duration of each point.").Default("3s").Duration()
+	sweepLoads := sweep.Flag("loads", "Offered loads for the CPU-usage figure, as fractions of the single-queue XDP_DROP maximum.").Default("0.1,0.25,0.5,0.75,1").String()
+	sweepOut := sweep.Flag("out", "Directory for the CSV files and figures.").Default("xdp-lab-results").String()
+
+	cmd, err := app.Parse(args)
+	if err != nil {
+		return fmt.Errorf("%w (try --help)", err)
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%s needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN for namespaces, CAP_BPF to load programs)", cmd)
+	}
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("lifting RLIMIT_MEMLOCK for BPF: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	switch cmd {
+	case "up":
+		if err := lab.Up(*upQueues); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "lab up: %s (DUT) <-> %s/%s, %s <-> %s/%s, %d queues\n",
+			lab.DUT, lab.Namespace, lab.Gen, lab.Egress, lab.Namespace, lab.Sink, *upQueues)
+		return nil
+	case "down":
+		return lab.Down()
+	case "run":
+		sc, err := lab.ParseScenario(*scenario)
+		if err != nil {
+			return err
+		}
+		r, err := parseRate(*rate)
+		if err != nil {
+			return err
+		}
+		cfg := lab.RunConfig{Scenario: sc, Queues: *queues, Size: *size, Rate: r, Duration: *duration, Progress: out}
+		if *attach {
+			cfg.Attach = attachRxq
+		}
+		res, err := lab.Run(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n| RXQs | scenario | size | sent pps | received pps | sent | received | %%soft | %%idle |\n|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(out, "| %d | %s | %d | %.0f | %.0f | %d | %d | %.1f | %.1f |\n", res.Queues, res.Scenario, res.Size,
+			res.SentPPS(), res.RxPPS(), res.Sent, res.Received, res.SoftPct, res.IdlePct)
+		return nil
+	case "sweep":
+		var loads []float64
+		for _, f := range strings.Split(*sweepLoads, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || v <= 0 {
+				return fmt.Errorf("--loads: %q is not a positive fraction", f)
+			}
+			loads = append(loads, v)
+		}
+		dut, err := lab.Queues()
+		if err != nil {
+			return err
+		}
+		res, err := lab.Sweep(ctx, lab.SweepConfig{MaxQueues: dut, Size: *sweepSize, Duration: *sweepDuration,
+			Loads: loads, OutDir: *sweepOut, Attach: attachRxq, Log: out})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n%s\nwrote: %s\n", res.Tables(), strings.Join(res.Files, ", "))
+		return nil
+	}
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+func parseRate(s string) (float64, error) {
+	if s == "max" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("--rate %q: want frames per second or max", s)
+	}
+	return v, nil
+}
+
+// attachRxq attaches the exporter's own rxq program in the scenario's
+// action, so the lab measures the program users run.
+func attachRxq(sc lab.Scenario) (io.Closer, error) {
+	cfg := collector.RxqConfig{Devices: []string{lab.DUT}, Action: string(sc)}
+	if sc == lab.Redirect {
+		cfg.RedirectDevice = lab.Egress
+	}
+	return collector.NewRxqCollector(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
