@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,11 +78,15 @@ func Registrations() []Registration {
 type FlagSet struct {
 	app  *kingpin.Application
 	name string
+	set  map[string]*bool // flag name -> given on the command line
 }
 
 // Flag declares --collector.NAME.<flag>.
 func (f *FlagSet) Flag(flag, help string) *kingpin.FlagClause {
-	return f.app.Flag("collector."+f.name+"."+flag, help)
+	name := "collector." + f.name + "." + flag
+	given := new(bool)
+	f.set[name] = given
+	return f.app.Flag(name, help).IsSetByUser(given)
 }
 
 // Selection is the outcome of flag parsing: which collectors are enabled and
@@ -89,11 +94,12 @@ func (f *FlagSet) Flag(flag, help string) *kingpin.FlagClause {
 type Selection struct {
 	enabled  map[string]*bool
 	builders map[string]Builder
+	flags    map[string]*FlagSet
 }
 
 // AddFlags declares --[no-]collector.NAME and every collector's own flags on app.
 func AddFlags(app *kingpin.Application) *Selection {
-	s := &Selection{enabled: map[string]*bool{}, builders: map[string]Builder{}}
+	s := &Selection{enabled: map[string]*bool{}, builders: map[string]Builder{}, flags: map[string]*FlagSet{}}
 	for _, r := range Registrations() {
 		state := "disabled"
 		if r.DefaultEnabled {
@@ -103,10 +109,35 @@ func AddFlags(app *kingpin.Application) *Selection {
 			fmt.Sprintf("%s (default: %s).", r.Help, state)).
 			Default(fmt.Sprint(r.DefaultEnabled)).Bool()
 		if r.Flags != nil {
-			s.builders[r.Name] = r.Flags(&FlagSet{app: app, name: r.Name})
+			fs := &FlagSet{app: app, name: r.Name, set: map[string]*bool{}}
+			s.flags[r.Name] = fs
+			s.builders[r.Name] = r.Flags(fs)
 		}
 	}
 	return s
+}
+
+// Validate rejects a collector's own flag given while the collector is
+// disabled (`--collector.rxq.device=eth0` without `--collector.rxq`): the
+// flag would otherwise be ignored without a word.
+func (s *Selection) Validate() error {
+	for _, r := range Registrations() {
+		if *s.enabled[r.Name] || s.flags[r.Name] == nil {
+			continue
+		}
+		var given []string
+		for name, set := range s.flags[r.Name].set {
+			if *set {
+				given = append(given, "--"+name)
+			}
+		}
+		if len(given) > 0 {
+			sort.Strings(given)
+			return fmt.Errorf("%s given but collector %s is disabled; enable it with --collector.%s",
+				strings.Join(given, ", "), r.Name, r.Name)
+		}
+	}
+	return nil
 }
 
 // Enabled lists the collectors selected on the command line.

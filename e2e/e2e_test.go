@@ -103,7 +103,7 @@ func TestLabWithPrometheus(t *testing.T) {
 	figures := map[string][][]string{}
 	for _, ph := range phases {
 		name := fmt.Sprintf("%s-%dq", ph.sc, ph.queues)
-		args := []string{"--collector.rxq.device=" + lab.DUT, "--collector.rxq.action=" + string(ph.sc), "--collector.perf"}
+		args := []string{"--collector.rxq", "--collector.rxq.device=" + lab.DUT, "--collector.rxq.action=" + string(ph.sc), "--collector.perf"}
 		if ph.sc == lab.Redirect {
 			args = append(args, "--collector.rxq.redirect-device="+lab.Egress)
 		}

@@ -60,6 +60,10 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "%s: error: %v (try --help)\n", program, err)
 		return 2
 	}
+	if err := selection.Validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: error: %v\n", program, err)
+		return 2
+	}
 
 	logger := promslog.New(logConfig)
 	logger.Info("starting "+program, "version", version.Info(), "collectors", selection.Enabled())

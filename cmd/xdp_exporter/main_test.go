@@ -261,6 +261,7 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown flag", []string{"--no-such-flag"}, "unknown long flag '--no-such-flag'"},
+		{"flag of a disabled collector", []string{"--collector.rxq.device=eth0"}, "--collector.rxq.device given but collector rxq is disabled; enable it with --collector.rxq"},
 		{"address in use", []string{"--web.listen-address=" + busy.Addr().String()}, "address already in use"},
 		{"unreadable web config", []string{"--web.listen-address=127.0.0.1:0", "--web.config.file=/nonexistent/web.yml"}, "no such file or directory"},
 	} {
