@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -18,7 +17,6 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/cilium/ebpf/rlimit"
 
-	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/lab"
 )
 
@@ -86,7 +84,7 @@ func run(args []string, out io.Writer) error {
 		}
 		cfg := lab.RunConfig{Scenario: sc, Queues: *queues, Size: *size, Rate: r, Duration: *duration, Progress: out}
 		if *attach {
-			cfg.Attach = attachRxq
+			cfg.Attach = lab.AttachRxq
 		}
 		res, err := lab.Run(ctx, cfg)
 		if err != nil {
@@ -110,7 +108,7 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 		res, err := lab.Sweep(ctx, lab.SweepConfig{MaxQueues: dut, Size: *sweepSize, Duration: *sweepDuration,
-			Loads: loads, OutDir: *sweepOut, Attach: attachRxq, Log: out})
+			Loads: loads, OutDir: *sweepOut, Attach: lab.AttachRxq, Log: out})
 		if err != nil {
 			return err
 		}
@@ -130,14 +128,3 @@ func parseRate(s string) (float64, error) {
 	}
 	return v, nil
 }
-
-// attachRxq attaches the exporter's own rxq program in the scenario's
-// action, so the lab measures the program users run.
-func attachRxq(sc lab.Scenario) (io.Closer, error) {
-	cfg := collector.RxqConfig{Devices: []string{lab.DUT}, Action: string(sc)}
-	if sc == lab.Redirect {
-		cfg.RedirectDevice = lab.Egress
-	}
-	return collector.NewRxqCollector(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-}
-

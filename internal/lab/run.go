@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
@@ -52,6 +54,16 @@ func ParseScenario(s string) (Scenario, error) {
 // lab command passes the exporter's own rxq program, so the lab measures the
 // code users run.
 type AttachFunc func(sc Scenario) (io.Closer, error)
+
+// AttachRxq attaches the exporter's own rxq program in the scenario's
+// action, so the lab measures the program users run.
+func AttachRxq(sc Scenario) (io.Closer, error) {
+	cfg := collector.RxqConfig{Devices: []string{DUT}, Action: string(sc)}
+	if sc == Redirect {
+		cfg.RedirectDevice = Egress
+	}
+	return collector.NewRxqCollector(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
 
 // RunConfig describes one run.
 type RunConfig struct {
@@ -135,7 +147,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		cpus[i] = i
 	}
 
-	rxBefore, err := received(et, cfg.Scenario)
+	rxBefore, err := received()
 	if err != nil {
 		return res, err
 	}
@@ -160,14 +172,14 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		})
 		done <- err
 	}()
-	if err := progress(cfg, g, et, cpus, done); err != nil {
+	if err := progress(cfg, g, cpus, done); err != nil {
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
 	res.Sent = sent
 	// Let NAPI drain what is still in flight on the veth rings.
 	time.Sleep(50 * time.Millisecond)
-	rxAfter, err := received(et, cfg.Scenario)
+	rxAfter, err := received()
 	if err != nil {
 		return res, err
 	}
@@ -181,11 +193,11 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 }
 
 // progress prints a line per second until the generator finishes.
-func progress(cfg RunConfig, g *trafficgen.Generator, et *ethtool.Ethtool, cpus []int, done <-chan error) error {
+func progress(cfg RunConfig, g *trafficgen.Generator, cpus []int, done <-chan error) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastSent, _ := g.Sent()
-	lastRx, _ := received(et, cfg.Scenario)
+	lastRx, _ := received()
 	lastCPU, _ := cpuTimes(cpus)
 	for {
 		select {
@@ -196,7 +208,7 @@ func progress(cfg RunConfig, g *trafficgen.Generator, et *ethtool.Ethtool, cpus 
 				continue
 			}
 			s, _ := g.Sent()
-			rx, _ := received(et, cfg.Scenario)
+			rx, _ := received()
 			c, _ := cpuTimes(cpus)
 			soft, idle := c.sub(lastCPU)
 			fmt.Fprintf(cfg.Progress, "%-8s sent %12s pps  received %12s pps  RX CPUs %%soft %5.1f %%idle %5.1f\n",
@@ -288,23 +300,14 @@ func attachSink(ns netns.NsHandle, dev string) (io.Closer, error) {
 	return l, nil
 }
 
-// received sums what the DUT received: veth's per-queue XDP packet
-// counters for XDP scenarios, the device's RX packets for the baseline.
-func received(et *ethtool.Ethtool, sc Scenario) (uint64, error) {
-	stats, err := et.Stats(DUT)
+// received is the DUT's RX packet counter (rtnl_link_stats64): veth
+// counts every frame it takes from its peer there, XDP or not.
+func received() (uint64, error) {
+	l, err := netlink.LinkByName(DUT)
 	if err != nil {
-		return 0, fmt.Errorf("ethtool -S %s: %w", DUT, err)
+		return 0, fmt.Errorf("%s: %w", DUT, err)
 	}
-	var n uint64
-	for name, v := range stats {
-		switch {
-		case sc == Linux && name == "rx_packets":
-			n += v
-		case sc != Linux && strings.HasPrefix(name, "rx_queue_") && strings.HasSuffix(name, "_xdp_packets"):
-			n += v
-		}
-	}
-	return n, nil
+	return l.Attrs().Statistics.RxPackets, nil
 }
 
 type cpuSample struct{ soft, idle, total float64 }
