@@ -367,4 +367,3 @@ func scalarAt(t *testing.T, prom *promtest.Server, expr string, at time.Time) fl
 	}
 	return float64(vec[0].Value)
 }
-
