@@ -117,9 +117,11 @@ type ethtoolKey struct {
 // string sets: the plan that turns the GSTATS array into samples, the
 // private flag names, and which optional calls the driver refuses.
 type ethtoolEntry struct {
-	key       ethtoolKey
-	samples   []ethtoolSample
-	privFlags []string
+	key     ethtoolKey
+	samples []ethtoolSample
+	// privBits are the GPFLAGS bits of the private flags reported, with
+	// their label pairs.
+	privBits  []int
 	privPairs [][]*dto.LabelPair
 
 	noChannels, noRing, noPrivFlags atomic.Bool
@@ -305,13 +307,13 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 			ch <- ethtoolRingMax.Must(float64(ring.TxMaxPending), d.Name, "tx")
 		}
 	}
-	if len(e.privFlags) > 0 && !e.noPrivFlags.Load() {
+	if len(e.privBits) > 0 && !e.noPrivFlags.Load() {
 		flags, err := c.src.PrivFlags(d.Name)
 		if c.optional(err, d.Name, "ETHTOOL_GPFLAGS", &e.noPrivFlags, &errs) {
-			ms := make([]ethtoolMetric, len(e.privFlags))
-			for i := range e.privFlags {
+			ms := make([]ethtoolMetric, len(e.privBits))
+			for i, bit := range e.privBits {
 				ms[i] = ethtoolMetric{desc: ethtoolPrivFlag.Desc(), typ: prometheus.GaugeValue,
-					value: float64(flags >> i & 1), pairs: e.privPairs[i]}
+					value: float64(flags >> bit & 1), pairs: e.privPairs[i]}
 				ch <- &ms[i]
 			}
 		}
@@ -369,9 +371,19 @@ func (c *ethtoolCollector) entry(d ethtoolDevice, info ethtoolDriverInfo) (*etht
 		names, err := c.src.PrivFlagNames(d.Name)
 		switch {
 		case err == nil:
-			e.privFlags = names
-			for _, n := range names {
-				e.privPairs = append(e.privPairs, prometheus.MakeLabelPairs(ethtoolPrivFlag.Desc(), []string{d.Name, validLabel(n)}))
+			seen := make(map[string]bool, len(names))
+			for bit, n := range names {
+				// A name listed twice would be a duplicate series,
+				// which the registry rejects (regression input
+				// dup-private-flag of FuzzEthtoolDump); the first
+				// bit wins.
+				if n = validLabel(n); seen[n] {
+					c.logger.Debug("private flag listed twice; reporting the first", "device", d.Name, "flag", n)
+					continue
+				}
+				seen[n] = true
+				e.privBits = append(e.privBits, bit)
+				e.privPairs = append(e.privPairs, prometheus.MakeLabelPairs(ethtoolPrivFlag.Desc(), []string{d.Name, n}))
 			}
 		case skippable(err):
 			c.logger.Debug("no private flag names", "device", d.Name, "err", err)
