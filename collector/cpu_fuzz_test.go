@@ -13,17 +13,17 @@ import (
 // a pedantic registry accepts, and no counter is negative or not a number
 // (what the files hold are tick and event counts).
 func FuzzCPUProcfs(f *testing.F) {
-	for _, dir := range []string{"2cpu", "64cpu"} {
-		var files [3][]byte
-		for i, name := range []string{"stat", "softirqs", "net/softnet_stat"} {
-			b, err := os.ReadFile(filepath.Join("testdata", "proc", dir, name))
-			if err != nil {
-				f.Fatal(err)
-			}
-			files[i] = b
+	// The files captured on the 2-CPU VM; the generated 64-CPU set adds
+	// size, not coverage.
+	var files [3][]byte
+	for i, name := range []string{"stat", "softirqs", "net/softnet_stat"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "proc", "2cpu", name))
+		if err != nil {
+			f.Fatal(err)
 		}
-		f.Add(files[0], files[1], files[2])
+		files[i] = b
 	}
+	f.Add(files[0], files[1], files[2])
 	// One directory per fuzzing process; the body runs serially in it.
 	proc := f.TempDir()
 	if err := os.Mkdir(filepath.Join(proc, "net"), 0o755); err != nil {
