@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,6 +97,17 @@ func (c *CPUCollector) updateStat(ch chan<- prometheus.Metric) error {
 	}
 	if len(st.CPU) == 0 {
 		return errors.New("no cpuN lines")
+	}
+	// procfs reads the fields with %f, which also takes "-1", "NaN" and
+	// "Inf". The kernel prints tick counts, so such a value means a
+	// malformed file, not a counter to export (FuzzCPUProcfs regression
+	// inputs negative-ticks, nan-ticks).
+	for id, s := range st.CPU {
+		for _, v := range []float64{s.User, s.Nice, s.System, s.Idle, s.Iowait, s.IRQ, s.SoftIRQ, s.Steal} {
+			if !(v >= 0) || math.IsInf(v, 1) {
+				return fmt.Errorf("cpu%d: time %v s is not a count of ticks", id, v)
+			}
+		}
 	}
 	for id, s := range st.CPU {
 		cpu := strconv.FormatInt(id, 10)

@@ -117,9 +117,11 @@ type ethtoolKey struct {
 // string sets: the plan that turns the GSTATS array into samples, the
 // private flag names, and which optional calls the driver refuses.
 type ethtoolEntry struct {
-	key       ethtoolKey
-	samples   []ethtoolSample
-	privFlags []string
+	key     ethtoolKey
+	samples []ethtoolSample
+	// privBits are the GPFLAGS bits of the private flags reported, with
+	// their label pairs.
+	privBits  []int
 	privPairs [][]*dto.LabelPair
 
 	noChannels, noRing, noPrivFlags atomic.Bool
@@ -231,7 +233,8 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 		}
 		return fmt.Errorf("ETHTOOL_GDRVINFO: %w", err)
 	}
-	ch <- ethtoolDriverInfoFam.Must(1, d.Name, info.Driver, info.Version, info.FirmwareVersion, info.BusInfo)
+	ch <- ethtoolDriverInfoFam.Must(1, d.Name, validLabel(info.Driver), validLabel(info.Version),
+		validLabel(info.FirmwareVersion), validLabel(info.BusInfo))
 
 	e, err := c.entry(d, info)
 	if errors.Is(err, errStatsChanged) {
@@ -304,13 +307,13 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 			ch <- ethtoolRingMax.Must(float64(ring.TxMaxPending), d.Name, "tx")
 		}
 	}
-	if len(e.privFlags) > 0 && !e.noPrivFlags.Load() {
+	if len(e.privBits) > 0 && !e.noPrivFlags.Load() {
 		flags, err := c.src.PrivFlags(d.Name)
 		if c.optional(err, d.Name, "ETHTOOL_GPFLAGS", &e.noPrivFlags, &errs) {
-			ms := make([]ethtoolMetric, len(e.privFlags))
-			for i := range e.privFlags {
+			ms := make([]ethtoolMetric, len(e.privBits))
+			for i, bit := range e.privBits {
 				ms[i] = ethtoolMetric{desc: ethtoolPrivFlag.Desc(), typ: prometheus.GaugeValue,
-					value: float64(flags >> i & 1), pairs: e.privPairs[i]}
+					value: float64(flags >> bit & 1), pairs: e.privPairs[i]}
 				ch <- &ms[i]
 			}
 		}
@@ -368,8 +371,18 @@ func (c *ethtoolCollector) entry(d ethtoolDevice, info ethtoolDriverInfo) (*etht
 		names, err := c.src.PrivFlagNames(d.Name)
 		switch {
 		case err == nil:
-			e.privFlags = names
-			for _, n := range names {
+			seen := make(map[string]bool, len(names))
+			for bit, n := range names {
+				// A name listed twice would be a duplicate series,
+				// which the registry rejects (regression input
+				// dup-private-flag of FuzzEthtoolDump); the first
+				// bit wins.
+				if n = validLabel(n); seen[n] {
+					c.logger.Debug("private flag listed twice; reporting the first", "device", d.Name, "flag", n)
+					continue
+				}
+				seen[n] = true
+				e.privBits = append(e.privBits, bit)
 				e.privPairs = append(e.privPairs, prometheus.MakeLabelPairs(ethtoolPrivFlag.Desc(), []string{d.Name, n}))
 			}
 		case skippable(err):
@@ -479,6 +492,13 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 	sort.SliceStable(out, func(i, j int) bool { return out[i].idx < out[j].idx })
 	return out
 }
+
+// validLabel makes a driver string usable as a label value. GDRVINFO and
+// the string sets are bytes the driver (for the firmware version, often the
+// NIC's flash) fills as it likes; a value that is not UTF-8 makes
+// MustNewConstMetric panic in a scrape worker, which takes the exporter
+// down (found by FuzzEthtoolDump), so invalid bytes become U+FFFD.
+func validLabel(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 func labelsFor(dev, queue, extra string, withQueue bool) []string {
 	l := []string{dev}

@@ -3,6 +3,7 @@ package collector
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -34,19 +35,30 @@ func loadFixture(t testing.TB, path string) *fixtureDev {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	d, err := parseFixture(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return d
+}
+
+// parseFixture reads one device's captured ethtool output; the fuzz target
+// FuzzEthtoolDump feeds it mutated dumps, so bad input is an error, not a
+// test failure.
+func parseFixture(r io.Reader) (*fixtureDev, error) {
 	d := &fixtureDev{}
 	section, sub := "info", ""
-	num := func(s string) uint32 {
+	num := func(s string) (uint32, error) {
 		if s == "n/a" {
-			return 0
+			return 0, nil
 		}
 		v, err := strconv.ParseUint(s, 10, 32)
 		if err != nil {
-			t.Fatalf("%s: bad number %q", path, s)
+			return 0, fmt.Errorf("bad number %q", s)
 		}
-		return uint32(v)
+		return uint32(v), nil
 	}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
@@ -78,7 +90,7 @@ func loadFixture(t testing.TB, path string) *fixtureDev {
 			i = strings.Index(line, ":")
 		}
 		if i < 0 {
-			t.Fatalf("%s: unparsable line %q", path, line)
+			return nil, fmt.Errorf("unparsable line %q", line)
 		}
 		key, val := strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])
 		switch section {
@@ -96,7 +108,7 @@ func loadFixture(t testing.TB, path string) *fixtureDev {
 		case "stats":
 			v, err := strconv.ParseUint(val, 10, 64)
 			if err != nil {
-				t.Fatalf("%s: bad value in %q", path, line)
+				return nil, fmt.Errorf("bad value in %q", line)
 			}
 			d.names = append(d.names, key)
 			d.vals = append(d.vals, v)
@@ -106,7 +118,11 @@ func loadFixture(t testing.TB, path string) *fixtureDev {
 				"cur RX": &d.ring.RxPending, "cur TX": &d.ring.TxPending,
 			}[sub+" "+key]
 			if p != nil {
-				*p = num(val)
+				v, err := num(val)
+				if err != nil {
+					return nil, err
+				}
+				*p = v
 			}
 		case "chans":
 			p := map[string]*uint32{
@@ -114,7 +130,11 @@ func loadFixture(t testing.TB, path string) *fixtureDev {
 				"cur RX": &d.chans.RxCount, "cur TX": &d.chans.TxCount, "cur Other": &d.chans.OtherCount, "cur Combined": &d.chans.CombinedCount,
 			}[sub+" "+key]
 			if p != nil {
-				*p = num(val)
+				v, err := num(val)
+				if err != nil {
+					return nil, err
+				}
+				*p = v
 			}
 		case "priv":
 			if val == "on" {
@@ -124,10 +144,10 @@ func loadFixture(t testing.TB, path string) *fixtureDev {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	d.info.NStats, d.info.NPrivFlags = len(d.names), len(d.privNames)
-	return d
+	return d, nil
 }
 
 // fixtureSource answers the collector from fixtures and counts the calls it

@@ -172,8 +172,11 @@ func parseCPUList(s string) ([]int, error) {
 		if b-a > 1<<16 {
 			return nil, fmt.Errorf("CPU list %q: range %q too large", s, part)
 		}
-		for c := a; c <= b; c++ {
-			if !seen[c] {
+		// Counting by offset: "c <= b; c++" never ends when b is the
+		// largest int, as c wraps to the smallest (FuzzParseCPUList
+		// regression input max-int).
+		for n := 0; n <= b-a; n++ {
+			if c := a + n; !seen[c] {
 				seen[c] = true
 				out = append(out, c)
 			}

@@ -1,0 +1,131 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mdlayher/netlink"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// Helpers shared by the fuzz targets (docs/fuzzing.md). Unlike gather they
+// report problems as errors, so a target can decide which ones are bugs.
+
+// collect runs one Update and returns what it sent and its error. A panic
+// is deliberately not recovered: the fuzzer must see it.
+func collect(c Collector) ([]prometheus.Metric, error) {
+	ch := make(chan prometheus.Metric)
+	done := make(chan []prometheus.Metric)
+	go func() {
+		var ms []prometheus.Metric
+		for m := range ch {
+			ms = append(ms, m)
+		}
+		done <- ms
+	}()
+	err := c.Update(context.Background(), ch)
+	close(ch)
+	return <-done, err
+}
+
+// replayed is a prometheus.Collector that sends a fixed set of metrics.
+type replayed []prometheus.Metric
+
+func (replayed) Describe(chan<- *prometheus.Desc) {}
+
+func (r replayed) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range r {
+		ch <- m
+	}
+}
+
+// pedanticGather passes metrics through a pedantic registry, which rejects
+// invalid metric and label names, label values that are not UTF-8,
+// inconsistent label sets and duplicate series.
+func pedanticGather(ms []prometheus.Metric) ([]*dto.MetricFamily, error) {
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(replayed(ms)); err != nil {
+		return nil, err
+	}
+	return reg.Gather()
+}
+
+// exposition renders families in the text format, to compare two scrapes.
+func exposition(t *testing.T, mfs []*dto.MetricFamily) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
+}
+
+// writeAll checks that every metric can be written out, which is where a
+// metric built without validation (ethtoolMetric) or with a bad descriptor
+// fails.
+func writeAll(t *testing.T, ms []prometheus.Metric) {
+	t.Helper()
+	for _, m := range ms {
+		var out dto.Metric
+		if err := m.Write(&out); err != nil {
+			t.Fatalf("%s: %v", m.Desc(), err)
+		}
+	}
+}
+
+// splitNetlink splits a buffer into netlink messages the way a netlink
+// socket's receive buffer holds them (each nlmsghdr-sized, 4-byte aligned);
+// ok is false when the buffer is not a whole number of messages.
+func splitNetlink(b []byte) (msgs []netlink.Message, ok bool) {
+	for len(b) > 0 {
+		if len(b) < 16 {
+			return nil, false
+		}
+		l := int(binary.NativeEndian.Uint32(b))
+		aligned := (l + 3) &^ 3
+		if l < 16 || aligned > len(b) {
+			return nil, false
+		}
+		var m netlink.Message
+		if err := m.UnmarshalBinary(b[:aligned]); err != nil {
+			return nil, false
+		}
+		msgs = append(msgs, m)
+		b = b[aligned:]
+	}
+	return msgs, true
+}
+
+// hexFixture reads a testdata/netdev file (one message per line in hex,
+// # comments) as one buffer, as the fuzz targets' seeds.
+func hexFixture(f *testing.F, path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var out []byte
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		raw, err := hex.DecodeString(line)
+		if err != nil {
+			f.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, raw...)
+	}
+	if _, ok := splitNetlink(out); !ok {
+		f.Fatalf("%s: not a sequence of netlink messages", path)
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package collector
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/mdlayher/genetlink"
+)
+
+// fuzzNetdevSource answers each dump with the fuzz input's messages of that
+// command, as the kernel tags its replies; the queue-scope qstats request
+// gets none (the per-queue replies arrive with the device-scope ones).
+type fuzzNetdevSource struct{ msgs []genetlink.Message }
+
+func (s fuzzNetdevSource) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
+	if attrs != nil {
+		return nil, nil
+	}
+	var out []genetlink.Message
+	for _, m := range s.msgs {
+		if m.Header.Command == cmd {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (fuzzNetdevSource) Close() error { return nil }
+
+// FuzzNetdevDecode feeds netlink replies of the netdev family (struct
+// nlmsghdr, struct genlmsghdr, attributes, as the kernel sends them) to
+// every netdev decoder and to the collector. Whatever the attributes hold,
+// nothing panics, a decoder that succeeds returns one value per message,
+// and every metric the collector sends can be written out.
+func FuzzNetdevDecode(f *testing.F) {
+	var all []byte
+	for _, name := range []string{"dev-get", "qstats-get", "qstats-get-queue", "queue-get", "queue-get-irq",
+		"napi-get", "napi-get-irq", "page-pool-get", "page-pool-stats-get"} {
+		b := hexFixture(f, filepath.Join("testdata", "netdev", name+".hex"))
+		f.Add(b)
+		all = append(all, b...)
+	}
+	f.Add(all)
+	procIRQ := f.TempDir()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		nms, ok := splitNetlink(raw)
+		if !ok {
+			return
+		}
+		msgs := make([]genetlink.Message, 0, len(nms))
+		for _, nm := range nms {
+			var gm genetlink.Message
+			if err := gm.UnmarshalBinary(nm.Data); err != nil {
+				return
+			}
+			msgs = append(msgs, gm)
+		}
+		check := func(what string, n int, err error) {
+			if err == nil && n != len(msgs) {
+				t.Fatalf("%s: %d values from %d messages", what, n, len(msgs))
+			}
+		}
+		devs, err := decodeDevs(msgs)
+		check("dev-get", len(devs), err)
+		qs, err := decodeQstats(msgs)
+		check("qstats-get", len(qs), err)
+		queues, err := decodeQueues(msgs)
+		check("queue-get", len(queues), err)
+		napis, err := decodeNapis(msgs)
+		check("napi-get", len(napis), err)
+		pools, err := decodePagePools(msgs)
+		check("page-pool-get", len(pools), err)
+		stats, err := decodePagePoolStats(msgs)
+		check("page-pool-stats-get", len(stats), err)
+
+		c := newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcIRQ: procIRQ}, discardLogger(),
+			fuzzNetdevSource{msgs}, func() (map[uint32]string, error) { return fixtureNames, nil })
+		ms, _ := collect(c)
+		writeAll(t, ms)
+	})
+}
+
+// FuzzXDPDiag feeds sock_diag replies (struct nlmsghdr, struct
+// xdp_diag_msg, attributes) to decodeXDPDiag and the xsk collector: no
+// panic, one socket per message when decoding succeeds, and the collector
+// sends every stat of every socket that has XDP_DIAG_STATS.
+func FuzzXDPDiag(f *testing.F) {
+	b := hexFixture(f, xskFixturePath)
+	f.Add(b)
+	msgs, _ := splitNetlink(b)
+	for _, m := range msgs {
+		raw, err := m.MarshalBinary()
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		msgs, ok := splitNetlink(raw)
+		if !ok {
+			return
+		}
+		socks, err := decodeXDPDiag(msgs)
+		if err != nil {
+			return
+		}
+		if len(socks) != len(msgs) {
+			t.Fatalf("%d sockets from %d messages", len(socks), len(msgs))
+		}
+		withStats := 0
+		for _, s := range socks {
+			if s.hasStats {
+				withStats++
+			}
+		}
+		c := &XSKCollector{logger: discardLogger(), src: replayXSK{msgs}, names: func() (map[uint32]string, error) { return fixtureNames, nil }}
+		ms, err := collect(c)
+		if err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		writeAll(t, ms)
+		if len(ms) != withStats*len(xskStatNames) {
+			t.Fatalf("%d metrics for %d sockets with stats", len(ms), withStats)
+		}
+	})
+}
