@@ -233,8 +233,7 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 		}
 		return fmt.Errorf("ETHTOOL_GDRVINFO: %w", err)
 	}
-	ch <- ethtoolDriverInfoFam.Must(1, d.Name, validLabel(info.Driver), validLabel(info.Version),
-		validLabel(info.FirmwareVersion), validLabel(info.BusInfo))
+	ch <- ethtoolDriverInfoFam.Must(1, d.Name, info.Driver, info.Version, info.FirmwareVersion, info.BusInfo)
 
 	e, err := c.entry(d, info)
 	if errors.Is(err, errStatsChanged) {
@@ -492,13 +491,6 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 	sort.SliceStable(out, func(i, j int) bool { return out[i].idx < out[j].idx })
 	return out
 }
-
-// validLabel makes a driver string usable as a label value. GDRVINFO and
-// the string sets are bytes the driver (for the firmware version, often the
-// NIC's flash) fills as it likes; a value that is not UTF-8 makes
-// MustNewConstMetric panic in a scrape worker, which takes the exporter
-// down (found by FuzzEthtoolDump), so invalid bytes become U+FFFD.
-func validLabel(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 func labelsFor(dev, queue, extra string, withQueue bool) []string {
 	l := []string{dev}

@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -69,8 +71,29 @@ func (f *Family) Must(value float64, labelValues ...string) prometheus.Metric {
 	default:
 		panic("collector: Must on a " + string(f.Type) + " family " + f.Name)
 	}
-	return prometheus.MustNewConstMetric(f.desc, vt, value, labelValues...)
+	return prometheus.MustNewConstMetric(f.desc, vt, value, validLabels(labelValues)...)
 }
+
+// validLabels makes kernel and driver strings usable as label values.
+// Interface names may hold any bytes but '/', ':' and white space, and
+// driver strings (a firmware version read from the NIC's flash) are bytes
+// the driver fills as it likes; a value that is not UTF-8 makes
+// MustNewConstMetric panic (found by FuzzEthtoolDump), so invalid bytes
+// become U+FFFD. The common case, all valid, allocates nothing.
+func validLabels(values []string) []string {
+	for i, v := range values {
+		if !utf8.ValidString(v) {
+			out := slices.Clone(values)
+			for j := i; j < len(out); j++ {
+				out[j] = validLabel(out[j])
+			}
+			return out
+		}
+	}
+	return values
+}
+
+func validLabel(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // Catalogue returns every declared family sorted by name.
 func Catalogue() []*Family {

@@ -4,6 +4,8 @@ import (
 	"flag"
 	"os"
 	"testing"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 var update = flag.Bool("update", false, "rewrite METRICS.md from the catalogue")
@@ -22,5 +24,18 @@ func TestMetricsDoc(t *testing.T) {
 	}
 	if string(got) != want {
 		t.Fatalf("METRICS.md is out of date; run: go test ./collector -run TestMetricsDoc -update")
+	}
+}
+
+// TestMustInvalidUTF8: an interface name is any bytes but '/', ':' and
+// white space; such a label value must not panic the scrape.
+func TestMustInvalidUTF8(t *testing.T) {
+	m := scrapeSuccess.Must(1, "eth\xff0")
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.GetLabel()[0].GetValue(); got != "eth\uFFFD0" {
+		t.Fatalf("label %q, want eth\\uFFFD0", got)
 	}
 }

@@ -328,7 +328,7 @@ func (s napiSeries) histogram() prometheus.Metric {
 	}
 	count += s.bigPolls
 	work += s.bigWork
-	return prometheus.MustNewConstHistogram(napiPollWork.Desc(), count, float64(work), buckets, s.device, s.netns, s.context)
+	return prometheus.MustNewConstHistogram(napiPollWork.Desc(), count, float64(work), buckets, validLabels([]string{s.device, s.netns, s.context})...)
 }
 
 func (c *NapiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
