@@ -203,7 +203,7 @@ func (c *ethtoolCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 				if i >= len(selected) || ctx.Err() != nil {
 					return
 				}
-				if err := c.device(selected[i], ch); err != nil {
+				if err := c.deviceSafe(selected[i], ch); err != nil {
 					errMu.Lock()
 					errs = append(errs, fmt.Errorf("%s: %w", selected[i].Name, err))
 					errMu.Unlock()
@@ -216,6 +216,18 @@ func (c *ethtoolCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// deviceSafe turns a panic in one device's decoding into that device's
+// error: the scrape framework recovers panics only on the goroutine that
+// runs Update, and a panic on a worker would end the process.
+func (c *ethtoolCollector) deviceSafe(d ethtoolDevice, ch chan<- prometheus.Metric) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return c.device(d, ch)
 }
 
 // skippable sorts ioctl errors: a device that vanished (ENODEV, ENXIO) or a
