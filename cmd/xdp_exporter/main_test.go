@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -195,9 +196,23 @@ func parse(t testing.TB, body string) map[string]bool {
 // succeeded.
 func TestScrapeDefaults(t *testing.T) {
 	testenv.Privileged(t)
+	pair := netlab.TestPair(t, 2)
 	e := startExporter(t)
 	body := e.Scrape(t)
 	promtoolCheck(t, body)
+
+	// The test's veth shows up per queue, and the CPU families mpstat's
+	// columns come from are there.
+	for _, want := range []string{
+		`xdp_ethtool_rx_xdp_processed_packets_total{device="` + pair.Host.Name + `",queue="0"}`,
+		`xdp_ethtool_rx_xdp_processed_packets_total{device="` + pair.Host.Name + `",queue="1"}`,
+		`xdp_cpu_seconds_total{cpu="0",mode="softirq"}`,
+		`xdp_cpu_seconds_total{cpu="0",mode="idle"}`,
+	} {
+		if !strings.Contains(body, want+" ") {
+			t.Errorf("scrape lacks %s", want)
+		}
+	}
 
 	documented := map[string]bool{}
 	var patterns []string
