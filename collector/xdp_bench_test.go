@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -18,13 +17,14 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
 
-// BenchmarkXDPCollectorCost measures what the xdp collector costs the
-// packet path: live-frame throughput from one CPU into a veth whose XDP
-// program drops everything, with no xdp collector, with the default one
-// and with --collector.xdp.redirect-success. Each iteration is one round
-// of the three modes in turn, so drift on a shared machine hits all three
-// alike; the reported figures are medians over rounds. Received frames are
-// veth's own per-queue XDP drop counters.
+// BenchmarkXDPCollectorCost measures what the tracepoint collectors cost
+// the packet path: live-frame throughput from one CPU into a veth whose XDP
+// program drops everything, with no collector, with the default xdp
+// collector, with the default BPF collectors (xdp and napi, with its
+// softirq tracepoints) and with --collector.xdp.redirect-success. Each
+// iteration is one round of the modes in turn, so drift on a shared machine
+// hits all alike; the reported figures are medians over rounds. Received
+// frames are veth's own per-queue XDP drop counters.
 //
 // The generator's XDP_TX is itself a redirect in live-frame mode, so the
 // default collector sees one xdp:xdp_devmap_xmit event per bulk of 16
@@ -51,27 +51,38 @@ func BenchmarkXDPCollectorCost(b *testing.B) {
 		return s["rx_queue_0_xdp_drops"]
 	}
 
-	modes := []struct {
-		name string
-		cfg  *XDPConfig
-	}{
-		{"none", nil},
-		{"default", &XDPConfig{}},
-		{"redirect-success", &XDPConfig{RedirectSuccess: true}},
+	xdpOnly := func(cfg XDPConfig) func() ([]Collector, error) {
+		return func() ([]Collector, error) {
+			c, err := NewXDPCollector(cfg, discardLogger())
+			return []Collector{c}, err
+		}
 	}
-	const runFor = time.Second
+	modes := []struct {
+		name  string
+		start func() ([]Collector, error)
+	}{
+		{"none", func() ([]Collector, error) { return nil, nil }},
+		{"default", xdpOnly(XDPConfig{})},
+		{"default_bpf", func() ([]Collector, error) {
+			x, err := NewXDPCollector(XDPConfig{}, discardLogger())
+			if err != nil {
+				return nil, err
+			}
+			n, err := NewNapiCollector(NapiConfig{Softirq: true}, discardLogger())
+			return []Collector{x, n}, err
+		}},
+		{"redirect-success", xdpOnly(XDPConfig{RedirectSuccess: true})},
+	}
+	const runFor = 2 * time.Second
 	mpps := make([][]float64, len(modes))
 	for i := 0; i < b.N; i++ {
 		for m, mode := range modes {
-			var c Collector
-			if mode.cfg != nil {
-				c, err = NewXDPCollector(*mode.cfg, discardLogger())
-				testenv.Check(b, err, "starting the xdp collector")
-			}
+			cs, err := mode.start()
+			testenv.Check(b, err, "starting the collectors")
 			before := received()
 			ctx, cancel := context.WithTimeout(context.Background(), runFor)
 			start := time.Now()
-			_, err := g.Run(ctx, trafficgen.Config{
+			_, err = g.Run(ctx, trafficgen.Config{
 				NS: pair.NS, Ifindex: pair.Peer.Index,
 				SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
 				CPUs: []int{1},
@@ -82,7 +93,7 @@ func BenchmarkXDPCollectorCost(b *testing.B) {
 				b.Fatal(err)
 			}
 			mpps[m] = append(mpps[m], float64(received()-before)/elapsed.Seconds()/1e6)
-			if c != nil {
+			for _, c := range cs {
 				if err := c.Close(); err != nil {
 					b.Fatal(err)
 				}
@@ -91,21 +102,13 @@ func BenchmarkXDPCollectorCost(b *testing.B) {
 	}
 	med := make([]float64, len(modes))
 	for m, mode := range modes {
-		med[m] = xdpMedian(mpps[m])
+		med[m] = median(mpps[m])
 		b.ReportMetric(med[m], "Mpps_"+mode.name)
 		b.Logf("%-16s median %.3f Mpps over %d runs %s", mode.name, med[m], len(mpps[m]), xdpFmtRuns(mpps[m]))
 	}
-	b.ReportMetric(med[1]/med[0], "ratio_default")
-	b.ReportMetric(med[2]/med[0], "ratio_success")
-}
-
-func xdpMedian(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
+	for m := 1; m < len(modes); m++ {
+		b.ReportMetric(med[m]/med[0], "ratio_"+modes[m].name)
 	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func xdpFmtRuns(v []float64) string {
