@@ -1,8 +1,9 @@
 //go:build ignore
 
 // The rxq program: the counters of samples/bpf xdp_rxq_info as a
-// long-running XDP program. Per packet it does one inlined per-CPU array
-// lookup and two increments, and then returns a verdict fixed at load time.
+// long-running XDP program. Per packet it reads the CPU number and the RX
+// queue, increments two counters at an address computed from them, and
+// returns a verdict fixed at load time.
 //
 // The configuration lives in read-only globals (.rodata) that the loader
 // rewrites before loading, so the verifier sees constants and removes the
@@ -14,34 +15,49 @@
 
 #define ETH_ALEN 6 // a macro in linux/if_ether.h, so not in vmlinux.h
 
-// Why a packet was not counted per queue; keys of the issues map.
-enum rxq_issue {
-	RXQ_ISSUE_IFINDEX = 0, // ctx->ingress_ifindex is not the device loaded for
-	RXQ_ISSUE_QUEUE = 1,   // ctx->rx_queue_index beyond the rxq_stats slots
-	RXQ_ISSUE_MAX,
-};
-
 // rxq_rec is one queue's count on one CPU.
 struct rxq_rec {
 	__u64 packets;
 	__u64 bytes;
 };
 
-// Indexed by ctx->rx_queue_index. The loader sizes it to the device's RX
-// queue count; 256 is the size the object declares.
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, struct rxq_rec);
-} rxq_stats SEC(".maps");
+// The counters: one row per CPU, rxq_counts[cpu][slot], where slots
+// [0, cfg_queues) are the RX queues, slot cfg_queues counts packets from a
+// higher ctx->rx_queue_index (RXQ_SLOT_QUEUE_ISSUE) and slot cfg_queues + 1
+// the packets of another device (RXQ_SLOT_IFINDEX_ISSUE, only with
+// cfg_check_ifindex).
+//
+// A global array rather than a per-CPU map: the program reaches it at an
+// address fixed at load time (no lookup) and indexes it by the CPU number,
+// which the JIT inlines. Each CPU writes only its own row, and XDP does not
+// nest on a CPU, so the plain increments are exact, as in a per-CPU map;
+// rows are whole, aligned cache lines, so CPUs do not share one.
+//
+// The loader sizes the section's map to the rows it needs: cfg_cpu_mask + 1
+// rows (a power of two covering the possible CPUs, so the mask bounds the
+// index) of 1 << cfg_row_shift bytes (a power of two of at least a cache
+// line that holds every slot). The size declared here is one row, for the
+// compiler; the verifier checks the index against the loaded size.
+struct rxq_rec rxq_counts[4] SEC(".data.rxq_counts") __attribute__((aligned(64), visibility("hidden")));
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, RXQ_ISSUE_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} rxq_issues SEC(".maps");
+// Set by the loader. cfg_action is an XDP action: XDP_PASS, XDP_DROP,
+// XDP_TX (with a MAC swap so the frame goes back where it came from) or
+// XDP_REDIRECT (into rxq_redirect slot 0).
+volatile const __u32 cfg_action = XDP_PASS;
+// cfg_read makes the program read the Ethernet header before the verdict,
+// xdp_rxq_info's --read: the cost of touching packet data (a cache miss
+// when the NIC did not place the frame in the CPU cache).
+volatile const bool cfg_read = false;
+// cfg_check_ifindex counts packets whose ctx->ingress_ifindex is not
+// cfg_ifindex as issues, as xdp_rxq_info does. Off by default: the
+// collector attaches each program instance to its own device only, where
+// the check cannot fire, and it costs a chain of dependent loads per packet
+// (xdp_buff -> rxq -> net_device -> ifindex).
+volatile const bool cfg_check_ifindex = false;
+volatile const __u32 cfg_ifindex = 0;
+volatile const __u32 cfg_queues = 1;
+volatile const __u32 cfg_cpu_mask = 0;
+volatile const __u32 cfg_row_shift = 6;
 
 // The redirect target, slot 0, filled by the loader for the redirect action.
 struct {
@@ -50,24 +66,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } rxq_redirect SEC(".maps");
-
-// Set by the loader. cfg_action is an XDP action: XDP_PASS, XDP_DROP,
-// XDP_TX (with a MAC swap so the frame goes back where it came from) or
-// XDP_REDIRECT (into rxq_redirect slot 0).
-volatile const __u32 cfg_ifindex = 0;
-volatile const __u32 cfg_action = XDP_PASS;
-// cfg_read makes the program read the Ethernet header before the verdict,
-// xdp_rxq_info's --read: the cost of touching packet data (a cache miss
-// when the NIC did not place the frame in the CPU cache).
-volatile const bool cfg_read = false;
-
-static __always_inline void count_issue(__u32 key)
-{
-	__u64 *n = bpf_map_lookup_elem(&rxq_issues, &key);
-
-	if (n)
-		(*n)++;
-}
 
 static __always_inline void swap_mac(struct ethhdr *eth)
 {
@@ -81,19 +79,22 @@ static __always_inline void swap_mac(struct ethhdr *eth)
 SEC("xdp")
 int xdp_rxq(struct xdp_md *ctx)
 {
+	// The CPU first: the helper call clobbers r1-r5, so only ctx has to
+	// live across it.
+	__u32 cpu = bpf_get_smp_processor_id() & cfg_cpu_mask;
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 key = ctx->rx_queue_index;
+	__u32 queues = cfg_queues;
+	__u32 slot = ctx->rx_queue_index;
 	struct rxq_rec *rec;
 
-	if (ctx->ingress_ifindex != cfg_ifindex) {
-		count_issue(RXQ_ISSUE_IFINDEX);
-	} else if ((rec = bpf_map_lookup_elem(&rxq_stats, &key))) {
-		rec->packets++;
-		rec->bytes += data_end - data;
-	} else {
-		count_issue(RXQ_ISSUE_QUEUE);
-	}
+	if (slot >= queues)
+		slot = queues; // RXQ_SLOT_QUEUE_ISSUE
+	if (cfg_check_ifindex && ctx->ingress_ifindex != cfg_ifindex)
+		slot = queues + 1; // RXQ_SLOT_IFINDEX_ISSUE
+	rec = (void *)rxq_counts + (cpu << cfg_row_shift) + slot * sizeof(*rec);
+	rec->packets++;
+	rec->bytes += data_end - data;
 
 	if (cfg_read || cfg_action == XDP_TX) {
 		struct ethhdr *eth = data;

@@ -23,13 +23,15 @@ type RxqRxqRec struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	RxqMapRxqIssues   = "rxq_issues"
-	RxqMapRxqRedirect = "rxq_redirect"
-	RxqMapRxqStats    = "rxq_stats"
-	RxqProgXdpRxq     = "xdp_rxq"
-	RxqVarCfgAction   = "cfg_action"
-	RxqVarCfgIfindex  = "cfg_ifindex"
-	RxqVarCfgRead     = "cfg_read"
+	RxqMapRxqRedirect     = "rxq_redirect"
+	RxqProgXdpRxq         = "xdp_rxq"
+	RxqVarCfgAction       = "cfg_action"
+	RxqVarCfgCheckIfindex = "cfg_check_ifindex"
+	RxqVarCfgCpuMask      = "cfg_cpu_mask"
+	RxqVarCfgIfindex      = "cfg_ifindex"
+	RxqVarCfgQueues       = "cfg_queues"
+	RxqVarCfgRead         = "cfg_read"
+	RxqVarCfgRowShift     = "cfg_row_shift"
 )
 
 // LoadRxq returns the embedded CollectionSpec for Rxq.
@@ -81,18 +83,20 @@ type RxqProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RxqMapSpecs struct {
-	RxqIssues   *ebpf.MapSpec `ebpf:"rxq_issues"`
 	RxqRedirect *ebpf.MapSpec `ebpf:"rxq_redirect"`
-	RxqStats    *ebpf.MapSpec `ebpf:"rxq_stats"`
 }
 
 // RxqVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RxqVariableSpecs struct {
-	CfgAction  *ebpf.VariableSpec `ebpf:"cfg_action"`
-	CfgIfindex *ebpf.VariableSpec `ebpf:"cfg_ifindex"`
-	CfgRead    *ebpf.VariableSpec `ebpf:"cfg_read"`
+	CfgAction       *ebpf.VariableSpec `ebpf:"cfg_action"`
+	CfgCheckIfindex *ebpf.VariableSpec `ebpf:"cfg_check_ifindex"`
+	CfgCpuMask      *ebpf.VariableSpec `ebpf:"cfg_cpu_mask"`
+	CfgIfindex      *ebpf.VariableSpec `ebpf:"cfg_ifindex"`
+	CfgQueues       *ebpf.VariableSpec `ebpf:"cfg_queues"`
+	CfgRead         *ebpf.VariableSpec `ebpf:"cfg_read"`
+	CfgRowShift     *ebpf.VariableSpec `ebpf:"cfg_row_shift"`
 }
 
 // RxqObjects contains all objects after they have been loaded into the kernel.
@@ -115,16 +119,12 @@ func (o *RxqObjects) Close() error {
 //
 // It can be passed to LoadRxqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RxqMaps struct {
-	RxqIssues   *ebpf.Map `ebpf:"rxq_issues"`
 	RxqRedirect *ebpf.Map `ebpf:"rxq_redirect"`
-	RxqStats    *ebpf.Map `ebpf:"rxq_stats"`
 }
 
 func (m *RxqMaps) Close() error {
 	return _RxqClose(
-		m.RxqIssues,
 		m.RxqRedirect,
-		m.RxqStats,
 	)
 }
 
@@ -132,9 +132,13 @@ func (m *RxqMaps) Close() error {
 //
 // It can be passed to LoadRxqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RxqVariables struct {
-	CfgAction  *ebpf.Variable `ebpf:"cfg_action"`
-	CfgIfindex *ebpf.Variable `ebpf:"cfg_ifindex"`
-	CfgRead    *ebpf.Variable `ebpf:"cfg_read"`
+	CfgAction       *ebpf.Variable `ebpf:"cfg_action"`
+	CfgCheckIfindex *ebpf.Variable `ebpf:"cfg_check_ifindex"`
+	CfgCpuMask      *ebpf.Variable `ebpf:"cfg_cpu_mask"`
+	CfgIfindex      *ebpf.Variable `ebpf:"cfg_ifindex"`
+	CfgQueues       *ebpf.Variable `ebpf:"cfg_queues"`
+	CfgRead         *ebpf.Variable `ebpf:"cfg_read"`
+	CfgRowShift     *ebpf.Variable `ebpf:"cfg_row_shift"`
 }
 
 // RxqPrograms contains all programs after they have been loaded into the kernel.

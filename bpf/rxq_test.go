@@ -40,44 +40,45 @@ func testFrame() []byte {
 	return f
 }
 
-func loadRxq(t testing.TB, cfg RxqConfig) *RxqObjects {
+func loadRxq(t testing.TB, cfg RxqConfig) *Rxq {
 	t.Helper()
 	testenv.Privileged(t)
-	objs, err := LoadRxqConfigured(cfg)
+	r, err := LoadRxqConfigured(cfg)
 	testenv.Check(t, err, "loading rxq")
-	t.Cleanup(func() { objs.Close() })
-	return objs
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
-func sumRec(t testing.TB, m *ebpf.Map, key uint32) RxqRxqRec {
-	t.Helper()
-	var perCPU []RxqRxqRec
-	if err := m.Lookup(key, &perCPU); err != nil {
-		t.Fatal(err)
-	}
+func sum(recs []RxqRxqRec) RxqRxqRec {
 	var s RxqRxqRec
-	for _, r := range perCPU {
+	for _, r := range recs {
 		s.Packets += r.Packets
 		s.Bytes += r.Bytes
 	}
 	return s
 }
 
-func sumU64(t testing.TB, m *ebpf.Map, key uint32) uint64 {
+// onCPU runs f on a thread bound to cpu: BPF_PROG_RUN runs the program
+// on the calling thread's CPU.
+func onCPU(t *testing.T, cpu int, f func()) {
 	t.Helper()
-	var perCPU []uint64
-	if err := m.Lookup(key, &perCPU); err != nil {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
 		t.Fatal(err)
 	}
-	var s uint64
-	for _, v := range perCPU {
-		s += v
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		t.Fatalf("binding to CPU %d: %v", cpu, err)
 	}
-	return s
+	defer unix.SchedSetaffinity(0, &old)
+	f()
 }
 
 // TestRxqProgRun runs the program on a test frame under every action and
-// option and checks the verdict, the counts and the frame it returns.
+// option, on each CPU in turn, and checks the verdict, the counts per
+// queue and CPU and the frame it returns.
 func TestRxqProgRun(t *testing.T) {
 	for _, tc := range []struct {
 		action XDPAction
@@ -88,71 +89,97 @@ func TestRxqProgRun(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("action=%d/read=%v", tc.action, tc.read), func(t *testing.T) {
 			lo := loIndex(t)
-			objs := loadRxq(t, RxqConfig{Ifindex: lo, Action: tc.action, Read: tc.read, Queues: 4})
+			r := loadRxq(t, RxqConfig{Action: tc.action, Read: tc.read, Queues: 4})
 			if tc.action == XDPRedirect {
-				if err := objs.RxqRedirect.Put(uint32(0), uint32(lo)); err != nil {
+				if err := r.RxqRedirect.Put(uint32(0), uint32(lo)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			in := testFrame()
-			out := make([]byte, len(in))
+			cpus := runtime.NumCPU()
 			// Non-live test runs reuse one buffer, so an odd count
 			// leaves a swapped frame behind.
 			const n = 999
-			ret, err := objs.XdpRxq.Run(&ebpf.RunOptions{
-				Data: in, DataOut: out, Repeat: n,
-				Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
-			})
-			if err != nil {
-				t.Fatal(err)
+			in := testFrame()
+			for cpu := range cpus {
+				out := make([]byte, len(in))
+				onCPU(t, cpu, func() {
+					// A count per CPU that tells the CPUs apart.
+					ret, err := r.XdpRxq.Run(&ebpf.RunOptions{
+						Data: in, DataOut: out, Repeat: uint32(n + 2*cpu),
+						Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if XDPAction(ret) != tc.action {
+						t.Errorf("verdict %d, want %d", ret, tc.action)
+					}
+				})
+				want := testFrame()
+				if tc.action == XDPTx {
+					copy(want[0:6], in[6:12])
+					copy(want[6:12], in[0:6])
+				}
+				if !bytes.Equal(out, want) {
+					t.Errorf("frame out\n% x\nwant\n% x", out, want)
+				}
 			}
-			if XDPAction(ret) != tc.action {
-				t.Errorf("verdict %d, want %d", ret, tc.action)
+			c := r.Read()
+			if len(c.Queue) != 4 {
+				t.Fatalf("%d queues read, want 4", len(c.Queue))
 			}
-			if got := sumRec(t, objs.RxqStats, 0); got.Packets != n || got.Bytes != n*uint64(len(in)) {
-				t.Errorf("queue 0 counted %+v, want %d packets of %d bytes", got, n, len(in))
+			for cpu := range cpus {
+				want := uint64(n + 2*cpu)
+				if got := c.Queue[0][cpu]; got.Packets != want || got.Bytes != want*uint64(len(in)) {
+					t.Errorf("queue 0 CPU %d counted %+v, want %d packets of %d bytes", cpu, got, want, len(in))
+				}
 			}
-			if got := sumRec(t, objs.RxqStats, 1); got.Packets != 0 {
-				t.Errorf("queue 1 counted %d packets, want 0", got.Packets)
+			for q := 1; q < 4; q++ {
+				if got := sum(c.Queue[q]); got.Packets != 0 {
+					t.Errorf("queue %d counted %d packets, want 0", q, got.Packets)
+				}
 			}
-			if got := sumU64(t, objs.RxqIssues, RxqIssueIfindex) + sumU64(t, objs.RxqIssues, RxqIssueQueue); got != 0 {
+			if got := sum(c.QueueOutOfRange).Packets + sum(c.IfindexMismatch).Packets; got != 0 {
 				t.Errorf("%d issues, want 0", got)
-			}
-			want := testFrame()
-			if tc.action == XDPTx {
-				copy(want[0:6], in[6:12])
-				copy(want[6:12], in[0:6])
-			}
-			if !bytes.Equal(out, want) {
-				t.Errorf("frame out\n% x\nwant\n% x", out, want)
 			}
 		})
 	}
 }
 
 // TestRxqIfindexIssue runs the program with an ingress device other than
-// the one it was loaded for: every packet is an issue, none is counted per
-// queue, and the verdict is still the configured one.
+// the one it was loaded for. With the check, every packet is an issue, none
+// is counted per queue, and the verdict is still the configured one;
+// without it (the default: the collector attaches each program to its
+// device only) the packets count on their queue.
 func TestRxqIfindexIssue(t *testing.T) {
-	lo := loIndex(t)
-	objs := loadRxq(t, RxqConfig{Ifindex: lo + 1000, Action: XDPPass})
-	in := testFrame()
-	const n = 500
-	ret, err := objs.XdpRxq.Run(&ebpf.RunOptions{
-		Data: in, Repeat: n,
-		Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if XDPAction(ret) != XDPPass {
-		t.Errorf("verdict %d, want XDP_PASS", ret)
-	}
-	if got := sumU64(t, objs.RxqIssues, RxqIssueIfindex); got != n {
-		t.Errorf("ifindex issues %d, want %d", got, n)
-	}
-	if got := sumRec(t, objs.RxqStats, 0); got.Packets != 0 {
-		t.Errorf("queue 0 counted %d packets, want 0", got.Packets)
+	for _, check := range []bool{true, false} {
+		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {
+			lo := loIndex(t)
+			r := loadRxq(t, RxqConfig{CheckIfindex: check, Ifindex: lo + 1000, Action: XDPPass})
+			in := testFrame()
+			const n = 500
+			ret, err := r.XdpRxq.Run(&ebpf.RunOptions{
+				Data: in, Repeat: n,
+				Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if XDPAction(ret) != XDPPass {
+				t.Errorf("verdict %d, want XDP_PASS", ret)
+			}
+			c := r.Read()
+			wantIssues, wantQueue := uint64(n), uint64(0)
+			if !check {
+				wantIssues, wantQueue = 0, n
+			}
+			if got := sum(c.IfindexMismatch); got.Packets != wantIssues || got.Bytes != wantIssues*uint64(len(in)) {
+				t.Errorf("ifindex issues %+v, want %d packets", got, wantIssues)
+			}
+			if got := sum(c.Queue[0]).Packets; got != wantQueue {
+				t.Errorf("queue 0 counted %d packets, want %d", got, wantQueue)
+			}
+		})
 	}
 }
 
