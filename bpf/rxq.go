@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
@@ -45,11 +46,18 @@ const (
 // sized at load time.
 const rxqCountsSection = ".data.rxq_counts"
 
-// Rxq is a loaded rxq program with its counters.
+// rxqActionNames name the verdicts in the programs' names.
+var rxqActionNames = map[XDPAction]string{
+	XDPPass: "pass", XDPDrop: "drop", XDPTx: "tx", XDPRedirect: "redirect",
+}
+
+// Rxq is a loaded rxq program with its maps.
 type Rxq struct {
-	RxqObjects
+	Prog *ebpf.Program
+	// Redirect is the devmap of XDPRedirect; the caller fills slot 0.
+	Redirect *ebpf.Map
 	// Counts is the single-element array behind rxq_counts.
-	Counts *ebpf.Map `ebpf:".data.rxq_counts"`
+	Counts *ebpf.Map
 
 	queues   int
 	cpus     int
@@ -73,10 +81,17 @@ type RxqCounts struct {
 // counters for cfg.Queues queues on every possible CPU. The caller closes
 // it; for XDPRedirect it also fills RxqRedirect slot 0.
 func LoadRxqConfigured(cfg RxqConfig) (*Rxq, error) {
-	switch cfg.Action {
-	case XDPPass, XDPDrop, XDPTx, XDPRedirect:
-	default:
+	action, ok := rxqActionNames[cfg.Action]
+	if !ok {
 		return nil, fmt.Errorf("rxq: unsupported XDP action %d", cfg.Action)
+	}
+	// One program per combination of the options (see rxq.c).
+	prog := "xdp_rxq_" + action
+	if cfg.Read {
+		prog += "_read"
+	}
+	if cfg.CheckIfindex {
+		prog += "_ifindex"
 	}
 	queues := cfg.Queues
 	if queues <= 0 {
@@ -108,21 +123,34 @@ func LoadRxqConfigured(cfg RxqConfig) (*Rxq, error) {
 	// aligned; the collector reads them through the mapping.
 	counts.Flags |= unix.BPF_F_MMAPABLE
 	for name, v := range map[string]any{
-		"cfg_action":        uint32(cfg.Action),
-		"cfg_read":          cfg.Read,
-		"cfg_check_ifindex": cfg.CheckIfindex,
-		"cfg_ifindex":       uint32(cfg.Ifindex),
-		"cfg_queues":        uint32(queues),
-		"cfg_cpu_mask":      uint32(rows - 1),
-		"cfg_row_shift":     uint32(rowShift),
+		"cfg_ifindex":   uint32(cfg.Ifindex),
+		"cfg_queues":    uint32(queues),
+		"cfg_cpu_mask":  uint32(rows - 1),
+		"cfg_row_shift": uint32(rowShift),
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("rxq: setting %s: %w", name, err)
 		}
 	}
-	r := &Rxq{queues: queues, cpus: cpus, rowShift: rowShift}
-	if err := spec.LoadAndAssign(r, nil); err != nil {
+	// Only the configured program: the others would cost verifier time.
+	if spec.Programs[prog] == nil {
+		return nil, fmt.Errorf("rxq: the object has no program %s", prog)
+	}
+	for name := range spec.Programs {
+		if name != prog {
+			delete(spec.Programs, name)
+		}
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
 		return nil, fmt.Errorf("loading the rxq XDP program: %w", err)
+	}
+	defer coll.Close()
+	r := &Rxq{
+		Prog:     coll.DetachProgram(prog),
+		Redirect: coll.DetachMap(RxqMapRxqRedirect),
+		Counts:   coll.DetachMap(rxqCountsSection),
+		queues:   queues, cpus: cpus, rowShift: rowShift,
 	}
 	if r.mem, err = unix.Mmap(r.Counts.FD(), 0, int(counts.ValueSize), unix.PROT_READ, unix.MAP_SHARED); err != nil {
 		return nil, errors.Join(fmt.Errorf("rxq: mapping the counters: %w", err), r.Close())
@@ -155,16 +183,16 @@ func (r *Rxq) Read() RxqCounts {
 	return c
 }
 
-// Close unmaps the counters and frees the program and maps.
+// Close unmaps the counters and frees the program and maps (the kernel
+// keeps the program while a link holds it).
 func (r *Rxq) Close() error {
 	var errs []error
 	if r.mem != nil {
 		errs = append(errs, unix.Munmap(r.mem))
 		r.mem = nil
 	}
-	errs = append(errs, r.RxqObjects.Close())
-	if r.Counts != nil {
-		errs = append(errs, r.Counts.Close())
+	for _, c := range []io.Closer{r.Prog, r.Redirect, r.Counts} {
+		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -92,7 +92,7 @@ func TestRxqProgRun(t *testing.T) {
 			lo := loIndex(t)
 			r := loadRxq(t, RxqConfig{Action: tc.action, Read: tc.read, Queues: 4})
 			if tc.action == XDPRedirect {
-				if err := r.RxqRedirect.Put(uint32(0), uint32(lo)); err != nil {
+				if err := r.Redirect.Put(uint32(0), uint32(lo)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -105,7 +105,7 @@ func TestRxqProgRun(t *testing.T) {
 				out := make([]byte, len(in))
 				onCPU(t, cpu, func() {
 					// A count per CPU that tells the CPUs apart.
-					ret, err := r.XdpRxq.Run(&ebpf.RunOptions{
+					ret, err := r.Prog.Run(&ebpf.RunOptions{
 						Data: in, DataOut: out, Repeat: uint32(n + 2*cpu),
 						Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
 					})
@@ -159,7 +159,7 @@ func TestRxqIfindexIssue(t *testing.T) {
 			r := loadRxq(t, RxqConfig{CheckIfindex: check, Ifindex: lo + 1000, Action: XDPPass})
 			in := testFrame()
 			const n = 500
-			ret, err := r.XdpRxq.Run(&ebpf.RunOptions{
+			ret, err := r.Prog.Run(&ebpf.RunOptions{
 				Data: in, Repeat: n,
 				Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
 			})
@@ -328,7 +328,7 @@ func BenchmarkRxqProgRun(b *testing.B) {
 	bare := bareDrop(b)
 	rxq := func(cfg RxqConfig) *ebpf.Program {
 		cfg.Ifindex = lo
-		return loadRxq(b, cfg).XdpRxq
+		return loadRxq(b, cfg).Prog
 	}
 	variants := []struct {
 		name string

@@ -58,7 +58,7 @@ func init() {
 	register(Registration{
 		Name: "rxq",
 		Help: "Per RX queue and per CPU packet counts from an XDP program the exporter attaches to the given devices (samples/bpf xdp_rxq_info)",
-		Requires: "Linux 5.9+ (XDP bpf_link), CAP_BPF and CAP_NET_ADMIN; a device free of other XDP programs " +
+		Requires: "Linux 5.9+ (XDP bpf_link), CAP_BPF, CAP_PERFMON (the byte count subtracts packet pointers) and CAP_NET_ADMIN; a device free of other XDP programs " +
 			"(or --collector.rxq.force); native mode needs driver XDP support",
 		Flags: func(f *FlagSet) Builder {
 			devices := f.Flag("device", "Device to attach the rxq XDP program to (repeatable; required).").Strings()
@@ -205,16 +205,16 @@ func attachRxq(name string, cfg RxqConfig, action bpf.XDPAction, flags link.XDPA
 		return d, fmt.Errorf("rxq: device %s: %w", name, err)
 	}
 	if target != nil {
-		if err := d.objs.RxqRedirect.Put(uint32(0), uint32(target.Attrs().Index)); err != nil {
+		if err := d.objs.Redirect.Put(uint32(0), uint32(target.Attrs().Index)); err != nil {
 			return d, fmt.Errorf("rxq: setting redirect target %s: %w", target.Attrs().Name, err)
 		}
 	}
 	if d.link, err = link.AttachXDP(link.XDPOptions{
-		Program: d.objs.XdpRxq, Interface: attrs.Index, Flags: flags,
+		Program: d.objs.Prog, Interface: attrs.Index, Flags: flags,
 	}); err != nil {
 		return d, fmt.Errorf("rxq: attaching XDP (%s mode) to %s: %w", cfg.Mode, name, err)
 	}
-	info, err := d.objs.XdpRxq.Info()
+	info, err := d.objs.Prog.Info()
 	if err != nil {
 		return d, fmt.Errorf("rxq: reading program info: %w", err)
 	}
