@@ -1,25 +1,19 @@
 //go:build ignore
 
 // The rxq program: the counters of samples/bpf xdp_rxq_info as a
-// long-running XDP program. Per packet it does one inlined per-CPU array
-// lookup and two increments, and then returns a verdict fixed at load time.
+// long-running XDP program. Per packet it reads the CPU number and the RX
+// queue, increments two counters at an address computed from them, and
+// returns a verdict fixed at load time.
 //
-// The configuration lives in read-only globals (.rodata) that the loader
-// rewrites before loading, so the verifier sees constants and removes the
-// branches of the actions and options not chosen: the monitor (pass,
-// no read) pays for nothing but the counting.
+// Each verdict, with and without reading the packet, is its own program,
+// and the sizes and options live in read-only globals (.rodata) that the
+// loader sets before loading: the monitor (pass, no read) pays for nothing
+// but the counting.
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 
 #define ETH_ALEN 6 // a macro in linux/if_ether.h, so not in vmlinux.h
-
-// Why a packet was not counted per queue; keys of the issues map.
-enum rxq_issue {
-	RXQ_ISSUE_IFINDEX = 0, // ctx->ingress_ifindex is not the device loaded for
-	RXQ_ISSUE_QUEUE = 1,   // ctx->rx_queue_index beyond the rxq_stats slots
-	RXQ_ISSUE_MAX,
-};
 
 // rxq_rec is one queue's count on one CPU.
 struct rxq_rec {
@@ -27,21 +21,31 @@ struct rxq_rec {
 	__u64 bytes;
 };
 
-// Indexed by ctx->rx_queue_index. The loader sizes it to the device's RX
-// queue count; 256 is the size the object declares.
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 256);
-	__type(key, __u32);
-	__type(value, struct rxq_rec);
-} rxq_stats SEC(".maps");
+// The counters: one row per CPU, rxq_counts[cpu][slot], where slots
+// [0, cfg_queues) are the RX queues, slot cfg_queues counts packets from a
+// higher ctx->rx_queue_index (issue queue_out_of_range) and slot
+// cfg_queues + 1 the packets of another device (issue ifindex_mismatch,
+// only in the _ifindex programs).
+//
+// A global array rather than a per-CPU map: the program reaches it at an
+// address fixed at load time (no lookup) and indexes it by the CPU number,
+// which the JIT inlines. Each CPU writes only its own row, and XDP does not
+// nest on a CPU, so the plain increments are exact, as in a per-CPU map;
+// rows are whole, aligned cache lines, so CPUs do not share one.
+//
+// The loader sizes the section's map to the rows it needs: cfg_cpu_mask + 1
+// rows (a power of two covering the possible CPUs, so the mask bounds the
+// index) of 1 << cfg_row_shift bytes (a power of two of at least a cache
+// line that holds every slot). The size declared here is one row, for the
+// compiler; the verifier checks the index against the loaded size.
+struct rxq_rec rxq_counts[4] SEC(".data.rxq_counts") __attribute__((aligned(64), visibility("hidden")));
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, RXQ_ISSUE_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} rxq_issues SEC(".maps");
+// The device of the _ifindex programs.
+volatile const __u32 cfg_ifindex = 0;
+// The counters' layout (see rxq_counts), set by the loader.
+volatile const __u32 cfg_queues = 1;
+volatile const __u32 cfg_cpu_mask = 0;
+volatile const __u32 cfg_row_shift = 6;
 
 // The redirect target, slot 0, filled by the loader for the redirect action.
 struct {
@@ -50,24 +54,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } rxq_redirect SEC(".maps");
-
-// Set by the loader. cfg_action is an XDP action: XDP_PASS, XDP_DROP,
-// XDP_TX (with a MAC swap so the frame goes back where it came from) or
-// XDP_REDIRECT (into rxq_redirect slot 0).
-volatile const __u32 cfg_ifindex = 0;
-volatile const __u32 cfg_action = XDP_PASS;
-// cfg_read makes the program read the Ethernet header before the verdict,
-// xdp_rxq_info's --read: the cost of touching packet data (a cache miss
-// when the NIC did not place the frame in the CPU cache).
-volatile const bool cfg_read = false;
-
-static __always_inline void count_issue(__u32 key)
-{
-	__u64 *n = bpf_map_lookup_elem(&rxq_issues, &key);
-
-	if (n)
-		(*n)++;
-}
 
 static __always_inline void swap_mac(struct ethhdr *eth)
 {
@@ -78,38 +64,81 @@ static __always_inline void swap_mac(struct ethhdr *eth)
 	__builtin_memcpy(eth->h_dest, tmp, ETH_ALEN);
 }
 
-SEC("xdp")
-int xdp_rxq(struct xdp_md *ctx)
+// rxq counts the packet and returns action. action, read and
+// check_ifindex are compile-time constants: each combination is its own
+// program below, and
+// the loader loads only the one configured, so the program holds no code
+// and no configuration loads for the options not chosen (a read-only
+// global would leave its loads in the JITed code even where the verifier
+// prunes the branches).
+static __always_inline int rxq(struct xdp_md *ctx, const __u32 action, const bool read,
+			       const bool check_ifindex)
 {
+	// The CPU first: the helper call clobbers r1-r5, so only ctx has to
+	// live across it.
+	__u32 cpu = bpf_get_smp_processor_id() & cfg_cpu_mask;
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u32 key = ctx->rx_queue_index;
+	__u32 queues = cfg_queues;
+	__u32 slot = ctx->rx_queue_index;
 	struct rxq_rec *rec;
 
-	if (ctx->ingress_ifindex != cfg_ifindex) {
-		count_issue(RXQ_ISSUE_IFINDEX);
-	} else if ((rec = bpf_map_lookup_elem(&rxq_stats, &key))) {
-		rec->packets++;
-		rec->bytes += data_end - data;
-	} else {
-		count_issue(RXQ_ISSUE_QUEUE);
-	}
+	if (slot >= queues)
+		slot = queues; // the queue_out_of_range slot
+	if (check_ifindex && ctx->ingress_ifindex != cfg_ifindex)
+		slot = queues + 1; // the ifindex_mismatch slot
+	rec = (void *)rxq_counts + (cpu << cfg_row_shift) + slot * sizeof(*rec);
+	rec->packets++;
+	rec->bytes += data_end - data;
 
-	if (cfg_read || cfg_action == XDP_TX) {
+	if (read || action == XDP_TX) {
 		struct ethhdr *eth = data;
 
 		// A runt frame cannot be read or turned around; the stack
 		// drops it.
 		if ((void *)(eth + 1) > data_end)
 			return XDP_PASS;
-		if (cfg_read)
+		if (read)
 			(void)*(volatile __be16 *)&eth->h_proto;
-		if (cfg_action == XDP_TX)
+		if (action == XDP_TX)
 			swap_mac(eth);
 	}
-	if (cfg_action == XDP_REDIRECT)
+	if (action == XDP_REDIRECT)
 		return bpf_redirect_map(&rxq_redirect, 0, 0);
-	return cfg_action;
+	return action;
 }
+
+// The programs, named xdp_rxq_<action>[_read][_ifindex]: XDP_TX swaps the
+// MAC addresses so the frame goes back where it came from, XDP_REDIRECT
+// sends it into rxq_redirect slot 0; _read reads the Ethernet header
+// before the verdict, xdp_rxq_info's --read: the cost of touching packet
+// data (a cache miss when the NIC did not place the frame in the CPU
+// cache); _ifindex counts packets whose ctx->ingress_ifindex is not
+// cfg_ifindex as issues, as xdp_rxq_info does. The collector leaves that
+// check off by default: it attaches each program instance to its own
+// device only, where the check cannot fire, and it costs a chain of
+// dependent loads per packet (xdp_buff -> rxq -> net_device -> ifindex).
+#define RXQ_PROG(name, action, read, check_ifindex)           \
+	SEC("xdp") int name(struct xdp_md *ctx)               \
+	{                                                     \
+		return rxq(ctx, action, read, check_ifindex); \
+	}
+
+RXQ_PROG(xdp_rxq_pass, XDP_PASS, false, false)
+RXQ_PROG(xdp_rxq_pass_read, XDP_PASS, true, false)
+RXQ_PROG(xdp_rxq_drop, XDP_DROP, false, false)
+RXQ_PROG(xdp_rxq_drop_read, XDP_DROP, true, false)
+RXQ_PROG(xdp_rxq_tx, XDP_TX, false, false)
+RXQ_PROG(xdp_rxq_tx_read, XDP_TX, true, false)
+RXQ_PROG(xdp_rxq_redirect, XDP_REDIRECT, false, false)
+RXQ_PROG(xdp_rxq_redirect_read, XDP_REDIRECT, true, false)
+RXQ_PROG(xdp_rxq_pass_ifindex, XDP_PASS, false, true)
+RXQ_PROG(xdp_rxq_pass_read_ifindex, XDP_PASS, true, true)
+RXQ_PROG(xdp_rxq_drop_ifindex, XDP_DROP, false, true)
+RXQ_PROG(xdp_rxq_drop_read_ifindex, XDP_DROP, true, true)
+RXQ_PROG(xdp_rxq_tx_ifindex, XDP_TX, false, true)
+RXQ_PROG(xdp_rxq_tx_read_ifindex, XDP_TX, true, true)
+RXQ_PROG(xdp_rxq_redirect_ifindex, XDP_REDIRECT, false, true)
+RXQ_PROG(xdp_rxq_redirect_read_ifindex, XDP_REDIRECT, true, true)
 
 char LICENSE[] SEC("license") = "GPL";

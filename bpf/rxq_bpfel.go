@@ -23,13 +23,27 @@ type RxqRxqRec struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	RxqMapRxqIssues   = "rxq_issues"
-	RxqMapRxqRedirect = "rxq_redirect"
-	RxqMapRxqStats    = "rxq_stats"
-	RxqProgXdpRxq     = "xdp_rxq"
-	RxqVarCfgAction   = "cfg_action"
-	RxqVarCfgIfindex  = "cfg_ifindex"
-	RxqVarCfgRead     = "cfg_read"
+	RxqMapRxqRedirect                = "rxq_redirect"
+	RxqProgXdpRxqDrop                = "xdp_rxq_drop"
+	RxqProgXdpRxqDropIfindex         = "xdp_rxq_drop_ifindex"
+	RxqProgXdpRxqDropRead            = "xdp_rxq_drop_read"
+	RxqProgXdpRxqDropReadIfindex     = "xdp_rxq_drop_read_ifindex"
+	RxqProgXdpRxqPass                = "xdp_rxq_pass"
+	RxqProgXdpRxqPassIfindex         = "xdp_rxq_pass_ifindex"
+	RxqProgXdpRxqPassRead            = "xdp_rxq_pass_read"
+	RxqProgXdpRxqPassReadIfindex     = "xdp_rxq_pass_read_ifindex"
+	RxqProgXdpRxqRedirect            = "xdp_rxq_redirect"
+	RxqProgXdpRxqRedirectIfindex     = "xdp_rxq_redirect_ifindex"
+	RxqProgXdpRxqRedirectRead        = "xdp_rxq_redirect_read"
+	RxqProgXdpRxqRedirectReadIfindex = "xdp_rxq_redirect_read_ifindex"
+	RxqProgXdpRxqTx                  = "xdp_rxq_tx"
+	RxqProgXdpRxqTxIfindex           = "xdp_rxq_tx_ifindex"
+	RxqProgXdpRxqTxRead              = "xdp_rxq_tx_read"
+	RxqProgXdpRxqTxReadIfindex       = "xdp_rxq_tx_read_ifindex"
+	RxqVarCfgCpuMask                 = "cfg_cpu_mask"
+	RxqVarCfgIfindex                 = "cfg_ifindex"
+	RxqVarCfgQueues                  = "cfg_queues"
+	RxqVarCfgRowShift                = "cfg_row_shift"
 )
 
 // LoadRxq returns the embedded CollectionSpec for Rxq.
@@ -74,25 +88,39 @@ type RxqSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RxqProgramSpecs struct {
-	XdpRxq *ebpf.ProgramSpec `ebpf:"xdp_rxq"`
+	XdpRxqDrop                *ebpf.ProgramSpec `ebpf:"xdp_rxq_drop"`
+	XdpRxqDropIfindex         *ebpf.ProgramSpec `ebpf:"xdp_rxq_drop_ifindex"`
+	XdpRxqDropRead            *ebpf.ProgramSpec `ebpf:"xdp_rxq_drop_read"`
+	XdpRxqDropReadIfindex     *ebpf.ProgramSpec `ebpf:"xdp_rxq_drop_read_ifindex"`
+	XdpRxqPass                *ebpf.ProgramSpec `ebpf:"xdp_rxq_pass"`
+	XdpRxqPassIfindex         *ebpf.ProgramSpec `ebpf:"xdp_rxq_pass_ifindex"`
+	XdpRxqPassRead            *ebpf.ProgramSpec `ebpf:"xdp_rxq_pass_read"`
+	XdpRxqPassReadIfindex     *ebpf.ProgramSpec `ebpf:"xdp_rxq_pass_read_ifindex"`
+	XdpRxqRedirect            *ebpf.ProgramSpec `ebpf:"xdp_rxq_redirect"`
+	XdpRxqRedirectIfindex     *ebpf.ProgramSpec `ebpf:"xdp_rxq_redirect_ifindex"`
+	XdpRxqRedirectRead        *ebpf.ProgramSpec `ebpf:"xdp_rxq_redirect_read"`
+	XdpRxqRedirectReadIfindex *ebpf.ProgramSpec `ebpf:"xdp_rxq_redirect_read_ifindex"`
+	XdpRxqTx                  *ebpf.ProgramSpec `ebpf:"xdp_rxq_tx"`
+	XdpRxqTxIfindex           *ebpf.ProgramSpec `ebpf:"xdp_rxq_tx_ifindex"`
+	XdpRxqTxRead              *ebpf.ProgramSpec `ebpf:"xdp_rxq_tx_read"`
+	XdpRxqTxReadIfindex       *ebpf.ProgramSpec `ebpf:"xdp_rxq_tx_read_ifindex"`
 }
 
 // RxqMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RxqMapSpecs struct {
-	RxqIssues   *ebpf.MapSpec `ebpf:"rxq_issues"`
 	RxqRedirect *ebpf.MapSpec `ebpf:"rxq_redirect"`
-	RxqStats    *ebpf.MapSpec `ebpf:"rxq_stats"`
 }
 
 // RxqVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type RxqVariableSpecs struct {
-	CfgAction  *ebpf.VariableSpec `ebpf:"cfg_action"`
-	CfgIfindex *ebpf.VariableSpec `ebpf:"cfg_ifindex"`
-	CfgRead    *ebpf.VariableSpec `ebpf:"cfg_read"`
+	CfgCpuMask  *ebpf.VariableSpec `ebpf:"cfg_cpu_mask"`
+	CfgIfindex  *ebpf.VariableSpec `ebpf:"cfg_ifindex"`
+	CfgQueues   *ebpf.VariableSpec `ebpf:"cfg_queues"`
+	CfgRowShift *ebpf.VariableSpec `ebpf:"cfg_row_shift"`
 }
 
 // RxqObjects contains all objects after they have been loaded into the kernel.
@@ -115,16 +143,12 @@ func (o *RxqObjects) Close() error {
 //
 // It can be passed to LoadRxqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RxqMaps struct {
-	RxqIssues   *ebpf.Map `ebpf:"rxq_issues"`
 	RxqRedirect *ebpf.Map `ebpf:"rxq_redirect"`
-	RxqStats    *ebpf.Map `ebpf:"rxq_stats"`
 }
 
 func (m *RxqMaps) Close() error {
 	return _RxqClose(
-		m.RxqIssues,
 		m.RxqRedirect,
-		m.RxqStats,
 	)
 }
 
@@ -132,21 +156,52 @@ func (m *RxqMaps) Close() error {
 //
 // It can be passed to LoadRxqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RxqVariables struct {
-	CfgAction  *ebpf.Variable `ebpf:"cfg_action"`
-	CfgIfindex *ebpf.Variable `ebpf:"cfg_ifindex"`
-	CfgRead    *ebpf.Variable `ebpf:"cfg_read"`
+	CfgCpuMask  *ebpf.Variable `ebpf:"cfg_cpu_mask"`
+	CfgIfindex  *ebpf.Variable `ebpf:"cfg_ifindex"`
+	CfgQueues   *ebpf.Variable `ebpf:"cfg_queues"`
+	CfgRowShift *ebpf.Variable `ebpf:"cfg_row_shift"`
 }
 
 // RxqPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadRxqObjects or ebpf.CollectionSpec.LoadAndAssign.
 type RxqPrograms struct {
-	XdpRxq *ebpf.Program `ebpf:"xdp_rxq"`
+	XdpRxqDrop                *ebpf.Program `ebpf:"xdp_rxq_drop"`
+	XdpRxqDropIfindex         *ebpf.Program `ebpf:"xdp_rxq_drop_ifindex"`
+	XdpRxqDropRead            *ebpf.Program `ebpf:"xdp_rxq_drop_read"`
+	XdpRxqDropReadIfindex     *ebpf.Program `ebpf:"xdp_rxq_drop_read_ifindex"`
+	XdpRxqPass                *ebpf.Program `ebpf:"xdp_rxq_pass"`
+	XdpRxqPassIfindex         *ebpf.Program `ebpf:"xdp_rxq_pass_ifindex"`
+	XdpRxqPassRead            *ebpf.Program `ebpf:"xdp_rxq_pass_read"`
+	XdpRxqPassReadIfindex     *ebpf.Program `ebpf:"xdp_rxq_pass_read_ifindex"`
+	XdpRxqRedirect            *ebpf.Program `ebpf:"xdp_rxq_redirect"`
+	XdpRxqRedirectIfindex     *ebpf.Program `ebpf:"xdp_rxq_redirect_ifindex"`
+	XdpRxqRedirectRead        *ebpf.Program `ebpf:"xdp_rxq_redirect_read"`
+	XdpRxqRedirectReadIfindex *ebpf.Program `ebpf:"xdp_rxq_redirect_read_ifindex"`
+	XdpRxqTx                  *ebpf.Program `ebpf:"xdp_rxq_tx"`
+	XdpRxqTxIfindex           *ebpf.Program `ebpf:"xdp_rxq_tx_ifindex"`
+	XdpRxqTxRead              *ebpf.Program `ebpf:"xdp_rxq_tx_read"`
+	XdpRxqTxReadIfindex       *ebpf.Program `ebpf:"xdp_rxq_tx_read_ifindex"`
 }
 
 func (p *RxqPrograms) Close() error {
 	return _RxqClose(
-		p.XdpRxq,
+		p.XdpRxqDrop,
+		p.XdpRxqDropIfindex,
+		p.XdpRxqDropRead,
+		p.XdpRxqDropReadIfindex,
+		p.XdpRxqPass,
+		p.XdpRxqPassIfindex,
+		p.XdpRxqPassRead,
+		p.XdpRxqPassReadIfindex,
+		p.XdpRxqRedirect,
+		p.XdpRxqRedirectIfindex,
+		p.XdpRxqRedirectRead,
+		p.XdpRxqRedirectReadIfindex,
+		p.XdpRxqTx,
+		p.XdpRxqTxIfindex,
+		p.XdpRxqTxRead,
+		p.XdpRxqTxReadIfindex,
 	)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"slices"
 	"sort"
 	"testing"
 
@@ -40,44 +41,45 @@ func testFrame() []byte {
 	return f
 }
 
-func loadRxq(t testing.TB, cfg RxqConfig) *RxqObjects {
+func loadRxq(t testing.TB, cfg RxqConfig) *Rxq {
 	t.Helper()
 	testenv.Privileged(t)
-	objs, err := LoadRxqConfigured(cfg)
+	r, err := LoadRxqConfigured(cfg)
 	testenv.Check(t, err, "loading rxq")
-	t.Cleanup(func() { objs.Close() })
-	return objs
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
-func sumRec(t testing.TB, m *ebpf.Map, key uint32) RxqRxqRec {
-	t.Helper()
-	var perCPU []RxqRxqRec
-	if err := m.Lookup(key, &perCPU); err != nil {
-		t.Fatal(err)
-	}
+func sum(recs []RxqRxqRec) RxqRxqRec {
 	var s RxqRxqRec
-	for _, r := range perCPU {
+	for _, r := range recs {
 		s.Packets += r.Packets
 		s.Bytes += r.Bytes
 	}
 	return s
 }
 
-func sumU64(t testing.TB, m *ebpf.Map, key uint32) uint64 {
+// onCPU runs f on a thread bound to cpu: BPF_PROG_RUN runs the program
+// on the calling thread's CPU.
+func onCPU(t *testing.T, cpu int, f func()) {
 	t.Helper()
-	var perCPU []uint64
-	if err := m.Lookup(key, &perCPU); err != nil {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
 		t.Fatal(err)
 	}
-	var s uint64
-	for _, v := range perCPU {
-		s += v
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		t.Fatalf("binding to CPU %d: %v", cpu, err)
 	}
-	return s
+	defer unix.SchedSetaffinity(0, &old)
+	f()
 }
 
 // TestRxqProgRun runs the program on a test frame under every action and
-// option and checks the verdict, the counts and the frame it returns.
+// option, on each CPU in turn, and checks the verdict, the counts per
+// queue and CPU and the frame it returns.
 func TestRxqProgRun(t *testing.T) {
 	for _, tc := range []struct {
 		action XDPAction
@@ -88,71 +90,97 @@ func TestRxqProgRun(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("action=%d/read=%v", tc.action, tc.read), func(t *testing.T) {
 			lo := loIndex(t)
-			objs := loadRxq(t, RxqConfig{Ifindex: lo, Action: tc.action, Read: tc.read, Queues: 4})
+			r := loadRxq(t, RxqConfig{Action: tc.action, Read: tc.read, Queues: 4})
 			if tc.action == XDPRedirect {
-				if err := objs.RxqRedirect.Put(uint32(0), uint32(lo)); err != nil {
+				if err := r.Redirect.Put(uint32(0), uint32(lo)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			in := testFrame()
-			out := make([]byte, len(in))
+			cpus := runtime.NumCPU()
 			// Non-live test runs reuse one buffer, so an odd count
 			// leaves a swapped frame behind.
 			const n = 999
-			ret, err := objs.XdpRxq.Run(&ebpf.RunOptions{
-				Data: in, DataOut: out, Repeat: n,
-				Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
-			})
-			if err != nil {
-				t.Fatal(err)
+			in := testFrame()
+			for cpu := range cpus {
+				out := make([]byte, len(in))
+				onCPU(t, cpu, func() {
+					// A count per CPU that tells the CPUs apart.
+					ret, err := r.Prog.Run(&ebpf.RunOptions{
+						Data: in, DataOut: out, Repeat: uint32(n + 2*cpu),
+						Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if XDPAction(ret) != tc.action {
+						t.Errorf("verdict %d, want %d", ret, tc.action)
+					}
+				})
+				want := testFrame()
+				if tc.action == XDPTx {
+					copy(want[0:6], in[6:12])
+					copy(want[6:12], in[0:6])
+				}
+				if !bytes.Equal(out, want) {
+					t.Errorf("frame out\n% x\nwant\n% x", out, want)
+				}
 			}
-			if XDPAction(ret) != tc.action {
-				t.Errorf("verdict %d, want %d", ret, tc.action)
+			c := r.Read()
+			if len(c.Queue) != 4 {
+				t.Fatalf("%d queues read, want 4", len(c.Queue))
 			}
-			if got := sumRec(t, objs.RxqStats, 0); got.Packets != n || got.Bytes != n*uint64(len(in)) {
-				t.Errorf("queue 0 counted %+v, want %d packets of %d bytes", got, n, len(in))
+			for cpu := range cpus {
+				want := uint64(n + 2*cpu)
+				if got := c.Queue[0][cpu]; got.Packets != want || got.Bytes != want*uint64(len(in)) {
+					t.Errorf("queue 0 CPU %d counted %+v, want %d packets of %d bytes", cpu, got, want, len(in))
+				}
 			}
-			if got := sumRec(t, objs.RxqStats, 1); got.Packets != 0 {
-				t.Errorf("queue 1 counted %d packets, want 0", got.Packets)
+			for q := 1; q < 4; q++ {
+				if got := sum(c.Queue[q]); got.Packets != 0 {
+					t.Errorf("queue %d counted %d packets, want 0", q, got.Packets)
+				}
 			}
-			if got := sumU64(t, objs.RxqIssues, RxqIssueIfindex) + sumU64(t, objs.RxqIssues, RxqIssueQueue); got != 0 {
+			if got := sum(c.QueueOutOfRange).Packets + sum(c.IfindexMismatch).Packets; got != 0 {
 				t.Errorf("%d issues, want 0", got)
-			}
-			want := testFrame()
-			if tc.action == XDPTx {
-				copy(want[0:6], in[6:12])
-				copy(want[6:12], in[0:6])
-			}
-			if !bytes.Equal(out, want) {
-				t.Errorf("frame out\n% x\nwant\n% x", out, want)
 			}
 		})
 	}
 }
 
 // TestRxqIfindexIssue runs the program with an ingress device other than
-// the one it was loaded for: every packet is an issue, none is counted per
-// queue, and the verdict is still the configured one.
+// the one it was loaded for. With the check, every packet is an issue, none
+// is counted per queue, and the verdict is still the configured one;
+// without it (the default: the collector attaches each program to its
+// device only) the packets count on their queue.
 func TestRxqIfindexIssue(t *testing.T) {
-	lo := loIndex(t)
-	objs := loadRxq(t, RxqConfig{Ifindex: lo + 1000, Action: XDPPass})
-	in := testFrame()
-	const n = 500
-	ret, err := objs.XdpRxq.Run(&ebpf.RunOptions{
-		Data: in, Repeat: n,
-		Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if XDPAction(ret) != XDPPass {
-		t.Errorf("verdict %d, want XDP_PASS", ret)
-	}
-	if got := sumU64(t, objs.RxqIssues, RxqIssueIfindex); got != n {
-		t.Errorf("ifindex issues %d, want %d", got, n)
-	}
-	if got := sumRec(t, objs.RxqStats, 0); got.Packets != 0 {
-		t.Errorf("queue 0 counted %d packets, want 0", got.Packets)
+	for _, check := range []bool{true, false} {
+		t.Run(fmt.Sprintf("check=%v", check), func(t *testing.T) {
+			lo := loIndex(t)
+			r := loadRxq(t, RxqConfig{CheckIfindex: check, Ifindex: lo + 1000, Action: XDPPass})
+			in := testFrame()
+			const n = 500
+			ret, err := r.Prog.Run(&ebpf.RunOptions{
+				Data: in, Repeat: n,
+				Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if XDPAction(ret) != XDPPass {
+				t.Errorf("verdict %d, want XDP_PASS", ret)
+			}
+			c := r.Read()
+			wantIssues, wantQueue := uint64(n), uint64(0)
+			if !check {
+				wantIssues, wantQueue = 0, n
+			}
+			if got := sum(c.IfindexMismatch); got.Packets != wantIssues || got.Bytes != wantIssues*uint64(len(in)) {
+				t.Errorf("ifindex issues %+v, want %d packets", got, wantIssues)
+			}
+			if got := sum(c.Queue[0]).Packets; got != wantQueue {
+				t.Errorf("queue 0 counted %d packets, want %d", got, wantQueue)
+			}
+		})
 	}
 }
 
@@ -197,6 +225,49 @@ func counterDrop(t testing.TB) *ebpf.Program {
 	return p
 }
 
+// perCPUQueueDrop is the layout the rxq program had before its global
+// array, kept here to compare against: a per-CPU array keyed by
+// ctx->rx_queue_index (one inlined lookup through the key on the stack),
+// two increments, XDP_DROP; with checkIfindex, first the comparison of
+// ctx->ingress_ifindex with ifindex that skips the counting on a mismatch.
+func perCPUQueueDrop(t testing.TB, checkIfindex bool, ifindex int) *ebpf.Program {
+	t.Helper()
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 16, MaxEntries: 2})
+	testenv.Check(t, err, "creating a per-CPU array")
+	t.Cleanup(func() { m.Close() })
+	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
+	if checkIfindex {
+		insns = append(insns,
+			asm.LoadMem(asm.R1, asm.R6, 12, asm.Word), // ingress_ifindex
+			asm.JNE.Imm(asm.R1, int32(ifindex), "out"),
+		)
+	}
+	insns = append(insns,
+		asm.LoadMem(asm.R1, asm.R6, 16, asm.Word), // rx_queue_index
+		asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, m.FD()),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R6, 0, asm.Word), // data
+		asm.LoadMem(asm.R2, asm.R6, 4, asm.Word), // data_end
+		asm.Sub.Reg(asm.R2, asm.R1),
+		asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R2),
+		asm.StoreMem(asm.R0, 8, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, int32(XDPDrop)).WithSymbol("out"),
+		asm.Return(),
+	)
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL", Instructions: insns})
+	testenv.Check(t, err, "loading the per-CPU queue counter")
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 // benchRepeat is the repeat count of one BPF_PROG_RUN: large enough that
 // the syscall's own cost vanishes, small enough (~40 ms) that many
 // alternating pairs fit in a run and their median shrugs off the
@@ -236,50 +307,66 @@ func median(v []float64) float64 {
 }
 
 // BenchmarkRxqProgRun measures what the rxq program adds per packet over a
-// bare XDP_DROP: each iteration runs both, one after the other, benchRepeat
-// times each in one BPF_PROG_RUN, timed over the whole loop (the per-run
-// overhead of BPF_PROG_RUN itself, ~33 ns, is in both and cancels in the
-// difference). Reported: medians over iterations of ns per packet for
-// each, of their difference and the ratio of the medians. "bare" compares
-// the bare program with itself (the noise floor of the method) and
-// "counter" is a constant-key per-CPU counter (the floor of any counting
-// program). Run with -benchtime=101x.
+// bare XDP_DROP: each iteration runs the bare program and then every
+// variant, benchRepeat times each in one BPF_PROG_RUN, timed over the
+// whole loop (the per-run overhead of BPF_PROG_RUN itself, ~27-35 ns, is
+// in every run and cancels in the difference). The variants run in a
+// rotating order, each against the bare run of its iteration. Reported per
+// variant: the median over iterations of the difference and the ratio of
+// the medians, and in the logged table also the median ns per packet and
+// "min-extra", the difference of the fastest runs, which a busy machine
+// can only slow down. "bare" is the bare
+// program against itself (the noise floor of the method), "counter" a
+// constant-key per-CPU counter (the floor of any counting program), "old"
+// and "old-noifindex" the previous layout (per-CPU array keyed by queue)
+// with and without the ifindex check; "check-ifindex" is drop with
+// --collector.rxq.check-ifindex. Run with -benchtime=101x.
 func BenchmarkRxqProgRun(b *testing.B) {
 	lo := loIndex(b)
 	ctx := xdpMd{DataEnd: 60, IngressIfindex: uint32(lo)}
 	frame := testFrame()
 	bare := bareDrop(b)
-	for _, v := range []struct {
-		name   string
-		action XDPAction
-		read   bool
-	}{
-		{"bare", 0, false},
-		{"counter", 0, false},
-		{"pass", XDPPass, false}, {"drop", XDPDrop, false},
-		{"pass-read", XDPPass, true}, {"drop-read", XDPDrop, true},
-	} {
-		b.Run(v.name, func(b *testing.B) {
-			var prog *ebpf.Program
-			switch v.name {
-			case "bare":
-				prog = bare
-			case "counter":
-				prog = counterDrop(b)
-			default:
-				prog = loadRxq(b, RxqConfig{Ifindex: lo, Action: v.action, Read: v.read}).XdpRxq
-			}
-			var base, rxq, diff []float64
-			for i := 0; i < b.N; i++ {
-				x := nsPerRun(b, bare, ctx, frame)
-				y := nsPerRun(b, prog, ctx, frame)
-				base, rxq, diff = append(base, x), append(rxq, y), append(diff, y-x)
-			}
-			b.ReportMetric(median(base), "bare-ns/pkt")
-			b.ReportMetric(median(rxq), "prog-ns/pkt")
-			b.ReportMetric(median(diff), "extra-ns/pkt")
-			b.ReportMetric(median(rxq)/median(base), "ratio")
-			b.ReportMetric(0, "ns/op")
-		})
+	rxq := func(cfg RxqConfig) *ebpf.Program {
+		cfg.Ifindex = lo
+		return loadRxq(b, cfg).Prog
 	}
+	variants := []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		{"bare", bare},
+		{"counter", counterDrop(b)},
+		{"old", perCPUQueueDrop(b, true, lo)},
+		{"old-noifindex", perCPUQueueDrop(b, false, lo)},
+		{"pass", rxq(RxqConfig{Action: XDPPass})},
+		{"drop", rxq(RxqConfig{Action: XDPDrop})},
+		{"pass-read", rxq(RxqConfig{Action: XDPPass, Read: true})},
+		{"drop-read", rxq(RxqConfig{Action: XDPDrop, Read: true})},
+		{"check-ifindex", rxq(RxqConfig{Action: XDPDrop, CheckIfindex: true})},
+	}
+	var base []float64
+	runs := make([][]float64, len(variants))
+	diffs := make([][]float64, len(variants))
+	for i := 0; i < b.N; i++ {
+		x := nsPerRun(b, bare, ctx, frame)
+		base = append(base, x)
+		for k := range variants {
+			v := (k + i) % len(variants)
+			y := nsPerRun(b, variants[v].prog, ctx, frame)
+			runs[v], diffs[v] = append(runs[v], y), append(diffs[v], y-x)
+		}
+	}
+	// One line of metrics per run, so that one benchmark loop serves every
+	// variant (sub-benchmarks would each time a separate loop), and a table.
+	table := fmt.Sprintf("bare drop: %.2f ns/packet (median)\n%-14s %8s %8s %6s %10s\n",
+		median(base), "variant", "ns/pkt", "extra", "ratio", "min-extra")
+	for v, variant := range variants {
+		b.ReportMetric(median(diffs[v]), variant.name+"-extra-ns/pkt")
+		b.ReportMetric(median(runs[v])/median(base), variant.name+"-ratio")
+		table += fmt.Sprintf("%-14s %8.2f %8.2f %6.3f %10.2f\n", variant.name, median(runs[v]),
+			median(diffs[v]), median(runs[v])/median(base), slices.Min(runs[v])-slices.Min(base))
+	}
+	b.ReportMetric(median(base), "bare-ns/pkt")
+	b.ReportMetric(0, "ns/op")
+	b.Log("\n" + table)
 }

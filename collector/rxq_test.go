@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,17 +174,19 @@ func TestRxqActions(t *testing.T) {
 	for _, tc := range []struct {
 		action string
 		read   bool
+		check  bool   // --collector.rxq.check-ifindex
 		stat   string // veth's per-queue counter of the action
 	}{
-		{"pass", false, "xdp_packets"},
-		{"drop", false, "xdp_drops"},
-		{"drop", true, "xdp_drops"},
-		{"tx", false, "xdp_tx"},
-		{"redirect", false, "xdp_redirect"},
+		{"pass", false, false, "xdp_packets"},
+		{"pass", false, true, "xdp_packets"},
+		{"drop", false, false, "xdp_drops"},
+		{"drop", true, false, "xdp_drops"},
+		{"tx", false, false, "xdp_tx"},
+		{"redirect", false, false, "xdp_redirect"},
 	} {
-		t.Run(fmt.Sprintf("%s/read=%v", tc.action, tc.read), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/read=%v/check-ifindex=%v", tc.action, tc.read, tc.check), func(t *testing.T) {
 			pair := netlab.TestPair(t, 2)
-			cfg := RxqConfig{Devices: []string{pair.Host.Name}, Action: tc.action, Read: tc.read}
+			cfg := RxqConfig{Devices: []string{pair.Host.Name}, Action: tc.action, Read: tc.read, CheckIfindex: tc.check}
 			var target *netlab.Pair
 			switch tc.action {
 			case "tx":
@@ -238,10 +241,18 @@ func TestRxqActions(t *testing.T) {
 			if perQueue[0] != n/2 || perQueue[1] != n/2 {
 				t.Errorf("per queue %v, want %d each", perQueue, n/2)
 			}
-			for _, reason := range []string{"ifindex_mismatch", "queue_out_of_range"} {
-				if v := value(t, mfs, "xdp_rxq_issues_total", "device", pair.Host.Name, "reason", reason); v != 0 {
-					t.Errorf("issues %s = %v, want 0", reason, v)
+			if v := value(t, mfs, "xdp_rxq_issues_total", "device", pair.Host.Name, "reason", "queue_out_of_range"); v != 0 {
+				t.Errorf("queue_out_of_range issues = %v, want 0", v)
+			}
+			// The ifindex issue exists only when checked.
+			var ifindexIssues []float64
+			for _, m := range mfs["xdp_rxq_issues_total"].GetMetric() {
+				if hasLabels(m, []string{"device", pair.Host.Name, "reason", "ifindex_mismatch"}) {
+					ifindexIssues = append(ifindexIssues, m.GetCounter().GetValue())
 				}
+			}
+			if want := []float64{0}; tc.check && !slices.Equal(ifindexIssues, want) || !tc.check && ifindexIssues != nil {
+				t.Errorf("ifindex_mismatch issues %v with check-ifindex=%v", ifindexIssues, tc.check)
 			}
 
 			host := vethStats(t, pair, pair.Host.Name, false, "xdp_packets", 2)
