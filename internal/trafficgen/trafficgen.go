@@ -157,6 +157,19 @@ func (w worker) run(ctx context.Context) error {
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		return fmt.Errorf("pinning to CPU %d: %w", w.cpu, err)
 	}
+	// A signal arriving during BPF_PROG_RUN (Go's preemption signal among
+	// them) ends the call with EINTR after some batches, and cilium/ebpf
+	// then runs the whole repeat count again: frames beyond Count. Blocking
+	// signals on this locked thread for the run keeps counts exact; the
+	// process still gets them on its other threads.
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^uint64(0)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
+		return fmt.Errorf("blocking signals on the generator thread: %w", err)
+	}
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 	send := func() error { return w.loop(ctx) }
 	if w.cfg.NS.IsOpen() {
 		return netlab.InNamespace(w.cfg.NS, send)
