@@ -316,6 +316,23 @@ func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) e
 	if c.cfg.CheckIfindex {
 		issues("ifindex_mismatch", counts.IfindexMismatch)
 	}
+	return d.attached()
+}
+
+// attached reports a program that no longer runs on its device: the
+// kernel refuses anyone else's attach while our bpf_link holds the device,
+// but the link itself can be detached (`bpftool link detach`, or the
+// device deleted). The counters are still sent, as they stand; the error
+// makes the scrape say they have stopped moving, rather than count nothing
+// in silence.
+func (d *rxqDevice) attached() error {
+	info, err := d.link.Info()
+	if err != nil {
+		return fmt.Errorf("reading the rxq bpf_link: %w", err)
+	}
+	if x := info.XDP(); x == nil || x.Ifindex == 0 {
+		return fmt.Errorf("the rxq program is no longer attached: its bpf_link was detached (device deleted, or `bpftool link detach`); its counters have stopped")
+	}
 	return nil
 }
 

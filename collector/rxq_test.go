@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
@@ -417,4 +418,58 @@ func TestRxqGeneric(t *testing.T) {
 	if total != n {
 		t.Errorf("generic mode counted %d frames, want %d", total, n)
 	}
+}
+
+// TestRxqForeignAfterStart: once the collector runs, another attach is
+// refused by the kernel and counting goes on; a detach of our link (what
+// `bpftool link detach` does) is reported on every scrape after it.
+func TestRxqForeignAfterStart(t *testing.T) {
+	pair := netlab.TestPair(t, 2)
+	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop"}, discardLogger())
+	testenv.Check(t, err, "starting the rxq collector")
+	defer c.Close()
+
+	l, err := netlink.LinkByName(pair.Host.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetXdpFd(l, xdpDrop(t).FD()); err == nil {
+		t.Fatal("the kernel let a netlink attach replace the rxq program's bpf_link")
+	}
+	const n = 10_000
+	send(t, pair, n)
+	if err := c.Update(context.Background(), make(chan prometheus.Metric, 1024)); err != nil {
+		t.Fatalf("update after a refused foreign attach: %v", err)
+	}
+	if got := sumCells(rxqCells(gather(t, c), "xdp_rxq_packets_total", pair.Host.Name)); got != n {
+		t.Fatalf("counted %d frames, want %d", got, n)
+	}
+
+	it := new(link.Iterator)
+	defer it.Close()
+	detached := false
+	for it.Next() {
+		info, err := it.Link.Info()
+		if err == nil && info.Type == link.XDPType && info.XDP().Ifindex == uint32(pair.Host.Index) {
+			testenv.Check(t, it.Link.Detach(), "detaching the rxq bpf_link")
+			detached = true
+		}
+	}
+	if !detached {
+		t.Fatal("found no XDP bpf_link on the device")
+	}
+	err = c.Update(context.Background(), make(chan prometheus.Metric, 1024))
+	if err == nil || !strings.Contains(err.Error(), "no longer attached") {
+		t.Fatalf("update after our link was detached: %v, want an error saying so", err)
+	}
+}
+
+func sumCells(cells map[string]map[string]uint64) uint64 {
+	var sum uint64
+	for _, perCPU := range cells {
+		for _, v := range perCPU {
+			sum += v
+		}
+	}
+	return sum
 }
