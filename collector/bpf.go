@@ -270,9 +270,11 @@ func listXDP() ([]xdpAttachment, error) {
 		msgs [][]byte
 		err  error
 	)
-	// A dump interrupted by a concurrent link change is retried a few
-	// times; the last attempt is used even if interrupted.
-	for range 3 {
+	// A dump interrupted by a concurrent link change (NLM_F_DUMP_INTR) may
+	// miss or repeat devices, so it is retried; a dump takes well under a
+	// millisecond, and with interfaces churning (containers starting) three
+	// tries in a row were seen interrupted.
+	for range 10 {
 		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
 		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
 		msgs, err = req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)

@@ -96,6 +96,6 @@ func TestBPFEnableStats(t *testing.T) {
 		t.Errorf(`xdp_bpf_stats_enabled{source="exporter"} = %v, want 1`, got)
 	}
 	if got := sampleValue(t, body, "xdp_scrape_collector_success", "collector", "bpf"); got != 1 {
-		t.Errorf("bpf collector failed; log:\n%s", e.stderr)
+		t.Errorf("bpf collector failed; log:\n%s", e.Stderr)
 	}
 }

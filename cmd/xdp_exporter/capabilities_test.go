@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -37,41 +35,11 @@ func startWithoutBPFCaps(t *testing.T, args ...string) *exporter {
 	for name := range droppedCaps {
 		drop = append(drop, name)
 	}
-	e := &exporter{Addr: freeAddr(t), stderr: &bytes.Buffer{}}
+	addr := exportertest.FreeAddr(t)
 	// bash's exec keeps the pid, so signals and /proc/PID reach the exporter.
 	shell := append([]string{"--drop=" + strings.Join(drop, ","), "--", "-c", `exec "$0" "$@"`,
-		exporterBinary(t), "--web.listen-address=" + e.Addr}, args...)
-	e.cmd = exec.Command(capsh, shell...)
-	e.cmd.Stderr = e.stderr
-	if err := e.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = e.cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- e.cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("exporter exited with %v; log:\n%s", err, e.stderr)
-			}
-		case <-time.After(10 * time.Second):
-			_ = e.cmd.Process.Kill()
-			t.Errorf("exporter did not stop within 10s of SIGINT; log:\n%s", e.stderr)
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + e.Addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			return e
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("exporter did not answer on %s: %v; log:\n%s", e.Addr, err, e.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		exportertest.Build(t), "--web.listen-address=" + addr}, args...)
+	return exportertest.Start(t, addr, exec.Command(capsh, shell...))
 }
 
 // effectiveCaps reads CapEff of a process.
@@ -101,7 +69,7 @@ func effectiveCaps(t *testing.T, pid int) uint64 {
 func TestWithoutBPFCapabilities(t *testing.T) {
 	testenv.Privileged(t)
 	e := startWithoutBPFCaps(t)
-	eff := effectiveCaps(t, e.cmd.Process.Pid)
+	eff := effectiveCaps(t, e.Cmd.Process.Pid)
 	for name, bit := range droppedCaps {
 		if eff&(1<<bit) != 0 {
 			t.Fatalf("the exporter still holds %s (CapEff %x): capsh did not drop it", name, eff)
@@ -121,7 +89,7 @@ func TestWithoutBPFCapabilities(t *testing.T) {
 			t.Errorf("bpf collector does not report success 0 without CAP_SYS_ADMIN:\n%s", grepLines(body, "xdp_scrape_collector_success"))
 		}
 	}
-	log := e.stderr.String()
+	log := e.Stderr.String()
 	var lines []string
 	for _, l := range strings.Split(log, "\n") {
 		if strings.Contains(l, "collector=bpf") && strings.Contains(l, "CAP_SYS_ADMIN") {

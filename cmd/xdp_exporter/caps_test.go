@@ -70,14 +70,14 @@ func TestDropCapabilities(t *testing.T) {
 	body := e.Scrape(t)
 	promtoolCheck(t, body)
 	if !strings.Contains(body, `name="xdpe_dropcaps"`) {
-		t.Errorf("the scrape after the drop does not show the XDP program on %s:\n%s", pair.Host.Name, e.stderr)
+		t.Errorf("the scrape after the drop does not show the XDP program on %s:\n%s", pair.Host.Name, e.Stderr)
 	}
 	// A collector that needs a capability at scrape time without declaring
 	// it fails here.
 	if err := checkScrape(body); err != nil {
-		t.Fatalf("after dropping capabilities: %v\nlog:\n%s", err, e.stderr)
+		t.Fatalf("after dropping capabilities: %v\nlog:\n%s", err, e.Stderr)
 	}
-	for path, got := range threadCaps(t, e.cmd.Process.Pid) {
+	for path, got := range threadCaps(t, e.Cmd.Process.Pid) {
 		if got != want {
 			t.Errorf("%s: %+v, want %+v", path, got, want)
 		}
@@ -85,7 +85,7 @@ func TestDropCapabilities(t *testing.T) {
 
 	plain := startExporter(t)
 	plain.Scrape(t)
-	for path, got := range threadCaps(t, plain.cmd.Process.Pid) {
+	for path, got := range threadCaps(t, plain.Cmd.Process.Pid) {
 		if got.Effective == keep {
 			t.Errorf("%s: without the flag the exporter holds only %s; the test cannot tell dropping from not dropping", path, got.Effective)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/caps"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -224,7 +225,7 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	// verify insists that ExecStart exists: point it at the test binary.
 	unit := filepath.Join(t.TempDir(), "xdp_exporter.service")
-	text = strings.ReplaceAll(text, "/usr/local/bin/xdp_exporter", exporterBinary(t))
+	text = strings.ReplaceAll(text, "/usr/local/bin/xdp_exporter", exportertest.Build(t))
 	if err := os.WriteFile(unit, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -256,21 +257,21 @@ func TestSystemdCapabilities(t *testing.T) {
 		list = append(list, "+"+strings.TrimPrefix(strings.ToLower(c), "cap_"))
 	}
 	capList := "-all," + strings.Join(list, ",")
-	bin := exporterBinary(t)
+	bin := exportertest.Build(t)
 	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil { // let the unprivileged user reach it
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	e := launch(t, &exporter{Addr: addr, stderr: &logBuffer{}}, exec.Command(setpriv,
+	addr := exportertest.FreeAddr(t)
+	e := exportertest.Start(t, addr, exec.Command(setpriv,
 		"--reuid=65534", "--regid=65534", "--clear-groups",
 		"--inh-caps="+capList, "--ambient-caps="+capList, "--bounding-set="+capList, "--no-new-privs",
 		bin, "--runtime.drop-capabilities", "--web.listen-address="+addr))
 	body := e.Scrape(t)
 	if err := checkScrape(body); err != nil {
-		t.Fatalf("with the unit's capabilities: %v\nlog:\n%s", err, e.stderr)
+		t.Fatalf("with the unit's capabilities: %v\nlog:\n%s", err, e.Stderr)
 	}
 
-	status := readFile(t, fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
+	status := readFile(t, fmt.Sprintf("/proc/%d/status", e.Cmd.Process.Pid))
 	if !strings.Contains(status, "\nUid:\t65534\t65534\t65534\t65534\n") {
 		t.Fatalf("the exporter does not run as uid 65534:\n%s", status)
 	}
@@ -282,7 +283,7 @@ func TestSystemdCapabilities(t *testing.T) {
 		}
 	}
 	bounding := newCapSet(strings.Fields(s["CapabilityBoundingSet"][0])...)
-	for path, got := range threadCaps(t, e.cmd.Process.Pid) {
+	for path, got := range threadCaps(t, e.Cmd.Process.Pid) {
 		if g := capSetOf(bits(got.Effective)); !g.equal(capSetOf(keep)) {
 			t.Errorf("%s: effective %q, want %q", path, g, capSetOf(keep))
 		}

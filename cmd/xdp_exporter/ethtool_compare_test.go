@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
@@ -62,7 +63,7 @@ func TestCompareNodeExporter(t *testing.T) {
 	}
 	ours := startExporter(t, args...)
 
-	theirsAddr := freeAddr(t)
+	theirsAddr := exportertest.FreeAddr(t)
 	theirs := exec.Command(nodeExporter, "--web.listen-address="+theirsAddr,
 		"--collector.disable-defaults", "--collector.ethtool",
 		"--collector.ethtool.device-include="+include)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 )
 
 // TestEthtoolBadRegexp checks that each ethtool regexp flag rejects a bad
@@ -15,7 +17,7 @@ func TestEthtoolBadRegexp(t *testing.T) {
 		t.Run(flag, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, exporterBinary(t), "--collector.ethtool."+flag+"=(").CombinedOutput()
+			out, err := exec.CommandContext(ctx, exportertest.Build(t), "--collector.ethtool."+flag+"=(").CombinedOutput()
 			if err == nil {
 				t.Fatal("exporter accepted a bad regexp")
 			}

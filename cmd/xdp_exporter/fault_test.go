@@ -198,7 +198,7 @@ func TestConcurrentScrapesWithChurn(t *testing.T) {
 		}
 	}
 	if failed > 0 {
-		t.Fatalf("%d of %d concurrent scrapes failed; log:\n%.2000s", failed, scrapes, e.stderr)
+		t.Fatalf("%d of %d concurrent scrapes failed; log:\n%.2000s", failed, scrapes, e.Stderr)
 	}
 	t.Logf("%d scrapes during %d rounds of creating and deleting 50 veth pairs", scrapes, rounds)
 	client.CloseIdleConnections()
@@ -220,8 +220,8 @@ func TestConcurrentScrapesWithChurn(t *testing.T) {
 		}
 	}
 	t.Logf("goroutines %v -> %v, open fds %v -> %v", baseGoroutines, goroutines, baseFDs, fds)
-	if strings.Contains(e.stderr.String(), "panic") {
-		t.Fatalf("the exporter logged a panic:\n%s", e.stderr)
+	if strings.Contains(e.Stderr.String(), "panic") {
+		t.Fatalf("the exporter logged a panic:\n%s", e.Stderr)
 	}
 }
 
@@ -242,11 +242,11 @@ func TestMemoryWith100Veths(t *testing.T) {
 		body := e.Scrape(t)
 		if i == 0 {
 			if err := checkScrape(body); err != nil {
-				t.Errorf("%v\nlog:\n%s", err, e.stderr)
+				t.Errorf("%v\nlog:\n%s", err, e.Stderr)
 			}
 		}
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.cmd.Process.Pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.Cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}

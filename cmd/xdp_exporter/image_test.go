@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
@@ -44,7 +45,7 @@ func TestImage(t *testing.T) {
 	// The build context holds what `make image` sends: the Dockerfile,
 	// .dockerignore and the binary `make build` leaves at the root.
 	ctx := t.TempDir()
-	for src, dst := range map[string]string{"../../Dockerfile": "Dockerfile", "../../.dockerignore": ".dockerignore", exporterBinary(t): "xdp_exporter"} {
+	for src, dst := range map[string]string{"../../Dockerfile": "Dockerfile", "../../.dockerignore": ".dockerignore", exportertest.Build(t): "xdp_exporter"} {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +118,7 @@ func TestImage(t *testing.T) {
 	// port; the image's default arguments drop capabilities, which needs
 	// the capabilities to be there in the first place.
 	testenv.Privileged(t)
-	e := startExporterAt(t, exe, append(append(c.Entrypoint[1:], c.Cmd...), "--web.listen-address="+freeAddr(t))...)
+	e := startExporterAt(t, exe, append(append(c.Entrypoint[1:], c.Cmd...), "--web.listen-address="+exportertest.FreeAddr(t))...)
 	body := e.Scrape(t)
 	promtoolCheck(t, body)
 	if err := checkScrape(body); err != nil {
@@ -225,5 +226,5 @@ func startExporterAt(t *testing.T, bin string, args ...string) *exporter {
 	if addr == "" {
 		t.Fatalf("startExporterAt: no --web.listen-address in %v", args)
 	}
-	return launch(t, &exporter{Addr: addr, stderr: &logBuffer{}}, exec.Command(bin, args...))
+	return exportertest.Start(t, addr, exec.Command(bin, args...))
 }

@@ -3,15 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,144 +13,19 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// exporterBinary builds the real binary once per test run.
-func exporterBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "xdp_exporter-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "xdp_exporter")
-		// As `make build` does: no cgo, so the binary is static and
-		// --runtime.drop-capabilities can reach every thread.
-		build := exec.Command("go", "build", "-o", binPath, ".")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// freeAddr returns a loopback address no one listens on right now.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // exporter is a running xdp_exporter process.
-type exporter struct {
-	Addr   string
-	cmd    *exec.Cmd
-	stderr logWriter
-}
-
-// logWriter is where a process's stderr goes and how tests read it back.
-type logWriter interface {
-	io.Writer
-	String() string
-}
-
-// logBuffer collects the process's stderr; tests read it while the process
-// still writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type exporter = exportertest.Process
 
 // startExporter runs the binary with args on a free loopback port and waits
-// until it answers. The process gets SIGTERM at the end of the test.
+// until it answers; it is stopped with SIGINT when the test ends.
 func startExporter(t testing.TB, args ...string) *exporter {
 	t.Helper()
-	e := &exporter{Addr: freeAddr(t), stderr: &logBuffer{}}
-	return launch(t, e, exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + e.Addr}, args...)...))
-}
-
-// launch starts cmd, which must listen on e.Addr, and waits until it answers.
-func launch(t testing.TB, e *exporter, cmd *exec.Cmd) *exporter {
-	t.Helper()
-	e.cmd = cmd
-	e.cmd.Stderr = e.stderr
-	if err := e.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = e.cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- e.cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("exporter exited with %v; log:\n%s", err, e.stderr)
-			}
-		case <-time.After(10 * time.Second):
-			_ = e.cmd.Process.Kill()
-			t.Errorf("exporter did not stop within 10s of SIGINT; log:\n%s", e.stderr)
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + e.Addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			return e
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("exporter did not answer on %s: %v; log:\n%s", e.Addr, err, e.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// Scrape fetches /metrics and returns the body.
-func (e *exporter) Scrape(t testing.TB) string {
-	t.Helper()
-	resp, err := http.Get("http://" + e.Addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: HTTP %d\n%s", resp.StatusCode, body)
-	}
-	return string(body)
+	return exportertest.Run(t, exportertest.FreeAddr(t), args...)
 }
 
 // promtoolCheck runs `promtool check metrics` on a scrape body; promtool
@@ -246,12 +115,12 @@ func TestScrapeDefaults(t *testing.T) {
 		}
 		name := strings.TrimSuffix(strings.TrimPrefix(line, `xdp_scrape_collector_success{collector="`), `"} 0`)
 		if _, ok := unsupportedHere[name]; !ok {
-			t.Errorf("default collector failed on this host: %s\nlog:\n%s", line, e.stderr)
+			t.Errorf("default collector failed on this host: %s\nlog:\n%s", line, e.Stderr)
 			continue
 		}
 		// An unsupported collector says so once, at start-up, by name.
-		if n := strings.Count(e.stderr.String(), `collector=`+name+` `); n != 1 {
-			t.Errorf("collector %s unsupported here should be logged exactly once, got %d lines:\n%s", name, n, e.stderr)
+		if n := strings.Count(e.Stderr.String(), `collector=`+name+` `); n != 1 {
+			t.Errorf("collector %s unsupported here should be logged exactly once, got %d lines:\n%s", name, n, e.Stderr)
 		}
 	}
 }
@@ -283,7 +152,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, exporterBinary(t), tc.args...)
+			cmd := exec.CommandContext(ctx, exportertest.Build(t), tc.args...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			err := cmd.Run()

@@ -54,7 +54,7 @@ func TestNapiEndToEnd(t *testing.T) {
 		if work >= float64(sent) || time.Now().After(deadline) {
 			promtoolCheck(t, body)
 			if !strings.Contains(body, `xdp_scrape_collector_success{collector="napi"} 1`) {
-				t.Errorf("napi collector did not succeed; log:\n%s", e.stderr)
+				t.Errorf("napi collector did not succeed; log:\n%s", e.Stderr)
 			}
 			break
 		}

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -27,37 +24,6 @@ func deviceXDP(t *testing.T, dev string) uint32 {
 	return 0
 }
 
-// startKillable runs the exporter like startExporter but leaves stopping
-// it to the test, which kills it with SIGKILL.
-func startKillable(t *testing.T, args ...string) (*exec.Cmd, string, *bytes.Buffer) {
-	t.Helper()
-	addr := freeAddr(t)
-	var stderr bytes.Buffer
-	cmd := exec.Command(exporterBinary(t), append([]string{"--web.listen-address=" + addr}, args...)...)
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			return cmd, addr, &stderr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("exporter did not answer on %s: %v; log:\n%s", addr, err, &stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestRxqSurvivesKill9 checks the bpf_link promise: after SIGKILL of the
 // exporter no XDP program remains on the device (the kernel detaches the
 // link when its last fd goes), and a new exporter attaches again, without
@@ -68,22 +34,18 @@ func TestRxqSurvivesKill9(t *testing.T) {
 	args := []string{"--collector.rxq", "--collector.rxq.device=" + pair.Host.Name}
 
 	for round := 1; round <= 2; round++ {
-		cmd, addr, stderr := startKillable(t, args...)
-		e := &exporter{Addr: addr, stderr: stderr}
+		e := startExporter(t, args...)
 		body := e.Scrape(t)
 		promtoolCheck(t, body)
 		if !strings.Contains(body, `xdp_scrape_collector_success{collector="rxq"} 1`) {
-			t.Fatalf("round %d: rxq collector did not succeed; log:\n%s", round, stderr)
+			t.Fatalf("round %d: rxq collector did not succeed; log:\n%s", round, e.Stderr)
 		}
 		id := deviceXDP(t, pair.Host.Name)
 		if id == 0 || !strings.Contains(body, `prog_id="`) {
 			t.Fatalf("round %d: no XDP program on %s while the exporter runs", round, pair.Host.Name)
 		}
 
-		if err := cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
+		e.Kill(t)
 		// The kernel releases the process's files as it exits, but the
 		// final fput of a link may be deferred to a work queue.
 		deadline := time.Now().Add(5 * time.Second)
@@ -104,7 +66,7 @@ func TestRxqWithoutDevice(t *testing.T) {
 	if !strings.Contains(body, `xdp_scrape_collector_success{collector="rxq"} 0`) {
 		t.Errorf("rxq not reported as failed:\n%s", body)
 	}
-	if want := "name each device to attach to with --collector.rxq.device"; !strings.Contains(e.stderr.String(), want) {
-		t.Errorf("log does not say %q:\n%s", want, e.stderr)
+	if want := "name each device to attach to with --collector.rxq.device"; !strings.Contains(e.Stderr.String(), want) {
+		t.Errorf("log does not say %q:\n%s", want, e.Stderr)
 	}
 }

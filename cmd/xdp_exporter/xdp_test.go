@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -16,39 +14,9 @@ import (
 // command (capsh), which must exec it so that SIGINT reaches the exporter.
 func startXDPWrapped(t *testing.T, wrapper []string, args ...string) *exporter {
 	t.Helper()
-	e := &exporter{Addr: freeAddr(t), stderr: &bytes.Buffer{}}
-	cmdline := append(append(wrapper, exporterBinary(t), "--web.listen-address="+e.Addr), args...)
-	e.cmd = exec.Command(cmdline[0], cmdline[1:]...)
-	e.cmd.Stderr = e.stderr
-	if err := e.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = e.cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- e.cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("exporter exited with %v; log:\n%s", err, e.stderr)
-			}
-		case <-time.After(10 * time.Second):
-			_ = e.cmd.Process.Kill()
-			t.Errorf("exporter did not stop within 10s of SIGINT; log:\n%s", e.stderr)
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := http.Get("http://" + e.Addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			return e
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("exporter did not answer on %s: %v; log:\n%s", e.Addr, err, e.stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr := exportertest.FreeAddr(t)
+	cmdline := append(append(wrapper, exportertest.Build(t), "--web.listen-address="+addr), args...)
+	return exportertest.Start(t, addr, exec.Command(cmdline[0], cmdline[1:]...))
 }
 
 func xdpHasLine(body, line string) bool {
@@ -78,8 +46,8 @@ func TestXDPWithoutBPFCapabilities(t *testing.T) {
 	if !xdpHasLine(body, `xdp_scrape_collector_success{collector="xdp"} 0`) {
 		t.Fatalf("xdp collector did not report success 0 without CAP_BPF:\n%s", body)
 	}
-	if !strings.Contains(e.stderr.String(), "BPF not permitted: the xdp collector needs CAP_BPF and CAP_PERFMON") {
-		t.Fatalf("no clear log line about the missing capability:\n%s", e.stderr)
+	if !strings.Contains(e.Stderr.String(), "BPF not permitted: the xdp collector needs CAP_BPF and CAP_PERFMON") {
+		t.Fatalf("no clear log line about the missing capability:\n%s", e.Stderr)
 	}
 	if !strings.Contains(body, "process_open_fds") {
 		t.Fatal("the exporter stopped serving its other metrics")
@@ -109,11 +77,11 @@ func TestXDPKernelDrift(t *testing.T) {
 			t.Errorf("scrape lacks %s", want)
 		}
 	}
-	if n := strings.Count(e.stderr.String(), "xdp:xdp_redirect_map_err"); n != 1 {
-		t.Errorf("the missing tracepoint is reported %d times at startup, want once:\n%s", n, e.stderr)
+	if n := strings.Count(e.Stderr.String(), "xdp:xdp_redirect_map_err"); n != 1 {
+		t.Errorf("the missing tracepoint is reported %d times at startup, want once:\n%s", n, e.Stderr)
 	}
 	e.Scrape(t)
-	if n := strings.Count(e.stderr.String(), "xdp:xdp_redirect_map_err"); n != 1 {
-		t.Errorf("the missing tracepoint is reported again on scrape:\n%s", e.stderr)
+	if n := strings.Count(e.Stderr.String(), "xdp:xdp_redirect_map_err"); n != 1 {
+		t.Errorf("the missing tracepoint is reported again on scrape:\n%s", e.Stderr)
 	}
 }

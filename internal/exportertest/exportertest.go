@@ -85,10 +85,11 @@ func (l *Log) String() string {
 
 // Process is a running exporter.
 type Process struct {
-	Addr   string
-	Cmd    *exec.Cmd
-	Stderr *Log
-	done   chan error
+	Addr    string
+	Cmd     *exec.Cmd
+	Stderr  *Log
+	done    chan error
+	stopped bool
 }
 
 // Start runs cmd (the exporter, or a wrapper such as capsh around it),
@@ -129,12 +130,26 @@ func Run(t testing.TB, addr string, args ...string) *Process {
 	return Start(t, addr, exec.Command(Build(t), append([]string{"--web.listen-address=" + addr}, args...)...))
 }
 
+// Kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *Process) Kill(t testing.TB) {
+	t.Helper()
+	if p.stopped {
+		return
+	}
+	p.stopped = true
+	if err := p.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+}
+
 // Stop sends SIGINT and waits for a clean exit; it is safe to call twice.
 func (p *Process) Stop(t testing.TB) {
 	t.Helper()
-	if p.Cmd.ProcessState != nil {
+	if p.stopped {
 		return
 	}
+	p.stopped = true
 	_ = p.Cmd.Process.Signal(os.Interrupt)
 	select {
 	case err := <-p.done:
