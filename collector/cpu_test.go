@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -281,19 +278,7 @@ func TestCPULiveBusy(t *testing.T) {
 func TestCPULiveSoftnet(t *testing.T) {
 	testenv.Privileged(t)
 	pair := netlab.TestPair(t, 2)
-	pass, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:    ebpf.XDP,
-		License: "GPL",
-		Instructions: asm.Instructions{
-			asm.Mov.Imm(asm.R0, 2), // XDP_PASS
-			asm.Return(),
-		},
-	})
-	testenv.Check(t, err, "loading an XDP_PASS program")
-	defer pass.Close()
-	l, err := link.AttachXDP(link.XDPOptions{Program: pass, Interface: pair.Host.Index})
-	testenv.Check(t, err, "attaching XDP to veth")
-	defer l.Close()
+	pair.AttachVerdict(t, netlab.XDPPass)
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the generator")
 	defer g.Close()

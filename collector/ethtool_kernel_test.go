@@ -9,9 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/vishvananda/netlink"
@@ -26,16 +23,7 @@ import (
 // collector's per-queue veth XDP counters equal what was sent, exactly.
 func TestEthtoolVethXDPExact(t *testing.T) {
 	pair := netlab.TestPair(t, 2)
-	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:         ebpf.XDP,
-		License:      "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
-	})
-	testenv.Check(t, err, "loading an XDP_DROP program")
-	defer drop.Close()
-	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
-	testenv.Check(t, err, "attaching XDP to veth")
-	defer l.Close()
+	pair.AttachVerdict(t, netlab.XDPDrop)
 
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the generator")

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -22,16 +19,7 @@ import (
 // device's NAPI histogram counted every frame.
 func TestNapiEndToEnd(t *testing.T) {
 	pair := netlab.TestPair(t, 2)
-	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:         ebpf.XDP,
-		License:      "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
-	})
-	testenv.Check(t, err, "loading an XDP_DROP program")
-	defer drop.Close()
-	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
-	testenv.Check(t, err, "attaching XDP to veth")
-	defer l.Close()
+	pair.AttachVerdict(t, netlab.XDPDrop)
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
 	defer g.Close()

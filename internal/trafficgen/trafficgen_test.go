@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/safchain/ethtool"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
@@ -18,19 +15,7 @@ import (
 // that many.
 func TestExactCount(t *testing.T) {
 	pair := netlab.TestPair(t, 2)
-	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:    ebpf.XDP,
-		License: "GPL",
-		Instructions: asm.Instructions{
-			asm.Mov.Imm(asm.R0, 1), // XDP_DROP
-			asm.Return(),
-		},
-	})
-	testenv.Check(t, err, "loading an XDP_DROP program")
-	defer drop.Close()
-	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
-	testenv.Check(t, err, "attaching XDP to veth")
-	defer l.Close()
+	pair.AttachVerdict(t, netlab.XDPDrop)
 
 	g, err := New()
 	testenv.Check(t, err, "loading the generator")
