@@ -132,6 +132,9 @@ func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (*NapiCollector, erro
 // disables only the counters it feeds; only when none attaches does the
 // constructor fail.
 func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (_ *NapiCollector, err error) {
+	if _, err := kernelBTF("napi"); err != nil {
+		return nil, err
+	}
 	c := &NapiCollector{attached: map[string]bool{}}
 	if len(cfg.SoftirqVectors) == 0 {
 		for i := range c.vectors {

@@ -3,6 +3,8 @@ package collector
 import (
 	"fmt"
 	"net"
+
+	"github.com/cilium/ebpf/btf"
 )
 
 // interfaceNames maps ifindex to name in the exporter's network namespace,
@@ -18,4 +20,15 @@ func interfaceNames() (map[uint32]string, error) {
 		out[uint32(i.Index)] = i.Name
 	}
 	return out, nil
+}
+
+// kernelBTF loads the running kernel's BTF, which the tp_btf programs of
+// the xdp and napi collectors are typed and relocated against; without it
+// the error says so once, instead of every program failing on its own.
+func kernelBTF(collector string) (*btf.Spec, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the %s collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF: %w", collector, err)
+	}
+	return spec, nil
 }

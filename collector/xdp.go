@@ -151,9 +151,9 @@ func NewXDPCollector(cfg XDPConfig, logger *slog.Logger) (Collector, error) {
 }
 
 func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (_ Collector, err error) {
-	kernel, err := btf.LoadKernelSpec()
+	kernel, err := kernelBTF("xdp")
 	if err != nil {
-		return nil, fmt.Errorf("kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the xdp collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF: %w", err)
+		return nil, err
 	}
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {

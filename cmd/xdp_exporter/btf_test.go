@@ -1,0 +1,43 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+// TestWithoutKernelBTF runs the exporter in a private mount namespace
+// where /sys/kernel/btf/vmlinux is empty, as on a kernel built without
+// CONFIG_DEBUG_INFO_BTF: the tp_btf collectors (xdp, napi) report success 0
+// and say why, once; everything else serves.
+func TestWithoutKernelBTF(t *testing.T) {
+	testenv.Privileged(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		testenv.Unavailable(t, "unshare not installed (util-linux)")
+		return
+	}
+	addr := exportertest.FreeAddr(t)
+	e := exportertest.Start(t, addr, exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c",
+		`mount --bind /dev/null /sys/kernel/btf/vmlinux && exec "$0" "$@"`,
+		exportertest.Build(t), "--web.listen-address="+addr))
+	body := e.Scrape(t)
+	promtoolCheck(t, body)
+	for _, c := range []string{"xdp", "napi"} {
+		if !strings.Contains(body, `xdp_scrape_collector_success{collector="`+c+`"} 0`) {
+			t.Errorf("%s collector not reported as failed without kernel BTF", c)
+		}
+		want := "kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the " + c + " collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF"
+		if n := strings.Count(e.Stderr.String(), want); n != 1 {
+			t.Errorf("log says %q %d times, want once:\n%s", want, n, e.Stderr)
+		}
+	}
+	for _, c := range []string{"cpu", "ethtool", "netdev", "bpf"} {
+		if !strings.Contains(body, `xdp_scrape_collector_success{collector="`+c+`"} 1`) {
+			t.Errorf("%s collector failed without kernel BTF, which it does not need:\n%s", c, e.Stderr)
+		}
+	}
+}
