@@ -1,12 +1,20 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
@@ -56,6 +64,91 @@ func TestRxqSurvivesKill9(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// waitDetached waits for the kernel to release a killed process's link:
+// the final fput of a link may be deferred to a work queue.
+func waitDetached(t *testing.T, dev, when string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for deviceXDP(t, dev) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: XDP program %d still on %s 5s after SIGKILL", when, deviceXDP(t, dev), dev)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRxqKill9DuringAttachAndScrape kills the exporter at moments spread
+// over its start-up (while it loads and attaches) and then in the middle of
+// a burst of scrapes: nothing is ever left attached or pinned, and a new
+// exporter attaches without --collector.rxq.force.
+func TestRxqKill9DuringAttachAndScrape(t *testing.T) {
+	testenv.Privileged(t)
+	pair := netlab.TestPair(t, 2)
+	args := []string{"--collector.rxq", "--collector.rxq.device=" + pair.Host.Name}
+	pinnedBefore := pinned(t)
+	for _, delay := range []time.Duration{0, 2 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond} {
+		cmd := exec.Command(exportertest.Build(t), append([]string{"--web.listen-address=" + exportertest.FreeAddr(t)}, args...)...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(delay)
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		waitDetached(t, pair.Host.Name, fmt.Sprintf("killed %v after start", delay))
+	}
+
+	e := startExporter(t, args...)
+	stop := make(chan struct{})
+	scraping := make(chan struct{})
+	go func() {
+		defer close(scraping)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if resp, err := http.Get("http://" + e.Addr + "/metrics"); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond)
+	e.Kill(t)
+	close(stop)
+	<-scraping
+	waitDetached(t, pair.Host.Name, "killed during scrapes")
+	if after := pinned(t); after != pinnedBefore {
+		t.Errorf("pins under /sys/fs/bpf changed:\nbefore:\n%s\nafter:\n%s", pinnedBefore, after)
+	}
+
+	body := startExporter(t, args...).Scrape(t)
+	if !strings.Contains(body, `xdp_scrape_collector_success{collector="rxq"} 1`) {
+		t.Fatalf("restart after SIGKILL did not attach:\n%s", body)
+	}
+}
+
+// pinned lists what is pinned in the BPF filesystem, which the exporter
+// never uses; an unmounted /sys/fs/bpf lists as empty.
+func pinned(t *testing.T) string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir("/sys/fs/bpf", func(path string, _ fs.DirEntry, err error) error {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		out = append(out, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestRxqWithoutDevice enables the collector without a device: the
