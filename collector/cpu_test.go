@@ -279,9 +279,6 @@ func TestCPULiveSoftnet(t *testing.T) {
 	testenv.Privileged(t)
 	pair := netlab.TestPair(t, 2)
 	pair.AttachVerdict(t, netlab.XDPPass)
-	g, err := trafficgen.New()
-	testenv.Check(t, err, "loading the generator")
-	defer g.Close()
 
 	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
 	processed := func() map[string]uint32 {
@@ -293,17 +290,7 @@ func TestCPULiveSoftnet(t *testing.T) {
 	}
 	before := processed()
 	const n = 50_000
-	sent, err := g.Run(context.Background(), trafficgen.Config{
-		NS: pair.NS, Ifindex: pair.Peer.Index,
-		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
-		Count: n, CPUs: []int{0, 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sent != n {
-		t.Fatalf("generator sent %d, want %d", sent, n)
-	}
+	trafficgen.SendExactly(t, pair, n)
 	after := processed()
 	var delta uint64
 	for cpu, v := range after {

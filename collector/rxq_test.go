@@ -112,25 +112,6 @@ func vethStats(t testing.TB, pair *netlab.Pair, dev string, inNS bool, stat stri
 	return out
 }
 
-// send sends n frames from CPUs 0 and 1 of the pair's peer to its host end.
-func send(t testing.TB, pair *netlab.Pair, n uint64) {
-	t.Helper()
-	g, err := trafficgen.New()
-	testenv.Check(t, err, "loading the traffic generator")
-	defer g.Close()
-	sent, err := g.Run(context.Background(), trafficgen.Config{
-		NS: pair.NS, Ifindex: pair.Peer.Index,
-		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
-		Count: n, CPUs: []int{0, 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sent != n {
-		t.Fatalf("generator sent %d frames, want %d", sent, n)
-	}
-}
-
 // rxqCells returns the packets_total samples of dev as queue -> cpu -> value.
 func rxqCells(mfs map[string]*dto.MetricFamily, family, dev string) map[string]map[string]uint64 {
 	out := map[string]map[string]uint64{}
@@ -149,19 +130,6 @@ func rxqCells(mfs map[string]*dto.MetricFamily, family, dev string) map[string]m
 		out[l["queue"]][l["cpu"]] = uint64(m.GetCounter().GetValue())
 	}
 	return out
-}
-
-// attachedProgID is the id of the XDP program attached to dev, 0 for none.
-func attachedProgID(t testing.TB, dev string) uint32 {
-	t.Helper()
-	l, err := netlink.LinkByName(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if x := l.Attrs().Xdp; x != nil && x.Attached {
-		return x.ProgId
-	}
-	return 0
 }
 
 // TestRxqActions sends exactly N frames over two RX queues into a device
@@ -208,11 +176,11 @@ func TestRxqActions(t *testing.T) {
 				}
 			}()
 
-			send(t, pair, n)
+			trafficgen.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 
 			info := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name, "action", tc.action,
-				"mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(attachedProgID(t, pair.Host.Name)))
+				"mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(netlab.AttachedXDP(t, pair.Host.Name)))
 			if info != 1 {
 				t.Errorf("xdp_rxq_info = %v, want 1", info)
 			}
@@ -287,7 +255,7 @@ func TestRxqActions(t *testing.T) {
 				t.Errorf("Close: %v", err)
 			}
 			closed = true
-			if id := attachedProgID(t, pair.Host.Name); id != 0 {
+			if id := netlab.AttachedXDP(t, pair.Host.Name); id != 0 {
 				t.Errorf("XDP program id %d still on %s after Close", id, pair.Host.Name)
 			}
 		})
@@ -303,7 +271,7 @@ func TestRxqQueueIssue(t *testing.T) {
 	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop", Queues: 1}, discardLogger())
 	testenv.Check(t, err, "starting the rxq collector")
 	defer c.Close()
-	send(t, pair, n)
+	trafficgen.SendExactly(t, pair, n)
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_rxq_packets_total", "device", pair.Host.Name, "queue", "0"); v != n/2 {
 		t.Errorf("queue 0 counted %v, want %d", v, n/2)
@@ -339,7 +307,7 @@ func TestRxqForeignProgram(t *testing.T) {
 				testenv.Check(t, err, "attaching XDP through bpf_link")
 				t.Cleanup(func() { l.Close() })
 			}
-			id := attachedProgID(t, pair.Host.Name)
+			id := netlab.AttachedXDP(t, pair.Host.Name)
 			if id == 0 {
 				t.Fatal("foreign program not attached")
 			}
@@ -350,7 +318,7 @@ func TestRxqForeignProgram(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %v, want one saying %q", err, want)
 			}
-			if now := attachedProgID(t, pair.Host.Name); now != id {
+			if now := netlab.AttachedXDP(t, pair.Host.Name); now != id {
 				t.Fatalf("refusing changed the device's program from %d to %d", id, now)
 			}
 
@@ -361,10 +329,10 @@ func TestRxqForeignProgram(t *testing.T) {
 			}
 			defer c.Close()
 			const n = 10_000
-			send(t, pair, n)
+			trafficgen.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			ours := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name)
-			if ours != 1 || attachedProgID(t, pair.Host.Name) == id {
+			if ours != 1 || netlab.AttachedXDP(t, pair.Host.Name) == id {
 				t.Errorf("device still runs the foreign program %d", id)
 			}
 			var total float64
@@ -404,7 +372,7 @@ func TestRxqGeneric(t *testing.T) {
 	if x := l.Attrs().Xdp; x == nil || x.AttachMode != nl.XDP_ATTACHED_SKB {
 		t.Fatalf("device XDP state %+v, want attached in generic (skb) mode", x)
 	}
-	send(t, pair, n)
+	trafficgen.SendExactly(t, pair, n)
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name, "mode", "generic"); v != 1 {
 		t.Errorf("xdp_rxq_info{mode=generic} = %v", v)
@@ -437,7 +405,7 @@ func TestRxqForeignAfterStart(t *testing.T) {
 		t.Fatal("the kernel let a netlink attach replace the rxq program's bpf_link")
 	}
 	const n = 10_000
-	send(t, pair, n)
+	trafficgen.SendExactly(t, pair, n)
 	if err := c.Update(context.Background(), make(chan prometheus.Metric, 1024)); err != nil {
 		t.Fatalf("update after a refused foreign attach: %v", err)
 	}

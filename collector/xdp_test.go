@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -69,26 +68,6 @@ func xdpDevmapTo(t testing.TB, ifindex int) *ebpf.Map {
 	return m
 }
 
-// xdpSend makes the generator send exactly n frames from pair's peer to its
-// host end.
-func xdpSend(t testing.TB, pair *netlab.Pair, n uint64) {
-	t.Helper()
-	g, err := trafficgen.New()
-	testenv.Check(t, err, "loading the traffic generator")
-	defer g.Close()
-	sent, err := g.Run(context.Background(), trafficgen.Config{
-		NS: pair.NS, Ifindex: pair.Peer.Index,
-		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
-		Count: n, CPUs: []int{0, 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sent != n {
-		t.Fatalf("generator sent %d frames, want %d", sent, n)
-	}
-}
-
 func newTestXDP(t testing.TB, cfg XDPConfig) Collector {
 	t.Helper()
 	testenv.Privileged(t)
@@ -122,7 +101,7 @@ func TestXDPExceptions(t *testing.T) {
 	pair := netlab.TestPair(t, 2)
 	prog := xdpAttach(t, pair.Host.Index, xdpReturn(0)) // XDP_ABORTED
 	const n = 100_000
-	xdpSend(t, pair, n)
+	trafficgen.SendExactly(t, pair, n)
 
 	mfs := gather(t, c)
 	got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", xdpProgID(t, prog), "action", "ABORTED")
@@ -175,7 +154,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pair := netlab.TestPair(t, 2)
 			prog := xdpAttach(t, pair.Host.Index, tc.insns(t))
-			xdpSend(t, pair, n)
+			trafficgen.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			labels := append([]string{"device", pair.Host.Name, "prog_id", xdpProgID(t, prog)}, tc.labels...)
 			if got := value(t, mfs, tc.family, labels...); got != n {
@@ -219,7 +198,7 @@ func TestXDPDevmapXmit(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
 	in, out := xdpRedirectLab(t)
 	const n = 100_000
-	xdpSend(t, in, n)
+	trafficgen.SendExactly(t, in, n)
 
 	mfs := gather(t, c)
 	labels := []string{"from_device", in.Host.Name, "to_device", out.Host.Name}
@@ -250,7 +229,7 @@ func TestXDPRedirectSuccess(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{RedirectSuccess: true})
 	in, _ := xdpRedirectLab(t)
 	const n = 50_000
-	xdpSend(t, in, n)
+	trafficgen.SendExactly(t, in, n)
 	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_redirects_total", "device", in.Host.Name); got != n {
 		t.Fatalf("redirects = %v, want %d", got, n)
@@ -277,11 +256,11 @@ func TestXDPMissingTracepoint(t *testing.T) {
 
 	in, out := xdpRedirectLab(t)
 	const n = 10_000
-	xdpSend(t, in, n)
+	trafficgen.SendExactly(t, in, n)
 	// Also exercise a tracepoint that is still attached.
 	pair := netlab.TestPair(t, 2)
 	xdpAttach(t, pair.Host.Index, xdpReturn(0))
-	xdpSend(t, pair, n)
+	trafficgen.SendExactly(t, pair, n)
 
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_no_such_tracepoint"); v != 0 {
@@ -345,7 +324,7 @@ func TestXDPCpumap(t *testing.T) {
 		asm.Return(),
 	})
 	const n = 50_000
-	xdpSend(t, pair, n)
+	trafficgen.SendExactly(t, pair, n)
 
 	// The kthread drains its queue asynchronously.
 	deadline := time.Now().Add(5 * time.Second)
@@ -392,9 +371,9 @@ func TestXDPMapFull(t *testing.T) {
 	xdpAttach(t, first.Host.Index, xdpReturn(0))
 	xdpAttach(t, second.Host.Index, xdpReturn(0))
 	const n = 10_000
-	xdpSend(t, first, n)
-	xdpSend(t, second, n)
-	xdpSend(t, first, n)
+	trafficgen.SendExactly(t, first, n)
+	trafficgen.SendExactly(t, second, n)
+	trafficgen.SendExactly(t, first, n)
 
 	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
@@ -430,7 +409,7 @@ func TestXDPBulkTx(t *testing.T) {
 				}
 			}
 			xdpAttach(t, pair.Host.Index, xdpReturn(3)) // XDP_TX
-			xdpSend(t, pair, n)
+			trafficgen.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			sent := value(t, mfs, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
 			drops := value(t, mfs, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)

@@ -12,26 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
 // deviceXDP returns the id of the XDP program on dev, 0 for none.
-func deviceXDP(t *testing.T, dev string) uint32 {
-	t.Helper()
-	l, err := netlink.LinkByName(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if x := l.Attrs().Xdp; x != nil && x.Attached {
-		return x.ProgId
-	}
-	return 0
-}
-
 // TestRxqSurvivesKill9 checks the bpf_link promise: after SIGKILL of the
 // exporter no XDP program remains on the device (the kernel detaches the
 // link when its last fd goes), and a new exporter attaches again, without
@@ -48,7 +34,7 @@ func TestRxqSurvivesKill9(t *testing.T) {
 		if !strings.Contains(body, `xdp_scrape_collector_success{collector="rxq"} 1`) {
 			t.Fatalf("round %d: rxq collector did not succeed; log:\n%s", round, e.Stderr)
 		}
-		id := deviceXDP(t, pair.Host.Name)
+		id := netlab.AttachedXDP(t, pair.Host.Name)
 		if id == 0 || !strings.Contains(body, `prog_id="`) {
 			t.Fatalf("round %d: no XDP program on %s while the exporter runs", round, pair.Host.Name)
 		}
@@ -57,9 +43,9 @@ func TestRxqSurvivesKill9(t *testing.T) {
 		// The kernel releases the process's files as it exits, but the
 		// final fput of a link may be deferred to a work queue.
 		deadline := time.Now().Add(5 * time.Second)
-		for deviceXDP(t, pair.Host.Name) != 0 {
+		for netlab.AttachedXDP(t, pair.Host.Name) != 0 {
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: XDP program %d still on %s 5s after SIGKILL", round, deviceXDP(t, pair.Host.Name), pair.Host.Name)
+				t.Fatalf("round %d: XDP program %d still on %s 5s after SIGKILL", round, netlab.AttachedXDP(t, pair.Host.Name), pair.Host.Name)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -71,9 +57,9 @@ func TestRxqSurvivesKill9(t *testing.T) {
 func waitDetached(t *testing.T, dev, when string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for deviceXDP(t, dev) != 0 {
+	for netlab.AttachedXDP(t, dev) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: XDP program %d still on %s 5s after SIGKILL", when, deviceXDP(t, dev), dev)
+			t.Fatalf("%s: XDP program %d still on %s 5s after SIGKILL", when, netlab.AttachedXDP(t, dev), dev)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -63,4 +64,17 @@ func (p *Pair) AttachVerdict(t testing.TB, verdict uint32) {
 	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: p.Host.Index})
 	testenv.Check(t, err, "attaching XDP to "+p.Host.Name)
 	t.Cleanup(func() { l.Close() })
+}
+
+// AttachedXDP returns the id of the XDP program attached to dev, 0 for none.
+func AttachedXDP(t testing.TB, dev string) uint32 {
+	t.Helper()
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := l.Attrs().Xdp; x != nil && x.Attached {
+		return x.ProgId
+	}
+	return 0
 }
