@@ -10,13 +10,19 @@
 //   napi_poll(struct napi_struct *napi, int work, int budget)
 //   softirq_entry/softirq_exit/softirq_raise(unsigned int vec_nr)
 //
-// Each program runs once per poll or per softirq, never per packet, and
-// touches only per-CPU maps: no atomics.
+// Each program runs once per poll or per softirq, never per packet. The
+// counters are per CPU, so no update needs an atomic; the only atomic is
+// the one compare-and-swap that claims a histogram slot for a new device.
+// The softirq programs are opt-in (--collector.napi.softirq): they fire
+// several times per poll, and the cpu collector reads the same counts
+// from /proc/softirqs.
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+
+#include "slots.h"
 
 // Histogram buckets: one per work value 0..NAPI_MAX_WORK, then one for
 // anything larger (drivers and busy polling may use budgets above 64).
@@ -32,11 +38,12 @@ enum napi_ctx {
 	CTX_THREADED = 3,  // a threaded-NAPI kthread, napi/<dev>-<id>
 };
 
-struct napi_key {
-	char dev[16];  // net_device.name at poll time
-	__u32 netns;   // inode number of the device's network namespace
-	__u32 ctx;     // enum napi_ctx
-};
+// The histogram is a slot table (slots.h) keyed by device and context:
+// k0 is the inode of the device's network namespace, k1 the ifindex and
+// the context, SLOT_K1 | ifindex << 2 | ctx. The device's name is written
+// once, by the poll that claims the slot, so no poll copies a string; for
+// devices in its own namespace userspace shows the current name instead.
+#define NAPI_SLOTS 128
 
 struct napi_val {
 	__u64 polls[NAPI_BUCKETS]; // polls[w]: polls that did w packets of work
@@ -46,18 +53,32 @@ struct napi_val {
 	__u64 over_budget;         // work > budget
 };
 
-// Per-CPU so the update needs no atomics; NO_PREALLOC because each entry
-// is NAPI_BUCKETS+4 words per CPU and only the devices that actually poll
-// need one. Bounded: when full, polls of new devices are counted in
-// napi_dropped instead.
+struct napi_name {
+	__u64 dev[2]; // net_device.name when the slot was claimed, as two words
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct napi_key);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NAPI_SLOTS);
+	__type(key, __u32);
+	__type(value, struct slot_owner);
+} napi_owners SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NAPI_SLOTS);
+	__type(key, __u32);
+	__type(value, struct napi_name);
+} napi_names SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NAPI_SLOTS);
+	__type(key, __u32);
 	__type(value, struct napi_val);
 } napi_hist SEC(".maps");
 
+// Polls not counted because every slot probed for their key was taken.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -85,40 +106,60 @@ static __always_inline __u32 poll_context(void)
 	return CTX_OTHER;
 }
 
-static const struct napi_val zero_val;
+// An ifindex this large cannot be packed beside the context; Linux
+// allocates ifindexes from 1 upwards, so none is in practice.
+#define NAPI_MAX_IFINDEX ((1U << 30) - 1)
+
+static __always_inline void count_untracked(void)
+{
+	__u32 zero = 0;
+	__u64 *d = bpf_map_lookup_elem(&napi_dropped, &zero);
+
+	if (d)
+		(*d)++;
+}
 
 SEC("tp_btf/napi_poll")
 int BPF_PROG(napi_poll, struct napi_struct *napi, int work, int budget)
 {
-	struct napi_key key = {};
 	struct net_device *dev = napi->dev;
+	__u32 ifindex = dev->ifindex;
+	__u64 netns = dev->nd_net.net->ns.inum;
+	bool claimed = false;
 	struct napi_val *v;
+	int idx;
 
-	// Two direct loads through the BTF pointer instead of a
-	// bpf_probe_read_kernel call: the verifier turns them into faulting-
-	// safe loads, and the poll path stays free of helper calls here.
-	*(__u64 *)&key.dev[0] = *(__u64 *)&dev->name[0];
-	*(__u64 *)&key.dev[8] = *(__u64 *)&dev->name[8];
-	key.netns = dev->nd_net.net->ns.inum;
-	key.ctx = poll_context();
+	if (ifindex > NAPI_MAX_IFINDEX) {
+		count_untracked();
+		return 0;
+	}
+	idx = slot_find(&napi_owners, NAPI_SLOTS, netns, SLOT_K1 | (__u64)ifindex << 2 | poll_context(), &claimed);
+	if (idx < 0) {
+		count_untracked();
+		return 0;
+	}
+	if (claimed) {
+		// The name, once per slot. Two direct loads through the BTF
+		// pointer: the verifier makes them faulting-safe, no helper.
+		struct napi_name *n = bpf_map_lookup_elem(&napi_names, &idx);
 
-	v = bpf_map_lookup_elem(&napi_hist, &key);
-	if (!v) {
-		// First poll of this device in this context; another CPU may race
-		// us to the insert, which is fine: per-CPU values start at zero.
-		bpf_map_update_elem(&napi_hist, &key, &zero_val, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&napi_hist, &key);
-		if (!v) {
-			__u32 zero = 0;
-			__u64 *d = bpf_map_lookup_elem(&napi_dropped, &zero);
-
-			if (d)
-				(*d)++;
-			return 0;
+		if (n) {
+			n->dev[0] = *(__u64 *)&dev->name[0];
+			n->dev[1] = *(__u64 *)&dev->name[8];
 		}
 	}
-	if (work >= 0 && work <= NAPI_MAX_WORK) {
-		v->polls[work]++;
+	v = bpf_map_lookup_elem(&napi_hist, &idx);
+	if (!v)
+		return 0;
+	// One 64-bit compare bounds the index (a negative work wraps to a
+	// large value). The empty asm keeps clang from comparing a copy of
+	// work in another register, where the verifier would not see the
+	// bound on the index.
+	__u64 w = (__u32)work;
+
+	asm volatile("" : "+r"(w));
+	if (w <= NAPI_MAX_WORK) {
+		v->polls[w]++;
 	} else if (work > NAPI_MAX_WORK) {
 		v->big_polls++;
 		v->big_work += work;

@@ -13,11 +13,9 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type NapiNapiKey struct {
-	_     structs.HostLayout
-	Dev   [16]int8
-	Netns uint32
-	Ctx   uint32
+type NapiNapiName struct {
+	_   structs.HostLayout
+	Dev [2]uint64
 }
 
 type NapiNapiVal struct {
@@ -27,6 +25,12 @@ type NapiNapiVal struct {
 	BigWork    uint64
 	Exhausted  uint64
 	OverBudget uint64
+}
+
+type NapiSlotOwner struct {
+	_  structs.HostLayout
+	K0 uint64
+	K1 uint64
 }
 
 type NapiSoftirqVal struct {
@@ -43,6 +47,8 @@ type NapiSoftirqVal struct {
 const (
 	NapiMapNapiDropped   = "napi_dropped"
 	NapiMapNapiHist      = "napi_hist"
+	NapiMapNapiNames     = "napi_names"
+	NapiMapNapiOwners    = "napi_owners"
 	NapiMapSoftirqs      = "softirqs"
 	NapiProgNapiPoll     = "napi_poll"
 	NapiProgSoftirqEntry = "softirq_entry"
@@ -104,6 +110,8 @@ type NapiProgramSpecs struct {
 type NapiMapSpecs struct {
 	NapiDropped *ebpf.MapSpec `ebpf:"napi_dropped"`
 	NapiHist    *ebpf.MapSpec `ebpf:"napi_hist"`
+	NapiNames   *ebpf.MapSpec `ebpf:"napi_names"`
+	NapiOwners  *ebpf.MapSpec `ebpf:"napi_owners"`
 	Softirqs    *ebpf.MapSpec `ebpf:"softirqs"`
 }
 
@@ -135,6 +143,8 @@ func (o *NapiObjects) Close() error {
 type NapiMaps struct {
 	NapiDropped *ebpf.Map `ebpf:"napi_dropped"`
 	NapiHist    *ebpf.Map `ebpf:"napi_hist"`
+	NapiNames   *ebpf.Map `ebpf:"napi_names"`
+	NapiOwners  *ebpf.Map `ebpf:"napi_owners"`
 	Softirqs    *ebpf.Map `ebpf:"softirqs"`
 }
 
@@ -142,6 +152,8 @@ func (m *NapiMaps) Close() error {
 	return _NapiClose(
 		m.NapiDropped,
 		m.NapiHist,
+		m.NapiNames,
+		m.NapiOwners,
 		m.Softirqs,
 	)
 }

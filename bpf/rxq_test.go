@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
@@ -306,6 +308,46 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// xdpBenchDrop loads xdp-bench's drop programs (no-touch and read-data,
+// as `xdp-bench drop [-p read-data]` runs them) from the built xdp-tools
+// tree named by XDP_TOOLS_DIR, so they run in the same rotation as ours;
+// none without it.
+func xdpBenchDrop(b *testing.B) []struct {
+	name string
+	prog *ebpf.Program
+} {
+	dir := os.Getenv("XDP_TOOLS_DIR")
+	if dir == "" {
+		return nil
+	}
+	spec, err := ebpf.LoadCollectionSpec(filepath.Join(dir, "xdp-bench", "xdp_basic.bpf.o"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := spec.Variables["action"].Set(uint32(XDPDrop)); err != nil {
+		b.Fatal(err)
+	}
+	// xdp-tools sizes its counter maps at load time (by CPUs, queues and
+	// actions); 4096 covers them all on this machine.
+	for _, m := range spec.Maps {
+		if m.MaxEntries == 0 {
+			m.MaxEntries = 4096
+		}
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(coll.Close)
+	return []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		{"xdp-bench", coll.Programs["xdp_basic_prog"]},
+		{"xdp-bench-read", coll.Programs["xdp_read_data_prog"]},
+	}
+}
+
 // BenchmarkRxqProgRun measures what the rxq program adds per packet over a
 // bare XDP_DROP: each iteration runs the bare program and then every
 // variant, benchRepeat times each in one BPF_PROG_RUN, timed over the
@@ -320,7 +362,9 @@ func median(v []float64) float64 {
 // constant-key per-CPU counter (the floor of any counting program), "old"
 // and "old-noifindex" the previous layout (per-CPU array keyed by queue)
 // with and without the ifindex check; "check-ifindex" is drop with
-// --collector.rxq.check-ifindex. Run with -benchtime=101x.
+// --collector.rxq.check-ifindex; "xdp-bench" and "xdp-bench-read" are
+// xdp-tools' drop programs, when XDP_TOOLS_DIR names a built tree. Run
+// with -benchtime=101x.
 func BenchmarkRxqProgRun(b *testing.B) {
 	lo := loIndex(b)
 	ctx := xdpMd{DataEnd: 60, IngressIfindex: uint32(lo)}
@@ -343,6 +387,12 @@ func BenchmarkRxqProgRun(b *testing.B) {
 		{"pass-read", rxq(RxqConfig{Action: XDPPass, Read: true})},
 		{"drop-read", rxq(RxqConfig{Action: XDPDrop, Read: true})},
 		{"check-ifindex", rxq(RxqConfig{Action: XDPDrop, CheckIfindex: true})},
+	}
+	for _, p := range xdpBenchDrop(b) {
+		variants = append(variants, struct {
+			name string
+			prog *ebpf.Program
+		}{p.name, p.prog})
 	}
 	var base []float64
 	runs := make([][]float64, len(variants))

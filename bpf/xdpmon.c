@@ -19,12 +19,19 @@
 // kernel lacks only loses its own counters (recent kernels, such as 6.18,
 // no longer have xdp_redirect_map_err).
 //
-// No atomics: every map is per-CPU. A key is inserted once with
-// BPF_NOEXIST and then incremented in place.
+// No atomics on the counting path: every counter is per-CPU. The transmit
+// and cpumap programs, which fire once per bulk on the forwarding path,
+// count in slot tables (slots.h): exact per key without a hash lookup, and
+// one compare-and-swap per key ever, when its slot is claimed. Exceptions
+// and redirect errors, which only fire on failures, keep per-CPU hash maps
+// keyed by device, program and action or errno; a key is inserted once
+// with BPF_NOEXIST and then incremented in place.
 
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+
+#include "slots.h"
 
 // A device is its ifindex plus the inode of its network namespace, so equal
 // ifindexes in two namespaces stay apart.
@@ -45,21 +52,11 @@ struct redirect_key {
 	__s32 err; // 0 for a successful redirect (opt-in program)
 };
 
-struct xmit_key {
-	struct dev_key from;
-	struct dev_key to;
-};
-
 struct xmit_value {
 	__u64 sent;
 	__u64 drops;
 	__u64 errors; // flushes that returned err != 0
 	__u64 bulks;  // flushes (events): bulk average = sent / bulks
-};
-
-struct enqueue_key {
-	__u32 map_id;
-	__u32 to_cpu;
 };
 
 struct enqueue_value {
@@ -68,7 +65,7 @@ struct enqueue_value {
 	__u64 bulks;
 };
 
-// The kthread runs on the cpumap entry's CPU, which is the per-CPU slot the
+// The kthread runs on the cpumap entry's CPU, which is the per-CPU copy the
 // value lands in: the key needs only the map.
 struct kthread_value {
 	__u64 processed;
@@ -112,33 +109,32 @@ struct {
 	__type(value, __u64);
 } redirects SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct xmit_key);
-	__type(value, struct xmit_value);
-} devmap_xmit SEC(".maps");
+// SLOT_TABLE declares a slot table: NAME_owners and the per-CPU values
+// NAME, both of SLOTS entries (a power of two).
+#define SLOT_TABLE(name, slots, value_type)                      \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
+		__uint(max_entries, slots);                       \
+		__type(key, __u32);                               \
+		__type(value, struct slot_owner);                 \
+	} name##_owners SEC(".maps");                             \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
+		__uint(max_entries, slots);                       \
+		__type(key, __u32);                               \
+		__type(value, value_type);                        \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 256);
-	__type(key, struct dev_key);
-	__type(value, struct xmit_value);
-} bulk_tx SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct enqueue_key);
-	__type(value, struct enqueue_value);
-} cpumap_enqueue SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, struct kthread_value);
-} cpumap_kthread SEC(".maps");
+// Keys: devmap_xmit (from device, to device), bulk_tx (device),
+// cpumap_enqueue (map id, target CPU), cpumap_kthread (map id).
+#define DEVMAP_XMIT_SLOTS 256
+#define BULK_TX_SLOTS 256
+#define CPUMAP_ENQUEUE_SLOTS 256
+#define CPUMAP_KTHREAD_SLOTS 64
+SLOT_TABLE(devmap_xmit, DEVMAP_XMIT_SLOTS, struct xmit_value);
+SLOT_TABLE(bulk_tx, BULK_TX_SLOTS, struct xmit_value);
+SLOT_TABLE(cpumap_enqueue, CPUMAP_ENQUEUE_SLOTS, struct enqueue_value);
+SLOT_TABLE(cpumap_kthread, CPUMAP_KTHREAD_SLOTS, struct kthread_value);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -177,6 +173,29 @@ static __always_inline struct dev_key dev_key(const struct net_device *dev)
 		.netns = dev->nd_net.net->ns.inum,
 	};
 	return k;
+}
+
+// dev_word packs a device into a slot key word: the namespace inode above
+// the ifindex (a positive int, so below bit 31), leaving bit 63 free for
+// SLOT_K1.
+static __always_inline __u64 dev_word(const struct net_device *dev)
+{
+	return (__u64)dev->nd_net.net->ns.inum << 31 | (__u32)dev->ifindex;
+}
+
+// table_value returns this CPU's value of the slot for (k0, k1), or NULL
+// (counted as overflow ovf) when no slot could be had.
+static __always_inline void *table_value(void *owners, __u32 nslots, void *values,
+					 __u64 k0, __u64 k1, __u32 ovf)
+{
+	bool claimed;
+	int idx = slot_find(owners, nslots, k0, k1, &claimed);
+
+	if (idx < 0) {
+		count_overflow(ovf);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(values, &idx);
 }
 
 static __always_inline void count_redirect(const struct net_device *dev,
@@ -249,11 +268,9 @@ SEC("tp_btf/xdp_devmap_xmit")
 int BPF_PROG(xdp_devmap_xmit, const struct net_device *from_dev,
 	     const struct net_device *to_dev, int sent, int drops, int err)
 {
-	struct xmit_key k = {
-		.from = dev_key(from_dev),
-		.to = dev_key(to_dev),
-	};
-	struct xmit_value zero = {}, *v = slot(&devmap_xmit, &k, &zero, OVF_DEVMAP_XMIT);
+	struct xmit_value *v = table_value(&devmap_xmit_owners, DEVMAP_XMIT_SLOTS, &devmap_xmit,
+					   dev_word(from_dev), SLOT_K1 | dev_word(to_dev),
+					   OVF_DEVMAP_XMIT);
 
 	if (!v)
 		return 0;
@@ -267,8 +284,8 @@ int BPF_PROG(xdp_devmap_xmit, const struct net_device *from_dev,
 SEC("tp_btf/xdp_bulk_tx")
 int BPF_PROG(xdp_bulk_tx, const struct net_device *dev, int sent, int drops, int err)
 {
-	struct dev_key k = dev_key(dev);
-	struct xmit_value zero = {}, *v = slot(&bulk_tx, &k, &zero, OVF_BULK_TX);
+	struct xmit_value *v = table_value(&bulk_tx_owners, BULK_TX_SLOTS, &bulk_tx,
+					   dev_word(dev), SLOT_K1, OVF_BULK_TX);
 
 	if (!v)
 		return 0;
@@ -283,8 +300,9 @@ SEC("tp_btf/xdp_cpumap_enqueue")
 int BPF_PROG(xdp_cpumap_enqueue, int map_id, unsigned int processed,
 	     unsigned int drops, int to_cpu)
 {
-	struct enqueue_key k = { .map_id = map_id, .to_cpu = to_cpu };
-	struct enqueue_value zero = {}, *v = slot(&cpumap_enqueue, &k, &zero, OVF_CPUMAP_ENQUEUE);
+	struct enqueue_value *v = table_value(&cpumap_enqueue_owners, CPUMAP_ENQUEUE_SLOTS,
+					      &cpumap_enqueue, (__u32)map_id,
+					      SLOT_K1 | (__u32)to_cpu, OVF_CPUMAP_ENQUEUE);
 
 	if (!v)
 		return 0;
@@ -298,8 +316,9 @@ SEC("tp_btf/xdp_cpumap_kthread")
 int BPF_PROG(xdp_cpumap_kthread, int map_id, unsigned int processed,
 	     unsigned int drops, int sched, struct xdp_cpumap_stats *xdp_stats)
 {
-	__u32 k = map_id;
-	struct kthread_value zero = {}, *v = slot(&cpumap_kthread, &k, &zero, OVF_CPUMAP_KTHREAD);
+	struct kthread_value *v = table_value(&cpumap_kthread_owners, CPUMAP_KTHREAD_SLOTS,
+					      &cpumap_kthread, (__u32)map_id, SLOT_K1,
+					      OVF_CPUMAP_KTHREAD);
 
 	if (!v)
 		return 0;

@@ -13,18 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type XdpmonDevKey struct {
-	_       structs.HostLayout
-	Ifindex uint32
-	Netns   uint32
-}
-
-type XdpmonEnqueueKey struct {
-	_     structs.HostLayout
-	MapId uint32
-	ToCpu uint32
-}
-
 type XdpmonEnqueueValue struct {
 	_         structs.HostLayout
 	Processed uint64
@@ -33,8 +21,12 @@ type XdpmonEnqueueValue struct {
 }
 
 type XdpmonExceptionKey struct {
-	_      structs.HostLayout
-	Dev    XdpmonDevKey
+	_   structs.HostLayout
+	Dev struct {
+		_       structs.HostLayout
+		Ifindex uint32
+		Netns   uint32
+	}
 	ProgId uint32
 	Action uint32
 }
@@ -51,16 +43,20 @@ type XdpmonKthreadValue struct {
 }
 
 type XdpmonRedirectKey struct {
-	_      structs.HostLayout
-	Dev    XdpmonDevKey
+	_   structs.HostLayout
+	Dev struct {
+		_       structs.HostLayout
+		Ifindex uint32
+		Netns   uint32
+	}
 	ProgId uint32
 	Err    int32
 }
 
-type XdpmonXmitKey struct {
-	_    structs.HostLayout
-	From XdpmonDevKey
-	To   XdpmonDevKey
+type XdpmonSlotOwner struct {
+	_  structs.HostLayout
+	K0 uint64
+	K1 uint64
 }
 
 type XdpmonXmitValue struct {
@@ -75,22 +71,26 @@ type XdpmonXmitValue struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	XdpmonMapBulkTx             = "bulk_tx"
-	XdpmonMapCpumapEnqueue      = "cpumap_enqueue"
-	XdpmonMapCpumapKthread      = "cpumap_kthread"
-	XdpmonMapDevmapXmit         = "devmap_xmit"
-	XdpmonMapExceptions         = "exceptions"
-	XdpmonMapOverflow           = "overflow"
-	XdpmonMapRedirects          = "redirects"
-	XdpmonProgXdpBulkTx         = "xdp_bulk_tx"
-	XdpmonProgXdpCpumapEnqueue  = "xdp_cpumap_enqueue"
-	XdpmonProgXdpCpumapKthread  = "xdp_cpumap_kthread"
-	XdpmonProgXdpDevmapXmit     = "xdp_devmap_xmit"
-	XdpmonProgXdpException      = "xdp_exception"
-	XdpmonProgXdpRedirect       = "xdp_redirect"
-	XdpmonProgXdpRedirectErr    = "xdp_redirect_err"
-	XdpmonProgXdpRedirectMap    = "xdp_redirect_map"
-	XdpmonProgXdpRedirectMapErr = "xdp_redirect_map_err"
+	XdpmonMapBulkTx              = "bulk_tx"
+	XdpmonMapBulkTxOwners        = "bulk_tx_owners"
+	XdpmonMapCpumapEnqueue       = "cpumap_enqueue"
+	XdpmonMapCpumapEnqueueOwners = "cpumap_enqueue_owners"
+	XdpmonMapCpumapKthread       = "cpumap_kthread"
+	XdpmonMapCpumapKthreadOwners = "cpumap_kthread_owners"
+	XdpmonMapDevmapXmit          = "devmap_xmit"
+	XdpmonMapDevmapXmitOwners    = "devmap_xmit_owners"
+	XdpmonMapExceptions          = "exceptions"
+	XdpmonMapOverflow            = "overflow"
+	XdpmonMapRedirects           = "redirects"
+	XdpmonProgXdpBulkTx          = "xdp_bulk_tx"
+	XdpmonProgXdpCpumapEnqueue   = "xdp_cpumap_enqueue"
+	XdpmonProgXdpCpumapKthread   = "xdp_cpumap_kthread"
+	XdpmonProgXdpDevmapXmit      = "xdp_devmap_xmit"
+	XdpmonProgXdpException       = "xdp_exception"
+	XdpmonProgXdpRedirect        = "xdp_redirect"
+	XdpmonProgXdpRedirectErr     = "xdp_redirect_err"
+	XdpmonProgXdpRedirectMap     = "xdp_redirect_map"
+	XdpmonProgXdpRedirectMapErr  = "xdp_redirect_map_err"
 )
 
 // LoadXdpmon returns the embedded CollectionSpec for Xdpmon.
@@ -150,13 +150,17 @@ type XdpmonProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type XdpmonMapSpecs struct {
-	BulkTx        *ebpf.MapSpec `ebpf:"bulk_tx"`
-	CpumapEnqueue *ebpf.MapSpec `ebpf:"cpumap_enqueue"`
-	CpumapKthread *ebpf.MapSpec `ebpf:"cpumap_kthread"`
-	DevmapXmit    *ebpf.MapSpec `ebpf:"devmap_xmit"`
-	Exceptions    *ebpf.MapSpec `ebpf:"exceptions"`
-	Overflow      *ebpf.MapSpec `ebpf:"overflow"`
-	Redirects     *ebpf.MapSpec `ebpf:"redirects"`
+	BulkTx              *ebpf.MapSpec `ebpf:"bulk_tx"`
+	BulkTxOwners        *ebpf.MapSpec `ebpf:"bulk_tx_owners"`
+	CpumapEnqueue       *ebpf.MapSpec `ebpf:"cpumap_enqueue"`
+	CpumapEnqueueOwners *ebpf.MapSpec `ebpf:"cpumap_enqueue_owners"`
+	CpumapKthread       *ebpf.MapSpec `ebpf:"cpumap_kthread"`
+	CpumapKthreadOwners *ebpf.MapSpec `ebpf:"cpumap_kthread_owners"`
+	DevmapXmit          *ebpf.MapSpec `ebpf:"devmap_xmit"`
+	DevmapXmitOwners    *ebpf.MapSpec `ebpf:"devmap_xmit_owners"`
+	Exceptions          *ebpf.MapSpec `ebpf:"exceptions"`
+	Overflow            *ebpf.MapSpec `ebpf:"overflow"`
+	Redirects           *ebpf.MapSpec `ebpf:"redirects"`
 }
 
 // XdpmonVariableSpecs contains global variables before they are loaded into the kernel.
@@ -185,21 +189,29 @@ func (o *XdpmonObjects) Close() error {
 //
 // It can be passed to LoadXdpmonObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XdpmonMaps struct {
-	BulkTx        *ebpf.Map `ebpf:"bulk_tx"`
-	CpumapEnqueue *ebpf.Map `ebpf:"cpumap_enqueue"`
-	CpumapKthread *ebpf.Map `ebpf:"cpumap_kthread"`
-	DevmapXmit    *ebpf.Map `ebpf:"devmap_xmit"`
-	Exceptions    *ebpf.Map `ebpf:"exceptions"`
-	Overflow      *ebpf.Map `ebpf:"overflow"`
-	Redirects     *ebpf.Map `ebpf:"redirects"`
+	BulkTx              *ebpf.Map `ebpf:"bulk_tx"`
+	BulkTxOwners        *ebpf.Map `ebpf:"bulk_tx_owners"`
+	CpumapEnqueue       *ebpf.Map `ebpf:"cpumap_enqueue"`
+	CpumapEnqueueOwners *ebpf.Map `ebpf:"cpumap_enqueue_owners"`
+	CpumapKthread       *ebpf.Map `ebpf:"cpumap_kthread"`
+	CpumapKthreadOwners *ebpf.Map `ebpf:"cpumap_kthread_owners"`
+	DevmapXmit          *ebpf.Map `ebpf:"devmap_xmit"`
+	DevmapXmitOwners    *ebpf.Map `ebpf:"devmap_xmit_owners"`
+	Exceptions          *ebpf.Map `ebpf:"exceptions"`
+	Overflow            *ebpf.Map `ebpf:"overflow"`
+	Redirects           *ebpf.Map `ebpf:"redirects"`
 }
 
 func (m *XdpmonMaps) Close() error {
 	return _XdpmonClose(
 		m.BulkTx,
+		m.BulkTxOwners,
 		m.CpumapEnqueue,
+		m.CpumapEnqueueOwners,
 		m.CpumapKthread,
+		m.CpumapKthreadOwners,
 		m.DevmapXmit,
+		m.DevmapXmitOwners,
 		m.Exceptions,
 		m.Overflow,
 		m.Redirects,

@@ -8,9 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
 // discardLogger keeps test output to failures.
@@ -115,4 +120,55 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// linksAddedBy builds collector name from its flags (args) as the exporter
+// does and returns the names of the programs it attached to tracepoints,
+// sorted, from the kernel's own list of links.
+func linksAddedBy(t *testing.T, name string, args []string) []string {
+	t.Helper()
+	app := kingpin.New("test", "")
+	sel := AddFlags(app)
+	if _, err := app.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	before := tracingLinks(t)
+	c, err := sel.builders[name](discardLogger())
+	testenv.Check(t, err, "building the "+name+" collector")
+	after := tracingLinks(t)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var added []string
+	for prog, n := range after {
+		for range n - before[prog] {
+			added = append(added, prog)
+		}
+	}
+	slices.Sort(added)
+	return added
+}
+
+// tracingLinks counts the kernel's tracepoint links by program name.
+func tracingLinks(t *testing.T) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		info, err := it.Link.Info()
+		// tp_btf programs attach through BPF_RAW_TRACEPOINT_OPEN.
+		if err == nil && (info.Type == link.RawTracepointType || info.Type == link.TracingType) {
+			if p, err := ebpf.NewProgramFromID(info.Program); err == nil {
+				if pi, err := p.Info(); err == nil {
+					out[pi.Name]++
+				}
+				p.Close()
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

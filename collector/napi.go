@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,10 +11,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
 )
@@ -32,7 +31,7 @@ var (
 		"NAPI polls whose work exceeded their budget (napi:napi_poll work > budget), a driver bug the kernel logs once.",
 		Counter, "device", "netns", "context")
 	napiUntracked = newFamily("napi", "polls_untracked_total",
-		"NAPI polls not counted in xdp_napi_poll_work because its table of 1024 device and context pairs was full.",
+		"NAPI polls not counted in xdp_napi_poll_work because every slot probed for their device and context was taken (the table holds 128 pairs; see docs/collectors/napi.md).",
 		Counter)
 	napiTracepointAttached = newFamily("napi", "tracepoint_attached",
 		"1 if the napi collector's program on this tracepoint is attached, 0 if the kernel refused it (its counters are then absent).",
@@ -58,17 +57,23 @@ var napiContexts = [...]string{"other", "idle", "ksoftirqd", "threaded"}
 // (include/linux/interrupt.h; the order is kernel ABI for the tracepoints).
 var softirqVectors = [...]string{"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"}
 
-// napiProgram ties a program in bpf/napi.c to the tracepoint it attaches to.
-type napiProgram struct {
-	prog, tracepoint string
-	softirq          bool
+// napiPrograms are the programs of bpf/napi.c; napiSoftirq those attached
+// only with NapiConfig.Softirq.
+var napiPrograms = []tracepointProgram{
+	{prog: bpf.NapiProgNapiPoll, params: []string{"struct napi_struct *", "int", "int"}},
+	{prog: bpf.NapiProgSoftirqEntry, params: []string{"unsigned int"}},
+	{prog: bpf.NapiProgSoftirqExit, params: []string{"unsigned int"}},
+	{prog: bpf.NapiProgSoftirqRaise, params: []string{"unsigned int"}},
 }
 
-var napiPrograms = []napiProgram{
-	{prog: bpf.NapiProgNapiPoll, tracepoint: "napi:napi_poll"},
-	{prog: bpf.NapiProgSoftirqEntry, tracepoint: "irq:softirq_entry", softirq: true},
-	{prog: bpf.NapiProgSoftirqExit, tracepoint: "irq:softirq_exit", softirq: true},
-	{prog: bpf.NapiProgSoftirqRaise, tracepoint: "irq:softirq_raise", softirq: true},
+var napiSoftirq = map[string]bool{bpf.NapiProgSoftirqEntry: true, bpf.NapiProgSoftirqExit: true, bpf.NapiProgSoftirqRaise: true}
+
+// napiGroup is the tracefs group of a napi program's tracepoint.
+func napiGroup(prog string) string {
+	if napiSoftirq[prog] {
+		return "irq"
+	}
+	return "napi"
 }
 
 func init() {
@@ -78,7 +83,7 @@ func init() {
 		DefaultEnabled: true,
 		Requires:       "CAP_BPF and CAP_PERFMON (or root), kernel BTF (/sys/kernel/btf/vmlinux) for tp_btf programs (Linux 5.5+)",
 		Flags: func(f *FlagSet) Builder {
-			softirq := f.Flag("softirq", "Attach irq:softirq_entry/exit/raise for per-CPU, per-vector softirq counts and time.").Default("true").Bool()
+			softirq := f.Flag("softirq", "Attach irq:softirq_entry/exit/raise for per-CPU, per-vector softirq counts, raises and time. Off by default: they run several times per NAPI poll, and the cpu collector exports softirq time and counts from procfs.").Default("false").Bool()
 			vectors := f.Flag("softirq-vectors", "Comma-separated softirq vectors to export (names as in /proc/softirqs), or 'all'.").Default("all").String()
 			return func(logger *slog.Logger) (Collector, error) {
 				cfg := NapiConfig{Softirq: *softirq}
@@ -101,20 +106,11 @@ type NapiConfig struct {
 	SoftirqVectors []string
 }
 
-type attachedProgram struct {
-	tracepoint string
-	prog       *ebpf.Program
-	link       link.Link
-}
-
 // NapiCollector owns the napi programs, their links and maps.
 type NapiCollector struct {
-	maps     bpf.NapiMaps
-	progs    []attachedProgram
-	attached map[string]bool // tracepoint -> attached
-	missing  []string        // tracepoints that failed, for the Update error
-	vectors  [len(softirqVectors)]bool
-	netns    uint64 // the exporter's own network namespace inode
+	*tracepointSet
+	vectors [len(softirqVectors)]bool
+	netns   uint64 // the exporter's own network namespace inode
 }
 
 // NewNapiCollector loads and attaches the napi programs.
@@ -126,16 +122,10 @@ func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (*NapiCollector, erro
 	return newNapiCollector(cfg, logger, spec)
 }
 
-// newNapiCollector loads every program of spec on its own, sharing the
-// maps, and attaches each to its tracepoint. A program the kernel refuses
-// (a tracepoint it lacks or whose prototype changed) is logged once and
-// disables only the counters it feeds; only when none attaches does the
-// constructor fail.
-func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (_ *NapiCollector, err error) {
-	if _, err := kernelBTF("napi"); err != nil {
-		return nil, err
-	}
-	c := &NapiCollector{attached: map[string]bool{}}
+// newNapiCollector attaches the programs of spec that cfg asks for (see
+// tracepointSet); only when none attaches does it fail.
+func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (*NapiCollector, error) {
+	c := &NapiCollector{}
 	if len(cfg.SoftirqVectors) == 0 {
 		for i := range c.vectors {
 			c.vectors[i] = true
@@ -148,69 +138,21 @@ func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.Collection
 		}
 		c.vectors[i] = true
 	}
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
-		return nil, fmt.Errorf("reading the exporter's network namespace: %w", err)
+	netns, err := ownNetns()
+	if err != nil {
+		return nil, err
 	}
-	c.netns = st.Ino
-
-	if err := spec.LoadAndAssign(&c.maps, nil); err != nil {
-		return nil, fmt.Errorf("creating the napi maps: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, c.Close())
-		}
-	}()
-	replacements := map[string]*ebpf.Map{
-		bpf.NapiMapNapiHist:    c.maps.NapiHist,
-		bpf.NapiMapNapiDropped: c.maps.NapiDropped,
-		bpf.NapiMapSoftirqs:    c.maps.Softirqs,
-	}
-	opts := ebpf.CollectionOptions{MapReplacements: replacements, Cache: btf.NewCache()}
-	var errs []error
+	c.netns = netns
+	var progs []tracepointProgram
 	for _, p := range napiPrograms {
-		if p.softirq && !cfg.Softirq {
-			continue
+		if !napiSoftirq[p.prog] || cfg.Softirq {
+			progs = append(progs, p)
 		}
-		if err := c.attach(spec, p, opts); err != nil {
-			logger.Warn("tracepoint unavailable; its counters are disabled", "tracepoint", p.tracepoint, "err", err)
-			errs = append(errs, fmt.Errorf("%s: %w", p.tracepoint, err))
-			c.missing = append(c.missing, p.tracepoint)
-			c.attached[p.tracepoint] = false
-			continue
-		}
-		c.attached[p.tracepoint] = true
 	}
-	if len(c.progs) == 0 {
-		return nil, fmt.Errorf("no napi tracepoint could be attached: %w", errors.Join(errs...))
+	if c.tracepointSet, err = loadTracepoints("napi", logger, spec, progs, napiGroup); err != nil {
+		return nil, err
 	}
 	return c, nil
-}
-
-// attach loads one program from spec, reusing the collector's maps, and
-// attaches it to the tracepoint named in its section (tp_btf/NAME).
-func (c *NapiCollector) attach(spec *ebpf.CollectionSpec, p napiProgram, opts ebpf.CollectionOptions) error {
-	name := p.prog
-	one := spec.Copy()
-	for n := range one.Programs {
-		if n != name {
-			delete(one.Programs, n)
-		}
-	}
-	coll, err := ebpf.NewCollectionWithOptions(one, opts)
-	if err != nil {
-		return fmt.Errorf("loading %s: %w", name, err)
-	}
-	prog := coll.DetachProgram(name)
-	coll.Close()
-	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
-	if err != nil {
-		prog.Close()
-		return fmt.Errorf("attaching %s: %w", name, err)
-	}
-	c.progs = append(c.progs, attachedProgram{tracepoint: p.tracepoint, prog: prog, link: l})
-	return nil
 }
 
 func vectorIndex(name string) int {
@@ -222,26 +164,11 @@ func vectorIndex(name string) int {
 	return -1
 }
 
-// Close detaches every program and releases the maps.
-func (c *NapiCollector) Close() error {
-	var errs []error
-	for _, p := range c.progs {
-		errs = append(errs, p.link.Close(), p.prog.Close())
-	}
-	errs = append(errs, c.maps.Close())
-	c.progs = nil
-	return errors.Join(errs...)
-}
-
 // Update emits the histogram and softirq counters. While a tracepoint is
 // missing it returns ErrUnavailable (success 0; the reason was logged at
 // startup) after emitting everything the attached programs feed.
 func (c *NapiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	for _, p := range napiPrograms {
-		if ok, tried := c.attached[p.tracepoint]; tried {
-			ch <- napiTracepointAttached.Must(napiBool(ok), p.tracepoint)
-		}
-	}
+	c.emitAttached(ch, napiTracepointAttached)
 	var errs []error
 	for _, p := range c.progs {
 		st, err := p.prog.Stats()
@@ -257,17 +184,8 @@ func (c *NapiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	if c.attached["irq:softirq_entry"] || c.attached["irq:softirq_raise"] {
 		errs = append(errs, c.updateSoftirqs(ch))
 	}
-	if len(c.missing) > 0 {
-		errs = append(errs, fmt.Errorf("%w: tracepoints not attached: %s", ErrUnavailable, strings.Join(c.missing, ", ")))
-	}
+	errs = append(errs, c.missingErr())
 	return errors.Join(errs...)
-}
-
-func napiBool(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // napiSeries is one histogram: a device in a namespace and a context.
@@ -279,41 +197,51 @@ type napiSeries struct {
 }
 
 func (c *NapiCollector) updatePolls(ch chan<- prometheus.Metric) error {
-	var (
-		key    bpf.NapiNapiKey
-		perCPU []bpf.NapiNapiVal
-		series []napiSeries
-	)
-	it := c.maps.NapiHist.Iterate()
-	for it.Next(&key, &perCPU) {
-		s := napiSeries{device: napiCString(key.Dev[:]), netns: "", context: "unknown"}
-		if uint64(key.Netns) != c.netns {
-			s.netns = strconv.FormatUint(uint64(key.Netns), 10)
-		}
-		if int(key.Ctx) < len(napiContexts) {
-			s.context = napiContexts[key.Ctx]
-		}
-		for _, v := range perCPU {
-			for w, n := range v.Polls {
-				s.polls[w] += n
-			}
-			s.bigPolls += v.BigPolls
-			s.bigWork += v.BigWork
-			s.exhausted += v.Exhausted
-			s.overBudget += v.OverBudget
-		}
-		series = append(series, s)
-	}
-	if err := it.Err(); err != nil {
+	slots, err := readSlots[bpf.NapiNapiVal](c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiHist])
+	if err != nil {
 		return fmt.Errorf("reading the napi histogram: %w", err)
 	}
-	for _, s := range series {
+	names, err := interfaceNames()
+	if err != nil {
+		return err
+	}
+	for _, e := range slots {
+		ifindex := uint32(e.key.k1 >> 2)
+		s := napiSeries{context: "unknown"}
+		if e.key.k0 == c.netns {
+			s.device = names[ifindex]
+		} else {
+			s.netns = strconv.FormatUint(e.key.k0, 10)
+		}
+		if s.device == "" {
+			// A device of another namespace, or one gone from ours: the
+			// name it had when its slot was claimed.
+			var n bpf.NapiNapiName
+			if err := c.maps[bpf.NapiMapNapiNames].Lookup(e.index[0], &n); err != nil {
+				return fmt.Errorf("reading a napi device name: %w", err)
+			}
+			s.device = napiName(n.Dev)
+		}
+		if ctx := int(e.key.k1 & 3); ctx < len(napiContexts) {
+			s.context = napiContexts[ctx]
+		}
+		for _, perCPU := range e.slots {
+			for _, v := range perCPU {
+				for w, n := range v.Polls {
+					s.polls[w] += n
+				}
+				s.bigPolls += v.BigPolls
+				s.bigWork += v.BigWork
+				s.exhausted += v.Exhausted
+				s.overBudget += v.OverBudget
+			}
+		}
 		ch <- s.histogram()
 		ch <- napiBudgetExhausted.Must(float64(s.exhausted), s.device, s.netns, s.context)
 		ch <- napiOverBudget.Must(float64(s.overBudget), s.device, s.netns, s.context)
 	}
 	var dropped []uint64
-	if err := c.maps.NapiDropped.Lookup(uint32(0), &dropped); err != nil {
+	if err := c.maps[bpf.NapiMapNapiDropped].Lookup(uint32(0), &dropped); err != nil {
 		return fmt.Errorf("reading the untracked poll count: %w", err)
 	}
 	ch <- napiUntracked.Must(float64(napiSum(dropped)))
@@ -338,7 +266,7 @@ func (c *NapiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 	seconds := c.attached["irq:softirq_entry"] && c.attached["irq:softirq_exit"]
 	perVec := make([][]bpf.NapiSoftirqVal, len(softirqVectors))
 	for vec := range softirqVectors {
-		if err := c.maps.Softirqs.Lookup(uint32(vec), &perVec[vec]); err != nil {
+		if err := c.maps[bpf.NapiMapSoftirqs].Lookup(uint32(vec), &perVec[vec]); err != nil {
 			return fmt.Errorf("reading softirq vector %s: %w", softirqVectors[vec], err)
 		}
 	}
@@ -380,14 +308,14 @@ func napiSum(xs []uint64) uint64 {
 	return t
 }
 
-// napiCString converts a NUL-terminated kernel char array.
-func napiCString(b []int8) string {
-	out := make([]byte, 0, len(b))
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		out = append(out, byte(c))
+// napiName turns the two words of struct napi_name back into the
+// NUL-terminated name they hold (the programs are little endian only).
+func napiName(words [2]uint64) string {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], words[0])
+	binary.LittleEndian.PutUint64(b[8:], words[1])
+	if i := bytes.IndexByte(b[:], 0); i >= 0 {
+		return string(b[:i])
 	}
-	return string(out)
+	return string(b[:])
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -371,6 +372,7 @@ func TestNapiMissingTracepoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Programs[bpf.NapiProgSoftirqRaise].AttachTo = "xdp_exporter_no_such_tracepoint"
+	const missing = "irq:xdp_exporter_no_such_tracepoint"
 	c, err := newNapiCollector(NapiConfig{Softirq: true}, discardLogger(), spec)
 	if err != nil {
 		t.Fatalf("one missing tracepoint failed the whole collector: %v", err)
@@ -385,13 +387,13 @@ func TestNapiMissingTracepoint(t *testing.T) {
 		mfs, updateErr = gatherErr(t, c)
 		return mfs
 	}, lab.pair.Host.Name, exactly(sent))
-	if !errors.Is(updateErr, ErrUnavailable) || !strings.Contains(updateErr.Error(), "irq:softirq_raise") {
-		t.Fatalf("Update error = %v, want ErrUnavailable naming irq:softirq_raise", updateErr)
+	if !errors.Is(updateErr, ErrUnavailable) || !strings.Contains(updateErr.Error(), missing) {
+		t.Fatalf("Update error = %v, want ErrUnavailable naming %s", updateErr, missing)
 	}
 	if work, _ := totalWork(devicePolls(t, mfs, lab.pair.Host.Name)); work != sent {
 		t.Errorf("histogram work = %d, want the %d frames sent", work, sent)
 	}
-	if value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_raise") != 0 ||
+	if value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", missing) != 0 ||
 		value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_entry") != 1 {
 		t.Error("xdp_napi_tracepoint_attached does not show which tracepoint is missing")
 	}
@@ -446,6 +448,25 @@ func TestNapiVectorSubset(t *testing.T) {
 	for _, m := range mfs["xdp_softirq_entries_total"].GetMetric() {
 		if !hasLabels(m, []string{"vector", "NET_RX"}) && !hasLabels(m, []string{"vector", "TIMER"}) {
 			t.Fatalf("vector outside the subset exported: %v", m.GetLabel())
+		}
+	}
+}
+
+// TestNapiSoftirqOptIn builds the napi collector from its flags as the
+// exporter does and asks the kernel which tracing links our process holds:
+// by default only napi_poll is attached; --collector.napi.softirq adds the
+// three softirq programs.
+func TestNapiSoftirqOptIn(t *testing.T) {
+	testenv.Privileged(t)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"napi_poll"}},
+		{[]string{"--collector.napi.softirq"}, []string{"napi_poll", "softirq_entry", "softirq_exit", "softirq_raise"}},
+	} {
+		if added := linksAddedBy(t, "napi", tc.args); !slices.Equal(added, tc.want) {
+			t.Errorf("flags %q attached %q, want %q", tc.args, added, tc.want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 )
 
 // interfaceNames maps ifindex to name in the exporter's network namespace,
@@ -31,4 +32,14 @@ func kernelBTF(collector string) (*btf.Spec, error) {
 		return nil, fmt.Errorf("kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the %s collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF: %w", collector, err)
 	}
 	return spec, nil
+}
+
+// ownNetns returns the inode of the exporter's network namespace, which
+// the BPF programs record with every device.
+func ownNetns() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		return 0, fmt.Errorf("reading the exporter's network namespace: %w", err)
+	}
+	return st.Ino, nil
 }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -195,7 +196,7 @@ func xdpRedirectLab(t *testing.T) (in, out *netlab.Pair) {
 // transmit, and packets/bulks (xdp_monitor's bulk-average) lies between 1
 // and the devmap bulk size, 16.
 func TestXDPDevmapXmit(t *testing.T) {
-	c := newTestXDP(t, XDPConfig{})
+	c := newTestXDP(t, XDPConfig{Xmit: true})
 	in, out := xdpRedirectLab(t)
 	const n = 100_000
 	trafficgen.SendExactly(t, in, n)
@@ -250,7 +251,7 @@ func TestXDPMissingTracepoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Programs[bpf.XdpmonProgXdpDevmapXmit].AttachTo = "xdp_no_such_tracepoint"
-	c, err := newXDPCollector(XDPConfig{}, discardLogger(), spec)
+	c, err := newXDPCollector(XDPConfig{Xmit: true}, discardLogger(), spec)
 	testenv.Check(t, err, "starting the xdp collector with one missing tracepoint")
 	defer c.Close()
 
@@ -289,7 +290,7 @@ func TestXDPProtoMismatch(t *testing.T) {
 	// is an int, not a struct bpf_prog *.
 	spec.Programs[bpf.XdpmonProgXdpException].AttachTo = "xdp_bulk_tx"
 	spec.Programs[bpf.XdpmonProgXdpBulkTx].AttachTo = "xdp_no_such_tracepoint"
-	c, err := newXDPCollector(XDPConfig{}, discardLogger(), spec)
+	c, err := newXDPCollector(XDPConfig{Xmit: true}, discardLogger(), spec)
 	testenv.Check(t, err, "starting the xdp collector")
 	defer c.Close()
 	mfs := gather(t, c)
@@ -298,11 +299,34 @@ func TestXDPProtoMismatch(t *testing.T) {
 	}
 }
 
+// TestXDPXmitOptIn: by default only the failure tracepoints are attached;
+// --collector.xdp.xmit adds the four bulk transmit ones, and
+// --collector.xdp.redirect-success the per-packet redirect ones.
+func TestXDPXmitOptIn(t *testing.T) {
+	testenv.Privileged(t)
+	failures := []string{"xdp_exception", "xdp_redirect_err"}
+	xmit := []string{"xdp_bulk_tx", "xdp_cpumap_enqueue", "xdp_cpumap_kthread", "xdp_devmap_xmit"}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, failures},
+		{[]string{"--collector.xdp.xmit"}, append(slices.Clone(failures), xmit...)},
+		{[]string{"--collector.xdp.redirect-success"}, append(slices.Clone(failures), "xdp_redirect")},
+	} {
+		added := linksAddedBy(t, "xdp", tc.args)
+		want := slices.Sorted(slices.Values(tc.want))
+		if !slices.Equal(added, want) {
+			t.Errorf("flags %q attached %q, want %q", tc.args, added, want)
+		}
+	}
+}
+
 // TestXDPCpumap: frames redirected into a cpumap entry are all counted at
 // enqueue, and each is either dropped there (queue full) or processed by
 // the kthread on the entry's CPU.
 func TestXDPCpumap(t *testing.T) {
-	c := newTestXDP(t, XDPConfig{})
+	c := newTestXDP(t, XDPConfig{Xmit: true})
 	pair := netlab.TestPair(t, 2)
 	cpumap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 2})
 	testenv.Check(t, err, "creating a cpumap")
@@ -391,7 +415,7 @@ func TestXDPMapFull(t *testing.T) {
 // program on the peer every frame goes back out; without one the peer
 // cannot take XDP frames and every flush fails.
 func TestXDPBulkTx(t *testing.T) {
-	c := newTestXDP(t, XDPConfig{})
+	c := newTestXDP(t, XDPConfig{Xmit: true})
 	const n = 20_000
 	for _, tc := range []struct {
 		name      string

@@ -67,7 +67,7 @@ func runBoard() board {
 				{
 					title:       "devmap bulk transmit: packets, drops and bulk average",
 					description: "xdp:xdp_devmap_xmit: frames redirected and sent per egress device, drops, and frames per bulk (xdp_monitor's bulk-average, 16 is the maximum).",
-					unit:        "pps", min: &f0, needs: "XDP_REDIRECT through a devmap (--collector.rxq.action=redirect)",
+					unit:        "pps", min: &f0, needs: "--collector.xdp.xmit and XDP_REDIRECT through a devmap (--collector.rxq.action=redirect)",
 					targets: []target{
 						{refID: "A", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} sent"},
 						{refID: "B", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_drops_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} drops"},
@@ -78,7 +78,7 @@ func runBoard() board {
 				{
 					title:       "XDP_TX bulk transmit: packets and bulk average",
 					description: "xdp:xdp_bulk_tx (veth XDP_TX flushes): frames sent per device and frames per flush.",
-					unit:        "pps", min: &f0, needs: "XDP_TX on veth (--collector.rxq.action=tx)",
+					unit:        "pps", min: &f0, needs: "--collector.xdp.xmit and XDP_TX on veth (--collector.rxq.action=tx)",
 					targets: []target{
 						{refID: "A", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev), legend: "{{device}} sent"},
 						{refID: "B", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev) + " / " + sumBy("device", "xdp_bulk_tx_bulks_total", selInstDev), legend: "{{device}} bulk average"},
@@ -87,7 +87,7 @@ func runBoard() board {
 				{
 					title:       "cpumap: enqueued, drops and bulk average",
 					description: "xdp:xdp_cpumap_enqueue and xdp:xdp_cpumap_kthread: frames moved to another CPU, drops on a full queue or in the kthread, and frames per enqueue bulk. " + eventNote,
-					unit:        "pps", min: &f0, needs: "an XDP program redirecting into a cpumap",
+					unit:        "pps", min: &f0, needs: "--collector.xdp.xmit and an XDP program redirecting into a cpumap",
 					targets: []target{
 						{refID: "A", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst), legend: "to cpu {{to_cpu}} enqueued"},
 						{refID: "B", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_drops_total", selInst), legend: "to cpu {{to_cpu}} enqueue drops"},

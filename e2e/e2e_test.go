@@ -103,7 +103,7 @@ func TestLabWithPrometheus(t *testing.T) {
 	figures := map[string][][]string{}
 	for _, ph := range phases {
 		name := fmt.Sprintf("%s-%dq", ph.sc, ph.queues)
-		args := []string{"--collector.rxq", "--collector.rxq.device=" + lab.DUT, "--collector.rxq.action=" + string(ph.sc), "--collector.perf"}
+		args := []string{"--collector.rxq", "--collector.rxq.device=" + lab.DUT, "--collector.rxq.action=" + string(ph.sc), "--collector.perf", "--collector.xdp.xmit"}
 		if ph.sc == lab.Redirect {
 			args = append(args, "--collector.rxq.redirect-device="+lab.Egress)
 		}
@@ -165,7 +165,7 @@ func TestLabWithPrometheus(t *testing.T) {
 // eventsPhase makes the events some panels need and the sweep does not:
 // an XDP exception, failing redirects (ENETDOWN), and cpumap traffic.
 func eventsPhase(t *testing.T, addr string, prom *promtest.Server) {
-	exp := exportertest.Run(t, addr)
+	exp := exportertest.Run(t, addr, "--collector.xdp.xmit")
 	waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="xdp"}`, addr))
 	dut, err := net.InterfaceByName(lab.DUT)
 	if err != nil {

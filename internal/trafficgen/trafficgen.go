@@ -49,6 +49,11 @@ type Config struct {
 	Rate float64
 	// CPUs lists the CPUs to send from, one worker each; CPU 0 when empty.
 	CPUs []int
+	// Slice, when not zero, is the number of frames each worker sends per
+	// BPF_PROG_RUN call (at most 1<<32 - 1), instead of slices sized by
+	// time. A measurement that samples counters while one long call runs
+	// then sees no call set-up inside its window.
+	Slice uint64
 }
 
 // Generator owns the loaded generator program.
@@ -187,6 +192,10 @@ func (w worker) loop(ctx context.Context) error {
 	if w.rate > 0 {
 		chunk = max(1, uint64(w.rate*pacedSlice.Seconds()))
 	}
+	fixed := w.cfg.Slice > 0
+	if fixed {
+		chunk = min(w.cfg.Slice, 1<<32-1)
+	}
 	deadline, timed := ctx.Deadline()
 	start := time.Now()
 	var done uint64
@@ -198,7 +207,7 @@ func (w worker) loop(ctx context.Context) error {
 		if w.count > 0 {
 			n = min(n, w.count-done)
 		}
-		if timed && w.rate == 0 && done > 0 {
+		if timed && w.rate == 0 && done > 0 && !fixed {
 			// Do not overrun the deadline by more than about a slice's
 			// overhead: scale to the time left at the rate seen so far.
 			left := time.Until(deadline).Seconds() * float64(done) / time.Since(start).Seconds()
@@ -212,7 +221,7 @@ func (w worker) loop(ctx context.Context) error {
 		done += n
 		if w.rate == 0 {
 			took := time.Since(callStart)
-			if took < sliceTarget && n == chunk {
+			if took < sliceTarget && n == chunk && !fixed {
 				chunk = min(maxSlice, chunk*2)
 			}
 			continue

@@ -1,0 +1,68 @@
+// Slot tables: exact per-key counters for tracepoint programs without a
+// hash lookup on the hot path.
+//
+// A table is two maps of the same size: an ARRAY of struct slot_owner (the
+// key each slot counts for, shared by all CPUs) and a PERCPU_ARRAY of
+// values at the same index. An event hashes its key to a start slot and
+// probes up to SLOT_PROBES slots. Finding its key costs a few inlined array
+// loads and compares; a per-CPU hash map would cost a helper call, a jhash
+// of the key and a bucket walk on every event. A free slot is claimed once,
+// with one compare-and-swap on the owner's first word, so two CPUs can
+// never count different keys in one slot. The second word is written after
+// the claim: an event that sees a claim in progress probes on and may claim
+// a second slot for the same key, which userspace adds up with the first.
+// When every probed slot belongs to other keys the event is counted as
+// untracked by the caller.
+//
+// Keys are two 64-bit words, neither of them 0: 0 in k0 marks a free slot,
+// and 0 in k1 a slot whose claim is still in progress, which matches no
+// key. Callers put a network namespace inode or a map id (never 0) in k0
+// and set SLOT_K1 in k1.
+
+#ifndef XDP_EXPORTER_SLOTS_H
+#define XDP_EXPORTER_SLOTS_H
+
+#define SLOT_PROBES 4
+#define SLOT_K1 (1ULL << 63)
+
+struct slot_owner {
+	__u64 k0; // 0: free
+	__u64 k1;
+};
+
+// slot_hash spreads a key over a power-of-two table (a 64-bit
+// multiplicative hash of both words).
+static __always_inline __u32 slot_hash(__u64 k0, __u64 k1)
+{
+	__u64 h = (k0 ^ (k1 * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
+
+	return h >> 32;
+}
+
+// slot_find returns the index of the slot that counts key (k0, k1) in a
+// table of nslots (a power of two) owners, claiming a free one on first
+// use (then *claimed is set), or -1 when the probed slots all belong to
+// other keys.
+static __always_inline int slot_find(void *owners, __u32 nslots, __u64 k0, __u64 k1, bool *claimed)
+{
+	__u32 start = slot_hash(k0, k1);
+
+#pragma unroll
+	for (__u32 i = 0; i < SLOT_PROBES; i++) {
+		__u32 idx = (start + i) & (nslots - 1);
+		struct slot_owner *o = bpf_map_lookup_elem(owners, &idx);
+
+		if (!o)
+			return -1;
+		if (o->k0 == k0 && o->k1 == k1)
+			return idx;
+		if (o->k0 == 0 && __sync_val_compare_and_swap(&o->k0, 0, k0) == 0) {
+			o->k1 = k1;
+			*claimed = true;
+			return idx;
+		}
+	}
+	return -1;
+}
+
+#endif
