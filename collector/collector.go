@@ -92,22 +92,28 @@ func (f *FlagSet) Flag(flag, help string) *kingpin.FlagClause {
 // Selection is the outcome of flag parsing: which collectors are enabled and
 // how to build each.
 type Selection struct {
-	enabled  map[string]*bool
-	builders map[string]Builder
-	flags    map[string]*FlagSet
+	enabled         map[string]*bool
+	given           map[string]*bool // --[no-]collector.NAME on the command line
+	disableDefaults *bool
+	builders        map[string]Builder
+	flags           map[string]*FlagSet
 }
 
 // AddFlags declares --[no-]collector.NAME and every collector's own flags on app.
 func AddFlags(app *kingpin.Application) *Selection {
-	s := &Selection{enabled: map[string]*bool{}, builders: map[string]Builder{}, flags: map[string]*FlagSet{}}
+	s := &Selection{enabled: map[string]*bool{}, given: map[string]*bool{}, builders: map[string]Builder{}, flags: map[string]*FlagSet{}}
+	s.disableDefaults = app.Flag("collector.disable-defaults",
+		"Turn off every collector that is on by default; turn on the ones wanted with --collector.NAME (as node_exporter's flag).").
+		Default("false").Bool()
 	for _, r := range Registrations() {
 		state := "disabled"
 		if r.DefaultEnabled {
 			state = "enabled"
 		}
+		s.given[r.Name] = new(bool)
 		s.enabled[r.Name] = app.Flag("collector."+r.Name,
 			fmt.Sprintf("%s (default: %s).", r.Help, state)).
-			Default(fmt.Sprint(r.DefaultEnabled)).Bool()
+			Default(fmt.Sprint(r.DefaultEnabled)).IsSetByUser(s.given[r.Name]).Bool()
 		if r.Flags != nil {
 			fs := &FlagSet{app: app, name: r.Name, set: map[string]*bool{}}
 			s.flags[r.Name] = fs
@@ -122,7 +128,7 @@ func AddFlags(app *kingpin.Application) *Selection {
 // flag would otherwise be ignored without a word.
 func (s *Selection) Validate() error {
 	for _, r := range Registrations() {
-		if *s.enabled[r.Name] || s.flags[r.Name] == nil {
+		if s.on(r.Name) || s.flags[r.Name] == nil {
 			continue
 		}
 		var given []string
@@ -144,11 +150,20 @@ func (s *Selection) Validate() error {
 func (s *Selection) Enabled() []string {
 	var out []string
 	for _, r := range Registrations() {
-		if *s.enabled[r.Name] {
+		if s.on(r.Name) {
 			out = append(out, r.Name)
 		}
 	}
 	return out
+}
+
+// on reports whether collector name runs: as --[no-]collector.NAME says,
+// or by its default unless --collector.disable-defaults.
+func (s *Selection) on(name string) bool {
+	if *s.disableDefaults && !*s.given[name] {
+		return false
+	}
+	return *s.enabled[name]
 }
 
 // ScrapeCapabilities is the union of the ScrapeCapabilities of the enabled
@@ -169,9 +184,12 @@ func (s *Selection) ScrapeCapabilities() []int {
 }
 
 // Build constructs every enabled collector. A collector whose constructor
-// fails (a kernel feature or capability is missing) is logged once, here, and
-// kept as an unavailable collector so that every scrape still reports it with
-// success 0; it never prevents the others from running.
+// fails is logged once, here, and kept so that every scrape still reports
+// it: one that this host cannot support (ErrUnsupported: a kernel built
+// without the feature) at INFO, with xdp_scrape_collector_unsupported 1
+// and success 1; one that failed otherwise (a missing capability, a
+// refused program) at ERROR, with success 0. Neither prevents the others
+// from running.
 func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
 	out := map[string]Collector{}
 	for _, name := range s.Enabled() {
@@ -181,7 +199,12 @@ func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
 			continue
 		}
 		c, err := b(logger.With("collector", name))
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrUnsupported):
+			logger.Info("collector not supported on this host; it reports xdp_scrape_collector_unsupported 1",
+				"collector", name, "reason", err)
+			c = Unavailable(err)
+		case err != nil:
 			logger.Error("collector unavailable; it will report success 0 on every scrape",
 				"collector", name, "err", err)
 			c = Unavailable(err)
@@ -195,12 +218,34 @@ func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
 // scrape logs it only at debug level.
 var ErrUnavailable = errors.New("collector unavailable")
 
+// ErrUnsupported marks what this host's kernel does not have (a config
+// option, a netlink family, a tracepoint): not a failure. A collector, or
+// a part of one, whose error is made by Unsupported reports success 1 and
+// xdp_scrape_collector_unsupported 1; errors.Is(err, ErrUnsupported)
+// tells it.
+var ErrUnsupported = errors.New("not supported on this host")
+
+// Unsupported returns an error, formatted as fmt.Errorf does (so %w keeps
+// its cause), that says this host lacks what it describes.
+func Unsupported(format string, args ...any) error {
+	return &unsupportedError{err: fmt.Errorf(format, args...)}
+}
+
+type unsupportedError struct{ err error }
+
+func (e *unsupportedError) Error() string        { return ErrUnsupported.Error() + ": " + e.err.Error() }
+func (e *unsupportedError) Unwrap() error        { return e.err }
+func (e *unsupportedError) Is(target error) bool { return target == ErrUnsupported }
+
 type unavailable struct{ err error }
 
 // Unavailable returns a collector that reports err on every Update.
 func Unavailable(err error) Collector { return unavailable{err: err} }
 
 func (u unavailable) Update(context.Context, chan<- prometheus.Metric) error {
+	if errors.Is(u.err, ErrUnsupported) {
+		return u.err
+	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, u.err)
 }
 

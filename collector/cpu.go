@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
@@ -20,7 +21,7 @@ var (
 		"Softirq vectors raised on each CPU, from /proc/softirqs (NET_RX and NET_TX unless --collector.cpu.softirqs.all).",
 		Counter, "cpu", "vector")
 	softnetProcessed = newCollectorFamily("cpu", "softnet", "processed_total",
-		"Packets processed by the CPU's backlog/NAPI receive path, column 1 of /proc/net/softnet_stat (a 32-bit kernel counter that wraps).",
+		"Packets processed by the CPU's backlog/NAPI receive path, column 1 of /proc/net/softnet_stat, kept as a 64-bit total across the kernel counter's 32-bit wraps.",
 		Counter, "cpu")
 	softnetDropped = newCollectorFamily("cpu", "softnet", "dropped_total",
 		"Packets dropped because the CPU's input backlog was full (netdev_max_backlog), column 2 of /proc/net/softnet_stat.",
@@ -57,9 +58,10 @@ type CPUConfig struct {
 // CPUCollector reads /proc/stat, /proc/softirqs and /proc/net/softnet_stat.
 // It holds no open files between scrapes.
 type CPUCollector struct {
-	fs     procfs.FS
-	cfg    CPUConfig
-	logger *slog.Logger
+	fs      procfs.FS
+	cfg     CPUConfig
+	logger  *slog.Logger
+	softnet wrap32
 }
 
 // NewCPUCollector checks that cfg.ProcFS is a directory and returns the collector.
@@ -175,11 +177,41 @@ func (c *CPUCollector) updateSoftnet(ch chan<- prometheus.Metric) error {
 		}
 		seen[r.Index] = true
 	}
+	c.softnet.mu.Lock()
+	defer c.softnet.mu.Unlock()
 	for _, r := range rows {
 		cpu := strconv.FormatUint(uint64(r.Index), 10)
-		ch <- softnetProcessed.Must(float64(r.Processed), cpu)
-		ch <- softnetDropped.Must(float64(r.Dropped), cpu)
-		ch <- softnetTimesSqueezed.Must(float64(r.TimeSqueezed), cpu)
+		ch <- softnetProcessed.Must(float64(c.softnet.extend(wrapKey{r.Index, 0}, r.Processed)), cpu)
+		ch <- softnetDropped.Must(float64(c.softnet.extend(wrapKey{r.Index, 1}, r.Dropped)), cpu)
+		ch <- softnetTimesSqueezed.Must(float64(c.softnet.extend(wrapKey{r.Index, 2}, r.TimeSqueezed)), cpu)
 	}
 	return nil
+}
+
+// wrap32 turns 32-bit kernel counters that wrap (softnet_stat's columns:
+// at 10 Mpps, processed wraps every 7 minutes) into 64-bit running totals:
+// each scrape adds the difference to the last reading modulo 2^32. The
+// first reading is taken as it is. A wrap is seen as long as the
+// exporter is scraped at least once per wrap period.
+type wrap32 struct {
+	mu    sync.Mutex
+	last  map[wrapKey]uint32
+	total map[wrapKey]uint64
+}
+
+// wrapKey is one counter: a CPU and a column.
+type wrapKey struct{ cpu, column uint32 }
+
+func (w *wrap32) extend(k wrapKey, raw uint32) uint64 {
+	if w.total == nil {
+		w.last, w.total = map[wrapKey]uint32{}, map[wrapKey]uint64{}
+	}
+	last, seen := w.last[k]
+	if !seen {
+		w.total[k] = uint64(raw)
+	} else {
+		w.total[k] += uint64(raw - last)
+	}
+	w.last[k] = raw
+	return w.total[k]
 }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -324,5 +325,62 @@ func BenchmarkCPUUpdate64(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSoftnetWrap: softnet_stat's columns are 32-bit and wrap (processed
+// at 10 Mpps every 7 minutes). A copy of the captured files whose CPU 1
+// processed count crosses 2^32 between scrapes, and whose dropped count
+// wraps twice over three scrapes, yields monotonic 64-bit totals.
+func TestSoftnetWrap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, f := range []string{"stat", "softirqs"} {
+		b, err := os.ReadFile(filepath.Join("testdata/proc/2cpu", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The layout of the captured file (Linux 6.x, 15 columns): processed,
+	// dropped, squeezed, zeros up to the CPU index in column 13, then the
+	// two queue lengths.
+	write := func(processed, dropped uint32) {
+		t.Helper()
+		line := func(p, d uint32, cpu int) string {
+			return fmt.Sprintf("%08x %08x"+strings.Repeat(" 00000000", 10)+" %08x 00000000 00000000\n", p, d, cpu)
+		}
+		body := line(42, 0, 0) + line(processed, dropped, 1)
+		if err := os.WriteFile(filepath.Join(dir, "net", "softnet_stat"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newCPUForTest(t, CPUConfig{ProcFS: dir})
+	scrape := func() (processed, dropped float64) {
+		mfs := gather(t, c)
+		return value(t, mfs, "xdp_softnet_processed_total", "cpu", "1"), value(t, mfs, "xdp_softnet_dropped_total", "cpu", "1")
+	}
+	for i, step := range []struct {
+		processed, dropped uint32
+		wantP, wantD       float64
+	}{
+		{0xfffffff0, 0x80000000, 0xfffffff0, 0x80000000},
+		{0x00000010, 0x00000001, 0x100000010, 0x100000001}, // both wrapped
+		{0x00000110, 0x80000002, 0x100000110, 0x180000002}, // no wrap
+		{0x00000100, 0x00000003, 0x200000100, 0x200000003}, // both wrapped again
+	} {
+		write(step.processed, step.dropped)
+		p, d := scrape()
+		if p != step.wantP || d != step.wantD {
+			t.Errorf("scrape %d: processed %#x dropped %#x, want %#x and %#x", i, uint64(p), uint64(d), uint64(step.wantP), uint64(step.wantD))
+		}
+	}
+	if _, d := scrape(); d != 0x200000003 {
+		t.Errorf("an unchanged reading moved the total to %#x", uint64(d))
 	}
 }

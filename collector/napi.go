@@ -165,8 +165,9 @@ func vectorIndex(name string) int {
 }
 
 // Update emits the histogram and softirq counters. While a tracepoint is
-// missing it returns ErrUnavailable (success 0; the reason was logged at
-// startup) after emitting everything the attached programs feed.
+// missing it returns ErrUnsupported or ErrUnavailable (see missingErr; the
+// reason was logged at startup) after emitting everything the attached
+// programs feed.
 func (c *NapiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	c.emitAttached(ch, napiTracepointAttached)
 	var errs []error

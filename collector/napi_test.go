@@ -364,7 +364,8 @@ func gatherErr(t testing.TB, c Collector) (map[string]*dto.MetricFamily, error) 
 // TestNapiMissingTracepoint points the raise program at a tracepoint no
 // kernel has: the collector still loads, the poll histogram and the other
 // softirq counters keep working, only raises disappear, and each scrape
-// reports success 0 with an error naming the tracepoint.
+// reports the collector unsupported in part (not failed) with an error
+// naming the tracepoint.
 func TestNapiMissingTracepoint(t *testing.T) {
 	lab := newNapiLab(t)
 	spec, err := bpf.LoadNapi()
@@ -387,8 +388,8 @@ func TestNapiMissingTracepoint(t *testing.T) {
 		mfs, updateErr = gatherErr(t, c)
 		return mfs
 	}, lab.pair.Host.Name, exactly(sent))
-	if !errors.Is(updateErr, ErrUnavailable) || !strings.Contains(updateErr.Error(), missing) {
-		t.Fatalf("Update error = %v, want ErrUnavailable naming %s", updateErr, missing)
+	if !errors.Is(updateErr, ErrUnsupported) || errors.Is(updateErr, ErrUnavailable) || !strings.Contains(updateErr.Error(), missing) {
+		t.Fatalf("Update error = %v, want ErrUnsupported alone, naming %s", updateErr, missing)
 	}
 	if work, _ := totalWork(devicePolls(t, mfs, lab.pair.Host.Name)); work != sent {
 		t.Errorf("histogram work = %d, want the %d frames sent", work, sent)
@@ -405,7 +406,7 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	}
 
 	// Through the scrape machinery (whose Describe is unchecked, so not a
-	// pedantic registry): success 0, metrics kept.
+	// pedantic registry): success 1, unsupported 1, metrics kept.
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewSet(map[string]Collector{"napi": c}, discardLogger()).Scrape(context.Background()))
 	scraped, err := reg.Gather()
@@ -416,8 +417,9 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	for _, mf := range scraped {
 		byName[mf.GetName()] = mf
 	}
-	if value(t, byName, "xdp_scrape_collector_success", "collector", "napi") != 0 {
-		t.Error("scrape success 1 with a tracepoint missing")
+	if value(t, byName, "xdp_scrape_collector_success", "collector", "napi") != 1 ||
+		value(t, byName, "xdp_scrape_collector_unsupported", "collector", "napi") != 1 {
+		t.Error("a tracepoint this kernel lacks is not reported as unsupported (success 1, unsupported 1)")
 	}
 	if _, ok := byName["xdp_napi_poll_work"]; !ok {
 		t.Error("the scrape dropped the histogram of a partially attached collector")
@@ -427,9 +429,11 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	for _, p := range spec.Programs {
 		p.AttachTo = "xdp_exporter_no_such_tracepoint"
 	}
-	if c, err := newNapiCollector(NapiConfig{Softirq: true}, discardLogger(), spec); err == nil {
-		c.Close()
-		t.Fatal("collector built with no tracepoint attached")
+	if c, err := newNapiCollector(NapiConfig{Softirq: true}, discardLogger(), spec); !errors.Is(err, ErrUnsupported) {
+		if c != nil {
+			c.Close()
+		}
+		t.Fatalf("with no tracepoint in the kernel: %v, want ErrUnsupported", err)
 	}
 }
 

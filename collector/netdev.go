@@ -118,7 +118,7 @@ func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*NetdevCollector
 	conn.Close()
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("the kernel has no %q generic netlink family (needs Linux 6.3 or later): %w", netdevFamilyName, err)
+			return nil, Unsupported("the kernel has no %q generic netlink family (needs Linux 6.3 or later): %w", netdevFamilyName, err)
 		}
 		return nil, fmt.Errorf("resolving generic netlink family %q: %w", netdevFamilyName, err)
 	}

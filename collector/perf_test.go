@@ -375,9 +375,16 @@ func TestPerfPermissionDenied(t *testing.T) {
 		return
 	}
 	testenv.Privileged(t)
-	if b, err := os.ReadFile("/proc/sys/kernel/perf_event_paranoid"); err == nil {
+	// At perf_event_paranoid <= 0 any user may open CPU-wide events and
+	// there is nothing to deny: raise it to the common default for the
+	// test, and put it back.
+	const paranoid = "/proc/sys/kernel/perf_event_paranoid"
+	if b, err := os.ReadFile(paranoid); err == nil {
 		if lvl, _ := strconv.Atoi(strings.TrimSpace(string(b))); lvl <= 0 {
-			t.Skipf("kernel.perf_event_paranoid=%d lets any user open CPU-wide events; nothing to deny", lvl)
+			if err := os.WriteFile(paranoid, []byte("2"), 0); err != nil {
+				t.Fatalf("raising kernel.perf_event_paranoid from %d: %v", lvl, err)
+			}
+			t.Cleanup(func() { os.WriteFile(paranoid, b, 0) })
 		}
 	}
 	self, err := os.Executable()

@@ -15,7 +15,9 @@ var (
 	scrapeDuration = newFamily("", "scrape_collector_duration_seconds",
 		"Time a collector took during this scrape.", Gauge, "collector")
 	scrapeSuccess = newFamily("", "scrape_collector_success",
-		"1 if the collector's last scrape succeeded, 0 if it failed, timed out or is unavailable on this host.", Gauge, "collector")
+		"1 if the collector's last scrape had no failure, 0 if it failed, timed out or could not start (a missing capability, a refused program). What this host does not support is not a failure: see xdp_scrape_collector_unsupported.", Gauge, "collector")
+	scrapeUnsupported = newFamily("", "scrape_collector_unsupported",
+		"1 if the collector, or part of it, cannot run because this host's kernel lacks the feature it reads (logged once at INFO at start-up), 0 otherwise.", Gauge, "collector")
 )
 
 // Set runs a fixed set of collectors on each scrape, each in its own
@@ -57,6 +59,7 @@ type scrape struct {
 func (scrape) Describe(ch chan<- *prometheus.Desc) {
 	ch <- scrapeDuration.Desc()
 	ch <- scrapeSuccess.Desc()
+	ch <- scrapeUnsupported.Desc()
 }
 
 type result struct {
@@ -125,12 +128,19 @@ func run(ctx context.Context, c Collector) (r result) {
 }
 
 func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result) {
-	success := 1.0
+	success, unsupported := 1.0, 0.0
 	if r.err != nil {
-		success = 0
 		level := slog.LevelError
-		if errors.Is(r.err, ErrUnavailable) {
+		if errors.Is(r.err, ErrUnsupported) {
+			unsupported = 1
+		}
+		if unsupportedOnly(r.err) {
 			level = slog.LevelDebug
+		} else {
+			success = 0
+			if errors.Is(r.err, ErrUnavailable) {
+				level = slog.LevelDebug
+			}
 		}
 		sc.set.logger.Log(context.Background(), level, "collector failed", "collector", name, "err", r.err)
 	}
@@ -141,4 +151,25 @@ func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result) {
 	}
 	ch <- scrapeDuration.Must(r.duration.Seconds(), name)
 	ch <- scrapeSuccess.Must(success, name)
+	ch <- scrapeUnsupported.Must(unsupported, name)
+}
+
+// unsupportedOnly reports whether every error joined in err was made by
+// Unsupported: then nothing failed, the host only lacks something.
+func unsupportedOnly(err error) bool {
+	if _, ok := err.(*unsupportedError); ok {
+		return true
+	}
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, part := range e.Unwrap() {
+			if !unsupportedOnly(part) {
+				return false
+			}
+		}
+		return true
+	case interface{ Unwrap() error }:
+		return unsupportedOnly(e.Unwrap())
+	}
+	return false
 }

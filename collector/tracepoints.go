@@ -44,7 +44,8 @@ type tracepointSet struct {
 	maps      map[string]*ebpf.Map
 	progs     []attachedTracepoint
 	attached  map[string]bool // tracepoint -> attached, for those tried
-	missing   []string        // tracepoints tried and not attached
+	absent    []string        // tracepoints this kernel does not have
+	failed    []string        // tracepoints it has that did not attach
 }
 
 // loadTracepoints creates spec's maps and attaches every program in progs
@@ -84,7 +85,12 @@ func loadTracepoints(collector string, logger *slog.Logger, spec *ebpf.Collectio
 				level = slog.LevelInfo
 			}
 			logger.Log(context.Background(), level, "tracepoint unavailable; its counters are disabled", "tracepoint", name, "reason", why)
-			s.fail(name)
+			s.attached[name] = false
+			if missing {
+				s.absent = append(s.absent, name)
+			} else {
+				s.failed = append(s.failed, name)
+			}
 			continue
 		}
 		if err := s.attach(spec, ps, name, cache); err != nil {
@@ -92,20 +98,19 @@ func loadTracepoints(collector string, logger *slog.Logger, spec *ebpf.Collectio
 				return nil, s.permission(err)
 			}
 			logger.Warn("tracepoint program failed to load or attach; its counters are disabled", "tracepoint", name, "err", err)
-			s.fail(name)
+			s.attached[name] = false
+			s.failed = append(s.failed, name)
 			continue
 		}
 		s.attached[name] = true
 	}
 	if len(s.progs) == 0 {
+		if len(s.failed) == 0 {
+			return nil, Unsupported("none of the %s collector's tracepoints exists in this kernel", collector)
+		}
 		return nil, fmt.Errorf("no %s tracepoint could be attached", collector)
 	}
 	return s, nil
-}
-
-func (s *tracepointSet) fail(tracepoint string) {
-	s.attached[tracepoint] = false
-	s.missing = append(s.missing, tracepoint)
 }
 
 // attach loads one program against the shared maps and attaches it.
@@ -149,13 +154,18 @@ func (s *tracepointSet) emitAttached(ch chan<- prometheus.Metric, f *Family) {
 	}
 }
 
-// missingErr is ErrUnavailable naming the tracepoints that did not attach,
-// or nil.
+// missingErr names the tracepoints that did not attach: ErrUnsupported for
+// those the kernel lacks, ErrUnavailable (a failure, logged at start-up)
+// for those it refused; nil when all attached.
 func (s *tracepointSet) missingErr() error {
-	if len(s.missing) == 0 {
-		return nil
+	var errs []error
+	if len(s.absent) > 0 {
+		errs = append(errs, Unsupported("the kernel has no tracepoint %s", strings.Join(s.absent, ", ")))
 	}
-	return fmt.Errorf("%w: tracepoints not attached: %s", ErrUnavailable, strings.Join(s.missing, ", "))
+	if len(s.failed) > 0 {
+		errs = append(errs, fmt.Errorf("%w: tracepoints not attached: %s", ErrUnavailable, strings.Join(s.failed, ", ")))
+	}
+	return errors.Join(errs...)
 }
 
 // Close detaches every program and releases the maps.

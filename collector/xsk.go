@@ -118,7 +118,7 @@ func NewXSKCollector(logger *slog.Logger) (*XSKCollector, error) {
 	if _, err := src.dump(); err != nil {
 		conn.Close()
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, fmt.Errorf("AF_XDP socket diag not supported by this kernel (needs CONFIG_XDP_SOCKETS_DIAG / module xsk_diag): %w", err)
+			return nil, Unsupported("AF_XDP socket diag (needs CONFIG_XDP_SOCKETS_DIAG / module xsk_diag): %w", err)
 		}
 		return nil, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
 	}

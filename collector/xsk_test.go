@@ -155,12 +155,12 @@ func TestXSKDecodeErrors(t *testing.T) {
 }
 
 // TestXSKLive: on a kernel without CONFIG_XDP_SOCKETS_DIAG the constructor
-// fails with a clear "not supported" error (the framework then reports the
-// collector unavailable once); with it, a scrape works.
+// fails with ErrUnsupported and a clear reason (the framework then reports
+// the collector unsupported, once, at INFO); with it, a scrape works.
 func TestXSKLive(t *testing.T) {
 	c, err := NewXSKCollector(discardLogger())
 	if err != nil {
-		if !errors.Is(err, unix.ENOENT) || !strings.Contains(err.Error(), "not supported") {
+		if !errors.Is(err, ErrUnsupported) || !errors.Is(err, unix.ENOENT) || !strings.Contains(err.Error(), "CONFIG_XDP_SOCKETS_DIAG") {
 			t.Fatalf("unexpected error: %v", err)
 		}
 		t.Logf("as expected on this kernel: %v", err)

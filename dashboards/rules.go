@@ -326,8 +326,8 @@ func AlertingRules(cfg Config) RuleFile {
 		f.For, f.Severity,
 		"xdp_exporter collector {{ $labels.collector }} fails on {{ $labels.instance }}",
 		"The {{ $labels.collector }} collector has reported failure for "+f.For+"; its metrics are missing or partial. The exporter log says why. "+
-			"A collector this host cannot support (no BTF, no hardware perf counters in a VM, no such driver) reports 0 forever: "+
-			"disable it with --no-collector.{{ $labels.collector }}, or list it under collector_failing.ignored_collectors in the thresholds file and regenerate the rules.")
+			"What the host's kernel lacks (BTF, AF_XDP socket diag, the netdev netlink family) is not a failure and does not fire this alert: "+
+			"it shows as xdp_scrape_collector_unsupported 1.")
 
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: []Rule{
 		nicDrops, oob, page, pcie, ddio, rss, exc, redir, devmap, cpumap, napi, prog, coll,

@@ -11,8 +11,9 @@ import (
 
 // TestWithoutKernelBTF runs the exporter in a private mount namespace
 // where /sys/kernel/btf/vmlinux is empty, as on a kernel built without
-// CONFIG_DEBUG_INFO_BTF: the tp_btf collectors (xdp, napi) report success 0
-// and say why, once; everything else serves.
+// CONFIG_DEBUG_INFO_BTF: the tp_btf collectors (xdp, napi) report
+// themselves unsupported here (not failed: success stays 1) and say why,
+// once, at INFO; everything else serves.
 func TestWithoutKernelBTF(t *testing.T) {
 	testenv.Privileged(t)
 	unshare, err := exec.LookPath("unshare")
@@ -27,12 +28,16 @@ func TestWithoutKernelBTF(t *testing.T) {
 	body := e.Scrape(t)
 	promtoolCheck(t, body)
 	for _, c := range []string{"xdp", "napi"} {
-		if !strings.Contains(body, `xdp_scrape_collector_success{collector="`+c+`"} 0`) {
-			t.Errorf("%s collector not reported as failed without kernel BTF", c)
+		if !strings.Contains(body, `xdp_scrape_collector_unsupported{collector="`+c+`"} 1`) ||
+			!strings.Contains(body, `xdp_scrape_collector_success{collector="`+c+`"} 1`) {
+			t.Errorf("%s collector not reported as unsupported (and not failed) without kernel BTF", c)
 		}
 		want := "kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the " + c + " collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF"
 		if n := strings.Count(e.Stderr.String(), want); n != 1 {
 			t.Errorf("log says %q %d times, want once:\n%s", want, n, e.Stderr)
+		}
+		if strings.Contains(e.Stderr.String(), "level=ERROR") {
+			t.Errorf("a missing kernel feature was logged as an error:\n%s", e.Stderr)
 		}
 	}
 	for _, c := range []string{"cpu", "ethtool", "netdev", "bpf"} {

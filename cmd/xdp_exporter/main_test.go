@@ -109,24 +109,29 @@ func TestScrapeDefaults(t *testing.T) {
 			t.Errorf("family %s is exposed but not in METRICS.md's catalogue", name)
 		}
 	}
+	// Nothing fails on this host; what its kernel lacks is reported as
+	// unsupported, logged once at INFO, and no line is an ERROR.
 	for _, line := range strings.Split(body, "\n") {
-		if !strings.HasPrefix(line, "xdp_scrape_collector_success{") || !strings.HasSuffix(line, " 0") {
-			continue
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(line, `xdp_scrape_collector_success{collector="`), `"} 0`)
-		if _, ok := unsupportedHere[name]; !ok {
+		if strings.HasPrefix(line, "xdp_scrape_collector_success{") && strings.HasSuffix(line, " 0") {
 			t.Errorf("default collector failed on this host: %s\nlog:\n%s", line, e.Stderr)
-			continue
 		}
-		// An unsupported collector says so once, at start-up, by name.
-		if n := strings.Count(e.Stderr.String(), `collector=`+name+` `); n != 1 {
-			t.Errorf("collector %s unsupported here should be logged exactly once, got %d lines:\n%s", name, n, e.Stderr)
+	}
+	if strings.Contains(e.Stderr.String(), "level=ERROR") {
+		t.Errorf("the default exporter logged an error on this host:\n%s", e.Stderr)
+	}
+	for name, why := range unsupportedHere {
+		if !strings.Contains(body, `xdp_scrape_collector_unsupported{collector="`+name+`"} 1`) {
+			t.Errorf("collector %s (%s) not reported unsupported", name, why)
+		}
+		if n := strings.Count(e.Stderr.String(), `msg="collector not supported on this host`); n != len(unsupportedHere) {
+			t.Errorf("unsupported collectors logged %d times at INFO, want once each (%d):\n%s", n, len(unsupportedHere), e.Stderr)
 		}
 	}
 }
 
 // unsupportedHere lists default collectors this machine's kernel cannot
-// serve, with the reason; they must report success 0 and say why once.
+// serve, with the reason: they report xdp_scrape_collector_unsupported 1
+// and say why once.
 var unsupportedHere = map[string]string{
 	"xsk": "kernel built without CONFIG_XDP_SOCKETS_DIAG",
 }
@@ -173,4 +178,20 @@ func TestBadInput(t *testing.T) {
 func lastError(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestDisableDefaultsOneCollector: `--collector.disable-defaults
+// --collector.ethtool` runs the ethtool collector and nothing else.
+func TestDisableDefaultsOneCollector(t *testing.T) {
+	e := startExporter(t, "--collector.disable-defaults", "--collector.ethtool")
+	body := e.Scrape(t)
+	var success []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "xdp_scrape_collector_success{") {
+			success = append(success, l)
+		}
+	}
+	if len(success) != 1 || success[0] != `xdp_scrape_collector_success{collector="ethtool"} 1` {
+		t.Fatalf("collectors that ran: %q, want ethtool alone, succeeding", success)
+	}
 }

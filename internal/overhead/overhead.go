@@ -23,7 +23,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -33,6 +32,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
@@ -51,13 +51,13 @@ func Bare(name string) Variant {
 }
 
 // Process is a variant that runs a command for its duration and stops it
-// with SIGINT (then waits up to 10 s before SIGKILL). ready, when not nil,
+// with SIGTERM (then waits up to 10 s before SIGKILL). ready, when not nil,
 // must become true before the variant counts as started: a monitor has
 // attached, a program is on the device.
 func Process(name string, ready func() (bool, error), argv ...string) Variant {
 	return Variant{Name: name, Start: func() (func() error, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
-		stderr := &lockedBuffer{}
+		stderr := &exportertest.Log{}
 		cmd.Stderr = stderr
 		if err := cmd.Start(); err != nil {
 			return nil, err
@@ -70,14 +70,14 @@ func Process(name string, ready func() (bool, error), argv ...string) Variant {
 				return fmt.Errorf("%s exited during the run: %v\n%s", argv[0], err, stderr.String())
 			default:
 			}
-			_ = cmd.Process.Signal(os.Interrupt)
+			_ = cmd.Process.Signal(unix.SIGTERM)
 			select {
 			case <-done:
 				return nil
 			case <-time.After(10 * time.Second):
 				_ = cmd.Process.Kill()
 				<-done
-				return fmt.Errorf("%s did not stop within 10 s of SIGINT", argv[0])
+				return fmt.Errorf("%s did not stop within 10 s of SIGTERM", argv[0])
 			}
 		}
 		deadline := time.Now().Add(20 * time.Second)
@@ -444,25 +444,6 @@ func Attached(dev string, except uint32) func() (bool, error) {
 	}
 }
 
-// lockedBuffer keeps a process's stderr for error messages; exec writes it
-// from its own goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Linked reports whether a BPF link holds a program whose name starts
 // with prefix (names are cut to 15 bytes): a tracepoint monitor is ready
 // then.
@@ -485,7 +466,9 @@ func Linked(prefix string) func() (bool, error) {
 				return true, nil
 			}
 		}
-		return false, it.Err()
+		// A link that went away while listed (EAGAIN, ENOENT) is churn
+		// from another process: not ready yet, ask again.
+		return false, nil
 	}
 }
 
@@ -541,21 +524,32 @@ func EmptyPrograms(name string, tracepoints ...string) Variant {
 			return errors.Join(errs...)
 		}
 		for _, tp := range tracepoints {
-			prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-				Name: "empty", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp,
-				AttachTo: tp, License: "GPL",
-				Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
-			})
+			prog, l, err := AttachEmpty(tp)
 			if err != nil {
-				return nil, errors.Join(fmt.Errorf("loading an empty program on %s: %w", tp, err), stop())
+				return nil, errors.Join(err, stop())
 			}
-			closers = append(closers, prog.Close)
-			l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
-			if err != nil {
-				return nil, errors.Join(fmt.Errorf("attaching an empty program to %s: %w", tp, err), stop())
-			}
-			closers = append([]func() error{l.Close}, closers...)
+			closers = append([]func() error{l.Close}, append(closers, prog.Close)...)
 		}
 		return stop, nil
 	}}
+}
+
+// AttachEmpty loads a tp_btf program that does nothing and attaches it to
+// tracepoint tp: the floor of any program there, in throughput and in the
+// kernel's run-time statistics.
+func AttachEmpty(tp string) (*ebpf.Program, link.Link, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "empty", Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp,
+		AttachTo: tp, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading an empty program on %s: %w", tp, err)
+	}
+	l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
+	if err != nil {
+		prog.Close()
+		return nil, nil, fmt.Errorf("attaching an empty program to %s: %w", tp, err)
+	}
+	return prog, l, nil
 }
