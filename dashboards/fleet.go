@@ -83,9 +83,15 @@ func fleetBoard(cfg Config) board {
 				},
 				{
 					title: "Failing exporter collectors", unit: "short", min: &f0,
-					description: "Hosts per collector whose last scrape failed (xdp_scrape_collector_success == 0). Collectors a host cannot support stay here: disable them there.",
+					description: "Hosts per collector whose last scrape failed (xdp_scrape_collector_success == 0): a missing capability, a refused program, a driver error. What a host's kernel lacks is not here but in the next panel.",
 					needs:       "a collector that fails on the host",
 					targets:     []target{{refID: "A", expr: "count by (collector) (xdp_scrape_collector_success" + inst + " == 0)", legend: "{{collector}}"}},
+				},
+				{
+					title: "Collectors unsupported on a host", unit: "short", min: &f0,
+					description: "Hosts per collector whose kernel lacks what the collector reads (xdp_scrape_collector_unsupported == 1: no BTF, no AF_XDP socket diag, no netdev netlink family). Not a failure; logged once at INFO on the host.",
+					needs:       "a host whose kernel lacks a collector's feature",
+					targets:     []target{{refID: "A", expr: "count by (collector) (xdp_scrape_collector_unsupported" + inst + " == 1)", legend: "{{collector}}"}},
 				},
 				{
 					title: "Firing XDP alerts", unit: "short", min: &f0,
