@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -210,7 +211,7 @@ func (r *Result) Table(unit string) string {
 // none.
 func Median(xs []float64) float64 {
 	if len(xs) == 0 {
-		return 0 / zero
+		return math.NaN()
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -219,8 +220,6 @@ func Median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
-
-var zero float64
 
 // sampleEvery is how often a run reads the DUT's counters; the first
 // warmUp of a run and its last, partial interval are left out.
