@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +26,45 @@ var (
 type Set struct {
 	collectors map[string]Collector
 	logger     *slog.Logger
+	// At most one Update per collector runs at a time: a scrape that
+	// finds one in progress (a concurrent scrape, or one stuck in the
+	// kernel, such as an ioctl waiting for RTNL) waits for its result
+	// instead of starting another, so a stuck collector holds one
+	// goroutine and one thread, not one per scrape.
+	mu       sync.Mutex
+	inflight map[string]*call
+}
+
+// call is one Update in progress and, once done is closed, its result.
+type call struct {
+	started time.Time
+	done    chan struct{}
+	res     result
 }
 
 // NewSet wraps the built collectors.
 func NewSet(collectors map[string]Collector, logger *slog.Logger) *Set {
-	return &Set{collectors: collectors, logger: logger}
+	return &Set{collectors: collectors, logger: logger, inflight: map[string]*call{}}
+}
+
+// update returns the Update of collector name in progress, starting one
+// with ctx when there is none.
+func (s *Set) update(ctx context.Context, name string) *call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.inflight[name]; c != nil {
+		return c
+	}
+	c := &call{started: time.Now(), done: make(chan struct{})}
+	s.inflight[name] = c
+	go func() {
+		c.res = run(ctx, s.collectors[name])
+		s.mu.Lock()
+		delete(s.inflight, name)
+		s.mu.Unlock()
+		close(c.done)
+	}()
+	return c
 }
 
 // Close closes every collector, returning all errors joined.
@@ -75,25 +110,25 @@ func (sc scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	sort.Strings(names)
 
-	results := make([]chan result, len(names))
+	calls := make([]*call, len(names))
 	for i, name := range names {
-		results[i] = make(chan result, 1)
-		go func(c Collector, out chan<- result) {
-			out <- run(sc.ctx, c)
-		}(sc.set.collectors[name], results[i])
+		calls[i] = sc.set.update(sc.ctx, name)
 	}
 	for i, name := range names {
 		var r result
 		select {
-		case r = <-results[i]:
+		case <-calls[i].done:
+			r = calls[i].res
 		case <-sc.ctx.Done():
 			// Once the deadline has passed both cases are ready for a
 			// collector that did finish; select would pick at random and
 			// report it as timed out half the time.
 			select {
-			case r = <-results[i]:
+			case <-calls[i].done:
+				r = calls[i].res
 			default:
-				r = result{err: fmt.Errorf("scrape deadline reached before the collector finished: %w", sc.ctx.Err())}
+				r = result{err: fmt.Errorf("scrape deadline reached before the collector finished (its Update has run for %v): %w",
+					time.Since(calls[i].started).Round(time.Millisecond), sc.ctx.Err())}
 			}
 		}
 		sc.report(ch, name, r)

@@ -3,6 +3,11 @@ package collector
 import (
 	"context"
 	"errors"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,10 +122,93 @@ func TestScrapeLateCollector(t *testing.T) {
 		t.Errorf("success %v, want 0", got)
 	}
 	close(release) // the stale Update now returns into its own buffer
-	mfs = gatherSet(t, context.Background(), set)
-	if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "slow"); got != 1 {
-		t.Errorf("next scrape: success %v, want 1", got)
+	// A scrape that starts while it is still returning gets its (empty,
+	// late) result; the first scrape after that works.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mfs = gatherSet(t, context.Background(), set)
+		if value(t, mfs, "xdp_scrape_collector_success", "collector", "slow") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the collector never recovered after its stale Update returned")
+		}
+		time.Sleep(time.Millisecond)
 	}
+	if got := value(t, mfs, "xdp_test_fake_value", "name", "slow"); got != 1 {
+		t.Errorf("next scrape: metric %v, want 1", got)
+	}
+}
+
+// TestScrapeBlockedCollectorBounded: a collector blocked inside Update for
+// 100 scrapes runs one Update, not 100: each later scrape waits for it
+// until its deadline and reports it with success 0, the goroutine and
+// thread counts stay where they were, and the other collector keeps
+// serving.
+func TestScrapeBlockedCollectorBounded(t *testing.T) {
+	block := make(chan struct{})
+	var calls atomic.Int64
+	set := NewSet(map[string]Collector{
+		"blocked": counting{fake: fake{name: "blocked", block: block}, calls: &calls},
+		"ok":      fake{name: "ok"},
+	}, discardLogger())
+	scrape := func() map[string]*dto.MetricFamily {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		return gatherSet(t, ctx, set)
+	}
+	scrape() // the Update that blocks
+	goroutines, threads := runtime.NumGoroutine(), osThreads(t)
+	for i := 0; i < 100; i++ {
+		mfs := scrape()
+		if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "blocked"); got != 0 {
+			t.Fatalf("scrape %d: blocked collector success %v, want 0", i, got)
+		}
+		if got := value(t, mfs, "xdp_test_fake_value", "name", "ok"); got != 1 {
+			t.Fatalf("scrape %d: the other collector stopped serving", i)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d Updates started for the blocked collector, want 1", n)
+	}
+	if g := runtime.NumGoroutine(); g > goroutines+5 {
+		t.Errorf("goroutines grew from %d to %d over 100 scrapes", goroutines, g)
+	}
+	if n := osThreads(t); n > threads+2 {
+		t.Errorf("OS threads grew from %d to %d over 100 scrapes", threads, n)
+	}
+	close(block)
+}
+
+// counting is a fake that counts its Update calls.
+type counting struct {
+	fake
+	calls *atomic.Int64
+}
+
+func (c counting) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	c.calls.Add(1)
+	return c.fake.Update(ctx, ch)
+}
+
+// osThreads is the process's thread count from /proc/self/status.
+func osThreads(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no Threads: line in /proc/self/status")
+	return 0
 }
 
 // TestScrapePanickingCollector: a panic in one collector is success 0 for it
