@@ -202,14 +202,16 @@ func (c *NapiCollector) updatePolls(ch chan<- prometheus.Metric) error {
 	if err != nil {
 		return fmt.Errorf("reading the napi histogram: %w", err)
 	}
-	names, err := interfaceNames()
-	if err != nil {
-		return err
-	}
+	var names map[uint32]string // read on the first device of our namespace
 	for _, e := range slots {
 		ifindex := uint32(e.key.k1 >> 2)
 		s := napiSeries{context: "unknown"}
 		if e.key.k0 == c.netns {
+			if names == nil {
+				if names, err = interfaceNames(); err != nil {
+					return err
+				}
+			}
 			s.device = names[ifindex]
 		} else {
 			s.netns = strconv.FormatUint(e.key.k0, 10)

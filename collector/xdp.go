@@ -132,6 +132,7 @@ var xdpOverflowMaps = []string{
 type xdpCollector struct {
 	*tracepointSet
 	netns uint32 // inode of the exporter's network namespace
+	xmit  bool   // the bulk transmit programs are attached
 }
 
 // NewXDPCollector loads and attaches the tracepoint programs, each on its
@@ -160,7 +161,7 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 	if err != nil {
 		return nil, err
 	}
-	return &xdpCollector{tracepointSet: set, netns: uint32(netns)}, nil
+	return &xdpCollector{tracepointSet: set, netns: uint32(netns), xmit: cfg.Xmit}, nil
 }
 
 var xdpActionNames = []string{"ABORTED", "DROP", "PASS", "TX", "REDIRECT", "UNKNOWN"}
@@ -195,6 +196,24 @@ func (c *xdpCollector) Update(_ context.Context, ch chan<- prometheus.Metric) er
 	}
 	errs = append(errs, it.Err())
 
+	if c.xmit {
+		errs = append(errs, c.updateXmit(ch, dev)...)
+	}
+
+	for i, name := range xdpOverflowMaps {
+		if err := c.maps[bpf.XdpmonMapOverflow].Lookup(uint32(i), &counts); err != nil {
+			errs = append(errs, fmt.Errorf("reading overflow counter %s: %w", name, err))
+			continue
+		}
+		ch <- xdpMapFull.Must(xdpSum(counts), name)
+	}
+	return errors.Join(errs...)
+}
+
+// updateXmit emits the bulk transmit and cpumap counters, whose programs
+// run only with --collector.xdp.xmit.
+func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) string) []error {
+	var errs []error
 	xmit, err := readSlots[bpf.XdpmonXmitValue](c.maps[bpf.XdpmonMapDevmapXmitOwners], c.maps[bpf.XdpmonMapDevmapXmit])
 	errs = append(errs, err)
 	for _, e := range xmit {
@@ -271,15 +290,7 @@ func (c *xdpCollector) Update(_ context.Context, ch chan<- prometheus.Metric) er
 			ch <- xdpKthreadActions.Must(float64(v.XdpRedirect), id, cpuLabel, "REDIRECT")
 		}
 	}
-
-	for i, name := range xdpOverflowMaps {
-		if err := c.maps[bpf.XdpmonMapOverflow].Lookup(uint32(i), &counts); err != nil {
-			errs = append(errs, fmt.Errorf("reading overflow counter %s: %w", name, err))
-			continue
-		}
-		ch <- xdpMapFull.Must(xdpSum(counts), name)
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // deviceLabel names a device: its name when it lives in the exporter's

@@ -13,6 +13,9 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -190,4 +193,30 @@ func disableIPv6(dev string) error {
 		return fmt.Errorf("disabling IPv6 on %s: %w", dev, err)
 	}
 	return nil
+}
+
+// XDP verdicts (enum xdp_action) for AttachVerdict and AttachVerdictTo.
+const (
+	XDPDrop uint32 = 1
+	XDPPass uint32 = 2
+)
+
+// AttachVerdictTo attaches to ifindex, through a bpf_link, a program that
+// returns verdict (an enum xdp_action) for every frame; closing the link
+// detaches it.
+func AttachVerdictTo(ifindex int, verdict uint32) (link.Link, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:         ebpf.XDP,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(verdict)), asm.Return()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading an XDP program: %w", err)
+	}
+	defer prog.Close() // the link keeps its own reference
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex})
+	if err != nil {
+		return nil, fmt.Errorf("attaching XDP to ifindex %d: %w", ifindex, err)
+	}
+	return l, nil
 }

@@ -5,9 +5,6 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
@@ -42,27 +39,14 @@ func UniqueID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// XDP verdicts (enum xdp_action) for AttachVerdict.
-const (
-	XDPDrop uint32 = 1
-	XDPPass uint32 = 2
-)
-
 // AttachVerdict attaches to the DUT end, through a bpf_link, a program that
 // returns verdict for every frame, and detaches it when the test ends. On
 // veth the receiving end runs NAPI, and so accepts frames from the
 // generator, only while an XDP program is attached.
 func (p *Pair) AttachVerdict(t testing.TB, verdict uint32) {
 	t.Helper()
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:         ebpf.XDP,
-		License:      "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(verdict)), asm.Return()},
-	})
-	testenv.Check(t, err, "loading an XDP program")
-	defer prog.Close() // the link keeps its own reference
-	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: p.Host.Index})
-	testenv.Check(t, err, "attaching XDP to "+p.Host.Name)
+	l, err := AttachVerdictTo(p.Host.Index, verdict)
+	testenv.Check(t, err, p.Host.Name)
 	t.Cleanup(func() { l.Close() })
 }
 

@@ -430,16 +430,16 @@ func DUTCPU(pids []int) func(r *Rig, cfg Config) (float64, error) {
 	}
 }
 
-// Attached reports whether dev has an XDP program other than except
-// attached: a variant that brings its own program is ready then.
-func Attached(dev string, except uint32) func() (bool, error) {
+// Attached reports whether dev has an XDP program attached: a variant that
+// brings its own program is ready then.
+func Attached(dev string) func() (bool, error) {
 	return func() (bool, error) {
 		l, err := netlink.LinkByName(dev)
 		if err != nil {
 			return false, err
 		}
 		x := l.Attrs().Xdp
-		return x != nil && x.Attached && x.ProgId != except, nil
+		return x != nil && x.Attached, nil
 	}
 }
 
@@ -488,16 +488,7 @@ func Answers(addr string) func() (bool, error) {
 // duration: the base of variants that bring their own program.
 func WithDrop(r *Rig, v Variant) Variant {
 	return Variant{Name: v.Name, Start: func() (func() error, error) {
-		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-			Type:         ebpf.XDP,
-			License:      "GPL",
-			Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(netlab.XDPDrop)), asm.Return()},
-		})
-		if err != nil {
-			return nil, err
-		}
-		defer prog.Close() // the link holds its own reference
-		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: r.Pair.Host.Index})
+		l, err := netlab.AttachVerdictTo(r.Pair.Host.Index, netlab.XDPDrop)
 		if err != nil {
 			return nil, err
 		}

@@ -127,10 +127,10 @@ func BenchmarkRxqOverhead(b *testing.B) {
 		rxq("rxq drop"),
 		rxq("rxq drop read", "--collector.rxq.read"),
 	}
-	if v, ok := peer("xdp-bench drop", Attached(dev, 0), "xdp-bench", "drop", dev); ok {
+	if v, ok := peer("xdp-bench drop", Attached(dev), "xdp-bench", "drop", dev); ok {
 		variants = append(variants, v)
 	}
-	if v, ok := peer("xdp-bench drop read-data", Attached(dev, 0), "xdp-bench", "drop", "-p", "read-data", dev); ok {
+	if v, ok := peer("xdp-bench drop read-data", Attached(dev), "xdp-bench", "drop", "-p", "read-data", dev); ok {
 		variants = append(variants, v)
 	}
 	measure(b, rig, variants, Config{Frames: frames, Pause: pause}, "Mpps")
