@@ -15,7 +15,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -131,9 +130,16 @@ func (c *BPFCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	}
 	ch <- bpfStatsEnabled.Must(boolValue(c.stats != nil), "exporter")
 
-	atts, err := listXDP()
+	devs, err := scrapeLinks(ctx)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if devs == nil {
+		return errors.Join(errs...)
+	}
+	var atts []xdpAttachment
+	for _, d := range devs.All() {
+		atts = append(atts, d.XDP...)
 	}
 	if len(atts) == 0 {
 		return errors.Join(errs...)
@@ -258,88 +264,6 @@ var xdpModes = []struct {
 	{unix.IFLA_XDP_DRV_PROG_ID, "native"},
 	{unix.IFLA_XDP_SKB_PROG_ID, "generic"},
 	{unix.IFLA_XDP_HW_PROG_ID, "offload"},
-}
-
-// listXDP dumps the links of the current network namespace and returns
-// every attached XDP program per mode. The per-mode attributes are read
-// because a device may hold a program in more than one mode at once
-// (XDP_ATTACHED_MULTI, offload next to native or generic), in which case the
-// kernel omits IFLA_XDP_PROG_ID, the only id vishvananda/netlink decodes.
-func listXDP() ([]xdpAttachment, error) {
-	var (
-		msgs [][]byte
-		err  error
-	)
-	// A dump interrupted by a concurrent link change (NLM_F_DUMP_INTR) may
-	// miss or repeat devices, so it is retried; a dump takes well under a
-	// millisecond, and with interfaces churning (containers starting) three
-	// tries in a row were seen interrupted.
-	for range 10 {
-		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
-		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-		msgs, err = req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
-		if !errors.Is(err, nl.ErrDumpInterrupted) {
-			break
-		}
-	}
-	if err != nil && !errors.Is(err, nl.ErrDumpInterrupted) {
-		return nil, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
-	}
-	var out []xdpAttachment
-	for _, m := range msgs {
-		a, perr := parseLinkXDP(m)
-		if perr != nil {
-			return out, perr
-		}
-		out = append(out, a...)
-	}
-	if err != nil {
-		return out, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
-	}
-	return out, nil
-}
-
-// parseLinkXDP decodes one RTM_NEWLINK message.
-func parseLinkXDP(m []byte) ([]xdpAttachment, error) {
-	if len(m) < unix.SizeofIfInfomsg {
-		return nil, fmt.Errorf("RTM_NEWLINK message of %d bytes is shorter than ifinfomsg", len(m))
-	}
-	ifi := nl.DeserializeIfInfomsg(m)
-	attrs, err := nl.ParseRouteAttr(m[unix.SizeofIfInfomsg:])
-	if err != nil {
-		return nil, fmt.Errorf("parsing link %d attributes: %w", ifi.Index, err)
-	}
-	var (
-		name string
-		xdp  []byte
-	)
-	for _, a := range attrs {
-		switch a.Attr.Type & nl.NLA_TYPE_MASK {
-		case unix.IFLA_IFNAME:
-			name = unix.ByteSliceToString(a.Value)
-		case unix.IFLA_XDP:
-			xdp = a.Value
-		}
-	}
-	if xdp == nil {
-		return nil, nil
-	}
-	nested, err := nl.ParseRouteAttr(xdp)
-	if err != nil {
-		return nil, fmt.Errorf("parsing IFLA_XDP of %s: %w", name, err)
-	}
-	var out []xdpAttachment
-	for _, a := range nested {
-		for _, mode := range xdpModes {
-			if a.Attr.Type&nl.NLA_TYPE_MASK != mode.attr || len(a.Value) < 4 {
-				continue
-			}
-			if id := nl.NativeEndian().Uint32(a.Value); id != 0 {
-				out = append(out, xdpAttachment{ifindex: int(ifi.Index), device: name, mode: mode.name, progID: ebpf.ProgramID(id)})
-			}
-		}
-	}
-	return out, nil
 }
 
 // linkKey identifies an XDP bpf_link by what its link info carries: the

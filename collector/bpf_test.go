@@ -16,6 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -118,7 +119,7 @@ func samples(mfs map[string]*dto.MetricFamily, name string, labels ...string) in
 // collector finds both with their id, name, tag, mode and link, and that
 // with --collector.bpf.enable-stats each run count equals the frames sent.
 func TestBPFAttachedPrograms(t *testing.T) {
-	native, generic := netlab.TestPair(t, 2), netlab.TestPair(t, 1)
+	native, generic := labtest.Pair(t, 2), labtest.Pair(t, 1)
 	pn, pg := loadDrop(t, "xdpt_native"), loadDrop(t, "xdpt_generic")
 	linkN := attachXDP(t, pn, native.Host.Index, 0)
 	linkG := attachXDP(t, pg, generic.Host.Index, link.XDPGenericMode)
@@ -174,7 +175,7 @@ func TestBPFAttachedPrograms(t *testing.T) {
 // TestBPFLegacyAttach checks that a program attached through netlink
 // without a bpf_link is found, with an empty link_id.
 func TestBPFLegacyAttach(t *testing.T) {
-	pair := netlab.TestPair(t, 1)
+	pair := labtest.Pair(t, 1)
 	p := loadDrop(t, "xdpt_legacy")
 	l, err := netlink.LinkByIndex(pair.Host.Index)
 	if err != nil {
@@ -273,7 +274,7 @@ func drain(t *testing.T, c Collector) {
 // link and without one) and checks that the process holds no more fds
 // afterwards than before.
 func TestBPFNoFDLeak(t *testing.T) {
-	a, b := netlab.TestPair(t, 1), netlab.TestPair(t, 1)
+	a, b := labtest.Pair(t, 1), labtest.Pair(t, 1)
 	attachXDP(t, loadDrop(t, "xdpt_leak_link"), a.Host.Index, 0)
 	p := loadDrop(t, "xdpt_leak_nl")
 	l, err := netlink.LinkByIndex(b.Host.Index)
@@ -296,7 +297,7 @@ func TestBPFNoFDLeak(t *testing.T) {
 // unloads the program before the collector reads it, as happens when a
 // program is replaced during a scrape: it is skipped without an error.
 func TestBPFDetachedSkipped(t *testing.T) {
-	pair := netlab.TestPair(t, 1)
+	pair := labtest.Pair(t, 1)
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "xdpt_gone", Type: ebpf.XDP, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, // XDP_PASS
@@ -306,16 +307,12 @@ func TestBPFDetachedSkipped(t *testing.T) {
 	testenv.Check(t, err, "attaching XDP")
 	c := newBPF(t, BPFConfig{})
 
-	atts, err := listXDP()
+	devs, err := dumpLinks()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mine []xdpAttachment
-	for _, a := range atts {
-		if a.ifindex == pair.Host.Index {
-			mine = append(mine, a)
-		}
-	}
+	d, _ := devs.Get(uint32(pair.Host.Index))
+	mine := d.XDP
 	if len(mine) != 1 || mine[0].mode != "native" {
 		t.Fatalf("listing found %+v on %s, want one native program", mine, pair.Host.Name)
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
 
 func newCPUForTest(t testing.TB, cfg CPUConfig) *CPUCollector {
@@ -278,8 +278,8 @@ func TestCPULiveBusy(t *testing.T) {
 // over CPUs must grow by at least the frames sent.
 func TestCPULiveSoftnet(t *testing.T) {
 	testenv.Privileged(t)
-	pair := netlab.TestPair(t, 2)
-	pair.AttachVerdict(t, netlab.XDPPass)
+	pair := labtest.Pair(t, 2)
+	labtest.AttachVerdict(t, pair, netlab.XDPPass)
 
 	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
 	processed := func() map[string]uint32 {
@@ -291,7 +291,7 @@ func TestCPULiveSoftnet(t *testing.T) {
 	}
 	before := processed()
 	const n = 50_000
-	trafficgen.SendExactly(t, pair, n)
+	labtest.SendExactly(t, pair, n)
 	after := processed()
 	var delta uint64
 	for cpu, v := range after {

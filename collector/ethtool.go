@@ -59,13 +59,12 @@ type EthtoolConfig struct {
 
 type ethtoolCollector struct {
 	src     ethtoolSource
-	include *regexp.Regexp
-	exclude *regexp.Regexp
+	filter  deviceFilter
 	metrics *regexp.Regexp
 	logger  *slog.Logger
 
 	mu      sync.Mutex
-	entries map[int]*ethtoolEntry // by ifindex
+	devices map[int]*ethtoolDev // by ifindex
 	descs   map[string]*prometheus.Desc
 
 	scratch sync.Pool // *[]uint64
@@ -83,34 +82,28 @@ func NewEthtoolCollector(cfg EthtoolConfig, logger *slog.Logger) (Collector, err
 func newEthtoolCollector(cfg EthtoolConfig, src ethtoolSource, logger *slog.Logger) *ethtoolCollector {
 	return &ethtoolCollector{
 		src:     src,
-		include: anchor(cfg.DeviceInclude),
-		exclude: anchor(cfg.DeviceExclude),
+		filter:  newDeviceFilter(cfg.DeviceInclude, cfg.DeviceExclude),
 		metrics: anchor(cfg.MetricsInclude),
 		logger:  logger,
-		entries: map[int]*ethtoolEntry{},
+		devices: map[int]*ethtoolDev{},
 		descs:   map[string]*prometheus.Desc{},
 	}
-}
-
-// anchor makes a user's regexp match whole names: "eth0" must not select
-// "veth0". An empty regexp stays nil (no filter).
-func anchor(re *regexp.Regexp) *regexp.Regexp {
-	if re == nil || re.String() == "" {
-		return nil
-	}
-	return regexp.MustCompile("^(?:" + re.String() + ")$")
 }
 
 func (c *ethtoolCollector) Close() error { return c.src.Close() }
 
 // ethtoolKey identifies what a cached entry was built from. The ifindex
-// names one netdev for its lifetime and the driver cannot change under it;
-// the counts change when channels are reconfigured.
+// names one netdev for its lifetime and the driver cannot change under
+// it. Drivers name their per-queue stats after the channels, so a
+// reconfiguration (ethtool -L) renames stats, and may keep their count
+// (veth: rx 2 tx 1 and rx 1 tx 5 both have 18 stats): the channel counts,
+// read on every scrape anyway, are part of the key.
 type ethtoolKey struct {
 	name       string
 	driver     string
 	nStats     int
 	nPrivFlags int
+	channels   [4]uint32 // rx, tx, other, combined
 }
 
 // ethtoolEntry is everything about a device that only changes with its
@@ -123,7 +116,13 @@ type ethtoolEntry struct {
 	// their label pairs.
 	privBits  []int
 	privPairs [][]*dto.LabelPair
+}
 
+// ethtoolDev is what the collector keeps for one ifindex: its current
+// plan, and which optional calls its driver refuses (the driver's
+// ethtool_ops do not change for the device's lifetime).
+type ethtoolDev struct {
+	plan                            atomic.Pointer[ethtoolEntry]
 	noChannels, noRing, noPrivFlags atomic.Bool
 }
 
@@ -163,26 +162,23 @@ func (m *ethtoolMetric) Write(out *dto.Metric) error {
 }
 
 func (c *ethtoolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	devs, err := c.src.Devices()
+	devs, err := c.src.Devices(ctx)
 	if err != nil {
 		return fmt.Errorf("listing interfaces: %w", err)
 	}
 	selected := devs[:0:0]
 	present := make(map[int]bool, len(devs))
 	for _, d := range devs {
-		if c.include != nil && !c.include.MatchString(d.Name) {
-			continue
-		}
-		if c.exclude != nil && c.exclude.MatchString(d.Name) {
+		if !c.filter.selects(d.Label) {
 			continue
 		}
 		selected = append(selected, d)
 		present[d.Index] = true
 	}
 	c.mu.Lock()
-	for idx := range c.entries {
+	for idx := range c.devices {
 		if !present[idx] {
-			delete(c.entries, idx)
+			delete(c.devices, idx)
 		}
 	}
 	c.mu.Unlock()
@@ -205,7 +201,7 @@ func (c *ethtoolCollector) Update(ctx context.Context, ch chan<- prometheus.Metr
 				}
 				if err := c.deviceSafe(selected[i], ch); err != nil {
 					errMu.Lock()
-					errs = append(errs, fmt.Errorf("%s: %w", selected[i].Name, err))
+					errs = append(errs, fmt.Errorf("%s: %w", selected[i].Label, err))
 					errMu.Unlock()
 				}
 			}
@@ -240,58 +236,20 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 	info, err := c.src.DriverInfo(d.Name)
 	if err != nil {
 		if skippable(err) {
-			c.logger.Debug("skipping interface", "device", d.Name, "call", "ETHTOOL_GDRVINFO", "err", err)
+			c.logger.Debug("skipping interface", "device", d.Label, "call", "ETHTOOL_GDRVINFO", "err", err)
 			return nil
 		}
 		return fmt.Errorf("ETHTOOL_GDRVINFO: %w", err)
 	}
-	ch <- ethtoolDriverInfoFam.Must(1, d.Name, info.Driver, info.Version, info.FirmwareVersion, info.BusInfo)
-
-	e, err := c.entry(d, info)
-	if errors.Is(err, errStatsChanged) {
-		// The string set moved between GDRVINFO and GSTRINGS; the next
-		// scrape sees the new one.
-		c.logger.Debug("stat set changed while reading it", "device", d.Name, "err", err)
-		return nil
-	}
-	if err != nil {
-		if skippable(err) {
-			c.logger.Debug("skipping interface", "device", d.Name, "call", "ETHTOOL_GSTRINGS", "err", err)
-			return nil
-		}
-		return fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
-	}
-
-	if len(e.samples) > 0 {
-		sp, _ := c.scratch.Get().(*[]uint64)
-		if sp == nil {
-			sp = new([]uint64)
-		}
-		vals, err := c.src.Stats(d.Name, info.NStats, *sp)
-		*sp = vals
-		switch {
-		case errors.Is(err, errStatsChanged):
-			c.forget(d.Index, e)
-			c.logger.Debug("stat count changed; names are re-read next scrape", "device", d.Name, "err", err)
-		case skippable(err):
-			c.logger.Debug("skipping stats", "device", d.Name, "call", "ETHTOOL_GSTATS", "err", err)
-		case err != nil:
-			c.scratch.Put(sp)
-			return fmt.Errorf("ETHTOOL_GSTATS: %w", err)
-		default:
-			ms := make([]ethtoolMetric, len(e.samples))
-			for i, s := range e.samples {
-				ms[i] = ethtoolMetric{desc: s.desc, typ: s.typ, value: float64(vals[s.idx]) * s.scale, pairs: s.pairs}
-				ch <- &ms[i]
-			}
-		}
-		c.scratch.Put(sp)
-	}
+	ch <- ethtoolDriverInfoFam.Must(1, d.Label, info.Driver, info.Version, info.FirmwareVersion, info.BusInfo)
+	st := c.state(d.Index)
 
 	var errs []error
-	if !e.noChannels.Load() {
+	key := ethtoolKey{name: d.Name, driver: info.Driver, nStats: info.NStats, nPrivFlags: info.NPrivFlags}
+	if !st.noChannels.Load() {
 		chans, err := c.src.Channels(d.Name)
-		if c.optional(err, d.Name, "ETHTOOL_GCHANNELS", &e.noChannels, &errs) {
+		if c.optional(err, d.Label, "ETHTOOL_GCHANNELS", &st.noChannels, &errs) {
+			key.channels = [4]uint32{chans.RxCount, chans.TxCount, chans.OtherCount, chans.CombinedCount}
 			for _, v := range []struct {
 				typ      string
 				cur, max uint32
@@ -304,23 +262,64 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 				if v.max == 0 {
 					continue // the driver has no channels of this type
 				}
-				ch <- ethtoolChannels.Must(float64(v.cur), d.Name, v.typ)
-				ch <- ethtoolChannelsMax.Must(float64(v.max), d.Name, v.typ)
+				ch <- ethtoolChannels.Must(float64(v.cur), d.Label, v.typ)
+				ch <- ethtoolChannelsMax.Must(float64(v.max), d.Label, v.typ)
 			}
 		}
 	}
-	if !e.noRing.Load() {
+
+	e, err := c.entry(d, st, key)
+	if errors.Is(err, errStatsChanged) {
+		// The string set moved between GDRVINFO and GSTRINGS; the next
+		// scrape sees the new one.
+		c.logger.Debug("stat set changed while reading it", "device", d.Label, "err", err)
+		return errors.Join(errs...)
+	}
+	if err != nil {
+		if skippable(err) {
+			c.logger.Debug("skipping interface", "device", d.Label, "call", "ETHTOOL_GSTRINGS", "err", err)
+			return errors.Join(errs...)
+		}
+		return errors.Join(append(errs, fmt.Errorf("ETHTOOL_GSTRINGS: %w", err))...)
+	}
+
+	if len(e.samples) > 0 {
+		sp, _ := c.scratch.Get().(*[]uint64)
+		if sp == nil {
+			sp = new([]uint64)
+		}
+		vals, err := c.src.Stats(d.Name, info.NStats, *sp)
+		*sp = vals
+		switch {
+		case errors.Is(err, errStatsChanged):
+			st.plan.CompareAndSwap(e, nil)
+			c.logger.Debug("stat count changed; names are re-read next scrape", "device", d.Label, "err", err)
+		case skippable(err):
+			c.logger.Debug("skipping stats", "device", d.Label, "call", "ETHTOOL_GSTATS", "err", err)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("ETHTOOL_GSTATS: %w", err))
+		default:
+			ms := make([]ethtoolMetric, len(e.samples))
+			for i, s := range e.samples {
+				ms[i] = ethtoolMetric{desc: s.desc, typ: s.typ, value: float64(vals[s.idx]) * s.scale, pairs: s.pairs}
+				ch <- &ms[i]
+			}
+		}
+		c.scratch.Put(sp)
+	}
+
+	if !st.noRing.Load() {
 		ring, err := c.src.Ring(d.Name)
-		if c.optional(err, d.Name, "ETHTOOL_GRINGPARAM", &e.noRing, &errs) {
-			ch <- ethtoolRing.Must(float64(ring.RxPending), d.Name, "rx")
-			ch <- ethtoolRing.Must(float64(ring.TxPending), d.Name, "tx")
-			ch <- ethtoolRingMax.Must(float64(ring.RxMaxPending), d.Name, "rx")
-			ch <- ethtoolRingMax.Must(float64(ring.TxMaxPending), d.Name, "tx")
+		if c.optional(err, d.Label, "ETHTOOL_GRINGPARAM", &st.noRing, &errs) {
+			ch <- ethtoolRing.Must(float64(ring.RxPending), d.Label, "rx")
+			ch <- ethtoolRing.Must(float64(ring.TxPending), d.Label, "tx")
+			ch <- ethtoolRingMax.Must(float64(ring.RxMaxPending), d.Label, "rx")
+			ch <- ethtoolRingMax.Must(float64(ring.TxMaxPending), d.Label, "tx")
 		}
 	}
-	if len(e.privBits) > 0 && !e.noPrivFlags.Load() {
+	if len(e.privBits) > 0 && !st.noPrivFlags.Load() {
 		flags, err := c.src.PrivFlags(d.Name)
-		if c.optional(err, d.Name, "ETHTOOL_GPFLAGS", &e.noPrivFlags, &errs) {
+		if c.optional(err, d.Label, "ETHTOOL_GPFLAGS", &st.noPrivFlags, &errs) {
 			ms := make([]ethtoolMetric, len(e.privBits))
 			for i, bit := range e.privBits {
 				ms[i] = ethtoolMetric{desc: ethtoolPrivFlag.Desc(), typ: prometheus.GaugeValue,
@@ -352,33 +351,33 @@ func (c *ethtoolCollector) optional(err error, dev, call string, unsupported *at
 	return false
 }
 
-func (c *ethtoolCollector) forget(index int, e *ethtoolEntry) {
+// state returns what the collector keeps for the device.
+func (c *ethtoolCollector) state(index int) *ethtoolDev {
 	c.mu.Lock()
-	if c.entries[index] == e {
-		delete(c.entries, index)
+	defer c.mu.Unlock()
+	st := c.devices[index]
+	if st == nil {
+		st = &ethtoolDev{}
+		c.devices[index] = st
 	}
-	c.mu.Unlock()
+	return st
 }
 
 // entry returns the cached plan for the device, re-reading its string
-// sets only when the driver, name or set sizes changed.
-func (c *ethtoolCollector) entry(d ethtoolDevice, info ethtoolDriverInfo) (*ethtoolEntry, error) {
-	key := ethtoolKey{name: d.Name, driver: info.Driver, nStats: info.NStats, nPrivFlags: info.NPrivFlags}
-	c.mu.Lock()
-	e := c.entries[d.Index]
-	c.mu.Unlock()
-	if e != nil && e.key == key {
+// sets only when the key (driver, name, set sizes, channels) changed.
+func (c *ethtoolCollector) entry(d ethtoolDevice, st *ethtoolDev, key ethtoolKey) (*ethtoolEntry, error) {
+	if e := st.plan.Load(); e != nil && e.key == key {
 		return e, nil
 	}
-	e = &ethtoolEntry{key: key}
-	if info.NStats > 0 {
-		names, err := c.src.StatNames(d.Name, info.NStats)
+	e := &ethtoolEntry{key: key}
+	if key.nStats > 0 {
+		names, err := c.src.StatNames(d.Name, key.nStats)
 		if err != nil {
 			return nil, err
 		}
-		e.samples = c.classify(d.Name, names)
+		e.samples = c.classify(d.Label, names)
 	}
-	if info.NPrivFlags > 0 {
+	if key.nPrivFlags > 0 {
 		names, err := c.src.PrivFlagNames(d.Name)
 		switch {
 		case err == nil:
@@ -389,22 +388,20 @@ func (c *ethtoolCollector) entry(d ethtoolDevice, info ethtoolDriverInfo) (*etht
 				// dup-private-flag of FuzzEthtoolDump); the first
 				// bit wins.
 				if n = validLabel(n); seen[n] {
-					c.logger.Debug("private flag listed twice; reporting the first", "device", d.Name, "flag", n)
+					c.logger.Debug("private flag listed twice; reporting the first", "device", d.Label, "flag", n)
 					continue
 				}
 				seen[n] = true
 				e.privBits = append(e.privBits, bit)
-				e.privPairs = append(e.privPairs, prometheus.MakeLabelPairs(ethtoolPrivFlag.Desc(), []string{d.Name, n}))
+				e.privPairs = append(e.privPairs, prometheus.MakeLabelPairs(ethtoolPrivFlag.Desc(), []string{d.Label, n}))
 			}
 		case skippable(err):
-			c.logger.Debug("no private flag names", "device", d.Name, "err", err)
+			c.logger.Debug("no private flag names", "device", d.Label, "err", err)
 		default:
 			return nil, fmt.Errorf("private flag names: %w", err)
 		}
 	}
-	c.mu.Lock()
-	c.entries[d.Index] = e
-	c.mu.Unlock()
+	st.plan.Store(e)
 	return e, nil
 }
 

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -192,12 +193,12 @@ func (s *fixtureSource) dev(call, name string) (*fixtureDev, error) {
 	return d, nil
 }
 
-func (s *fixtureSource) Devices() ([]ethtoolDevice, error) {
+func (s *fixtureSource) Devices(context.Context) ([]ethtoolDevice, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]ethtoolDevice, 0, len(s.devs))
 	for n := range s.devs {
-		out = append(out, ethtoolDevice{Name: n, Index: s.index[n]})
+		out = append(out, ethtoolDevice{Name: n, Label: deviceLabel(n), Index: s.index[n]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

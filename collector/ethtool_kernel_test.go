@@ -2,17 +2,25 @@ package collector
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"os/exec"
 	"regexp"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -22,8 +30,8 @@ import (
 // a veth with two RX queues and an XDP_DROP program, and checks the
 // collector's per-queue veth XDP counters equal what was sent, exactly.
 func TestEthtoolVethXDPExact(t *testing.T) {
-	pair := netlab.TestPair(t, 2)
-	pair.AttachVerdict(t, netlab.XDPDrop)
+	pair := labtest.Pair(t, 2)
+	labtest.AttachVerdict(t, pair, netlab.XDPDrop)
 
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the generator")
@@ -78,26 +86,45 @@ func TestEthtoolVethXDPExact(t *testing.T) {
 	}
 }
 
-// TestEthtoolGuardPage asks the kernel for fewer stats and strings than a
-// veth has: the kernel writes them all anyway, so without the guard page
-// this would overwrite memory; with it the call reports the change.
+// TestEthtoolGuardPage checks the guard page with a write the kernel makes
+// past the buffer: ETHTOOL_GDRVINFO fills a struct ethtool_drvinfo of 196
+// bytes, here into the last 8 bytes before the guard, and must fault
+// (EFAULT) instead of landing in our memory. Then it asks for fewer
+// strings and stats than a veth has: older kernels write them all
+// anyway, which the guard stops with EFAULT; this one checks the count
+// itself and answers 0. Either way the call reports the change.
 func TestEthtoolGuardPage(t *testing.T) {
-	pair := netlab.TestPair(t, 1)
+	pair := labtest.Pair(t, 1)
 	k, err := newKernelEthtool()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
+
+	b, mem, err := k.bufs.get(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary.NativeEndian.PutUint32(mem, unix.ETHTOOL_GDRVINFO)
+	if err := k.ioctl(pair.Host.Name, unsafe.Pointer(&mem[0])); !errors.Is(err, unix.EFAULT) {
+		t.Errorf("GDRVINFO into 8 bytes before the guard page: %v, want EFAULT", err)
+	}
+	k.bufs.put(b)
+
 	info, err := k.DriverInfo(pair.Host.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.StatNames(pair.Host.Name, info.NStats-1); !errors.Is(err, errStatsChanged) {
-		t.Errorf("GSTRINGS with a short buffer: %v, want errStatsChanged", err)
+	changed := func(call string, err error) {
+		t.Helper()
+		if !errors.Is(err, errStatsChanged) || !errors.Is(err, unix.EFAULT) && !strings.Contains(err.Error(), ": 0 ") {
+			t.Errorf("%s with a short buffer: %v, want errStatsChanged from EFAULT or a count of 0", call, err)
+		}
 	}
-	if _, err := k.Stats(pair.Host.Name, info.NStats-1, nil); !errors.Is(err, errStatsChanged) {
-		t.Errorf("GSTATS with a short buffer: %v, want errStatsChanged", err)
-	}
+	_, err = k.StatNames(pair.Host.Name, info.NStats-1)
+	changed("GSTRINGS", err)
+	_, err = k.Stats(pair.Host.Name, info.NStats-1, nil)
+	changed("GSTATS", err)
 	names, err := k.StatNames(pair.Host.Name, info.NStats)
 	if err != nil || len(names) != info.NStats || names[0] != "peer_ifindex" {
 		t.Fatalf("StatNames = %q, %v", names, err)
@@ -211,4 +238,91 @@ func checkNoDuplicates(t *testing.T, mfs []*dto.MetricFamily) {
 			seen[k] = true
 		}
 	}
+}
+
+// TestEthtoolChannelsRenameEqualCount reconfigures a veth from 3 RX and 1
+// TX channel to 1 RX and 8 TX: veth has 1 + 7 stats per RX and 2 per TX
+// queue, so both have 24 stats under different names. The collector that
+// cached the first plan must then report what a fresh collector does, and
+// the value ethtool -S gives each stat.
+func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
+	testenv.Privileged(t)
+	id := netlab.UniqueID()
+	pair, err := netlab.NewPair(netlab.PairConfig{Namespace: "xdpt-" + id, Host: "xt" + id + "d", Peer: "xt" + id + "g", Queues: 8})
+	testenv.Check(t, err, "creating a veth pair with 8 queues")
+	t.Cleanup(func() { pair.Close() })
+	dev := pair.Host.Name
+	channels := func(netns, dev string, rx, tx int) {
+		t.Helper()
+		args := []string{"ethtool", "-L", dev, "rx", fmt.Sprint(rx), "tx", fmt.Sprint(tx)}
+		if netns != "" {
+			args = append([]string{"ip", "netns", "exec", netns}, args...)
+		}
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// With XDP on the DUT end, veth wants at least as many RX queues there
+	// as the peer has TX queues.
+	channels(pair.Namespace, pair.Peer.Name, 8, 1)
+	labtest.AttachVerdict(t, pair, netlab.XDPDrop)
+	cfg := EthtoolConfig{DeviceInclude: regexp.MustCompile(regexp.QuoteMeta(dev)), MetricsInclude: regexp.MustCompile(".*")}
+	cached, err := NewEthtoolCollector(cfg, discardLogger())
+	testenv.Check(t, err, "ethtool collector")
+	defer cached.Close()
+
+	channels("", dev, 3, 1)
+	before := len(ethtoolS(t, "", dev))
+	gatherOnce(t, cached)
+	channels("", dev, 1, 8)
+	if after := len(ethtoolS(t, "", dev)); after != before {
+		t.Fatalf("%d stats with rx 3 tx 1, %d with rx 1 tx 8: the test needs equal counts", before, after)
+	}
+	labtest.SendExactly(t, pair, 1000)
+
+	fresh, err := NewEthtoolCollector(cfg, discardLogger())
+	testenv.Check(t, err, "ethtool collector")
+	defer fresh.Close()
+	got, want := deviceSeries(gatherOnce(t, cached)), deviceSeries(gatherOnce(t, fresh))
+	if !maps.Equal(got, want) {
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v {
+				t.Errorf("%s: cached plan gives %v (present %v), a fresh one %v", k, g, ok, v)
+			}
+		}
+		for k, v := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s = %v only in the cached plan", k, v)
+			}
+		}
+	}
+	st := ethtoolS(t, "", dev)
+	for key, stat := range map[string]string{
+		`xdp_ethtool_rx_xdp_packets_total{action="drop",device="` + dev + `",queue="0"}`: "rx_queue_0_xdp_drops",
+		`xdp_ethtool_xdp_xmit_packets_total{device="` + dev + `",queue="7"}`:             "tx_queue_7_xdp_xmit",
+	} {
+		if v, ok := got[key]; !ok || v != float64(st[stat]) {
+			t.Errorf("%s = %v (present %v), ethtool -S %s says %d", key, v, ok, stat, st[stat])
+		}
+	}
+	if st["rx_queue_0_xdp_drops"] != 1000 {
+		t.Errorf("ethtool -S: rx_queue_0_xdp_drops = %d, want the 1000 frames sent", st["rx_queue_0_xdp_drops"])
+	}
+}
+
+// deviceSeries flattens families into name{labels} -> value.
+func deviceSeries(mfs map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			sort.Strings(ls)
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+			out[name+"{"+strings.Join(ls, ",")+"}"] = v
+		}
+	}
+	return out
 }

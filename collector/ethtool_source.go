@@ -2,10 +2,10 @@ package collector
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"unsafe"
@@ -16,8 +16,8 @@ import (
 
 // ethtoolDevice is one interface the source can query.
 type ethtoolDevice struct {
-	Name  string
-	Index int
+	Name, Label string // as in Link
+	Index       int
 }
 
 // ethtoolDriverInfo is the part of ETHTOOL_GDRVINFO the collector uses: the
@@ -37,7 +37,8 @@ var errStatsChanged = errors.New("ethtool stat count changed")
 // kernel implementation issues one ioctl per call; the fixture source in
 // the tests answers from captured `ethtool` output.
 type ethtoolSource interface {
-	Devices() ([]ethtoolDevice, error)
+	// Devices lists the devices of the scrape's link snapshot.
+	Devices(ctx context.Context) ([]ethtoolDevice, error)
 	DriverInfo(dev string) (ethtoolDriverInfo, error)
 	// StatNames returns the ETH_SS_STATS strings in driver order.
 	StatNames(dev string, n int) ([]string, error)
@@ -81,16 +82,16 @@ func (k *kernelEthtool) Close() error {
 	return unix.Close(k.fd)
 }
 
-func (k *kernelEthtool) Devices() ([]ethtoolDevice, error) {
-	ifs, err := net.Interfaces()
-	if err != nil {
+func (k *kernelEthtool) Devices(ctx context.Context) ([]ethtoolDevice, error) {
+	links, err := scrapeLinks(ctx)
+	if links == nil {
 		return nil, err
 	}
-	out := make([]ethtoolDevice, len(ifs))
-	for i, ifc := range ifs {
-		out[i] = ethtoolDevice{Name: ifc.Name, Index: ifc.Index}
+	out := make([]ethtoolDevice, len(links.All()))
+	for i, l := range links.All() {
+		out[i] = ethtoolDevice{Name: l.Name, Label: l.Label, Index: int(l.Index)}
 	}
-	return out, nil
+	return out, err
 }
 
 func (k *kernelEthtool) DriverInfo(dev string) (ethtoolDriverInfo, error) {
@@ -188,7 +189,7 @@ func (k *kernelEthtool) strings(dev string, set uint32, n int) ([]string, error)
 	binary.NativeEndian.PutUint32(mem[8:], uint32(n))
 	err = k.ioctl(dev, unsafe.Pointer(&mem[0]))
 	if got := int(binary.NativeEndian.Uint32(mem[8:])); got != n && (err == nil || errors.Is(err, unix.EFAULT)) {
-		return nil, fmt.Errorf("%w: %d strings, expected %d", errStatsChanged, got, n)
+		return nil, fmt.Errorf("%w: %d strings, expected %d (ioctl: %w)", errStatsChanged, got, n, errOrNil(err))
 	}
 	if err != nil {
 		return nil, err
@@ -207,6 +208,17 @@ func (k *kernelEthtool) strings(dev string, set uint32, n int) ([]string, error)
 	return names, nil
 }
 
+// errOrNil keeps the ioctl's result in a changed-count error: EFAULT says
+// the guard page stopped the kernel's copy.
+func errOrNil(err error) error {
+	if err == nil {
+		return errNoFault
+	}
+	return err
+}
+
+var errNoFault = errors.New("succeeded")
+
 // Stats issues ETHTOOL_GSTATS into a guard-page buffer (see StatNames) and
 // copies the values into dst.
 func (k *kernelEthtool) Stats(dev string, n int, dst []uint64) ([]uint64, error) {
@@ -220,7 +232,7 @@ func (k *kernelEthtool) Stats(dev string, n int, dst []uint64) ([]uint64, error)
 	binary.NativeEndian.PutUint32(mem[4:], uint32(n))
 	err = k.ioctl(dev, unsafe.Pointer(&mem[0]))
 	if got := int(binary.NativeEndian.Uint32(mem[4:])); got != n && (err == nil || errors.Is(err, unix.EFAULT)) {
-		return dst, fmt.Errorf("%w: %d stats, expected %d", errStatsChanged, got, n)
+		return dst, fmt.Errorf("%w: %d stats, expected %d (ioctl: %w)", errStatsChanged, got, n, errOrNil(err))
 	}
 	if err != nil {
 		return dst, err

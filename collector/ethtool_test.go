@@ -263,7 +263,7 @@ func TestEthtoolFixtures(t *testing.T) {
 
 	// Nothing vanishes: every stat of every (real) fixture is one series.
 	for name, d := range src.devs {
-		e := c.entries[src.index[name]]
+		e := c.devices[src.index[name]].plan.Load()
 		if len(e.samples) != len(d.names) {
 			t.Errorf("%s: %d stats became %d series", name, len(d.names), len(e.samples))
 		}

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -78,8 +79,8 @@ func (f *Family) Must(value float64, labelValues ...string) prometheus.Metric {
 // Interface names may hold any bytes but '/', ':' and white space, and
 // driver strings (a firmware version read from the NIC's flash) are bytes
 // the driver fills as it likes; a value that is not UTF-8 makes
-// MustNewConstMetric panic (found by FuzzEthtoolDump), so invalid bytes
-// become U+FFFD. The common case, all valid, allocates nothing.
+// MustNewConstMetric panic (found by FuzzEthtoolDump), so each invalid
+// byte is written as \xNN. The common case, all valid, allocates nothing.
 func validLabels(values []string) []string {
 	for i, v := range values {
 		if !utf8.ValidString(v) {
@@ -93,7 +94,26 @@ func validLabels(values []string) []string {
 	return values
 }
 
-func validLabel(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+// validLabel escapes each byte that is not UTF-8 as \xNN: unlike one
+// replacement character for all of them, two names that differ only in
+// such bytes keep two label values, and the operator can tell which
+// device it is.
+func validLabel(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
 
 // Catalogue returns every declared family sorted by name.
 func Catalogue() []*Family {
@@ -110,11 +130,35 @@ func PatternFamily(collector, pattern, help string, typ Type, labels ...string) 
 	return f
 }
 
+// deviceLabelDoc is the label and filter policy of links.go, as users
+// read it.
+const deviceLabelDoc = `
+## Devices
+
+Every scrape takes one dump of the exporter's network namespace's
+interfaces (RTM_GETLINK) and every collector names devices from it, so a
+device has one label value in every family of that scrape.
+
+- **device** is the interface name. A byte that is not UTF-8 (Linux allows
+  any byte in a name but '/', ':' and white space) is written ` + "`\\xNN`" + `.
+- A device the exporter cannot name (gone since its counters were
+  recorded, or created after the scrape's dump) is ` + "`ifindex:N`" + `.
+- A device of another network namespace, which only the BPF programs of
+  the xdp and napi collectors see, is ` + "`netns:INODE/NAME`" + ` where the program
+  recorded the name (napi) and ` + "`netns:INODE/ifindex:N`" + ` where it does not
+  (xdp); INODE is the namespace's inode as ` + "`lsns -t net`" + ` shows it.
+- ` + "`--collector.ethtool.device-include/-exclude`" + ` and
+  ` + "`--collector.netdev.device-include/-exclude`" + ` are regexps matched against
+  the whole device label (` + "`eth0`" + ` does not select ` + "`veth0`" + `): include first
+  (empty: every device), then exclude.
+`
+
 // MetricsMarkdown renders the catalogue as the body of METRICS.md.
 func MetricsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("# Metrics\n\n")
 	b.WriteString("Generated from the code by `go test ./collector -run TestMetricsDoc -update`; a test fails when this file drifts.\n")
+	b.WriteString(deviceLabelDoc)
 	byCollector := map[string][]*Family{}
 	var names []string
 	for _, f := range Catalogue() {

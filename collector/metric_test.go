@@ -28,14 +28,19 @@ func TestMetricsDoc(t *testing.T) {
 }
 
 // TestMustInvalidUTF8: an interface name is any bytes but '/', ':' and
-// white space; such a label value must not panic the scrape.
+// white space; such a label value must not panic the scrape, and two names
+// that differ only in bytes that are not UTF-8 stay two label values.
 func TestMustInvalidUTF8(t *testing.T) {
-	m := scrapeSuccess.Must(1, "eth\xff0")
-	var out dto.Metric
-	if err := m.Write(&out); err != nil {
-		t.Fatal(err)
-	}
-	if got := out.GetLabel()[0].GetValue(); got != "eth\uFFFD0" {
-		t.Fatalf("label %q, want eth\\uFFFD0", got)
+	for in, want := range map[string]string{
+		"eth\xff0": `eth\xff0`, "eth\xfe0": `eth\xfe0`, "\xc3": `\xc3`, "é\xe9": `é\xe9`, "eth0": "eth0",
+	} {
+		m := scrapeSuccess.Must(1, in)
+		var out dto.Metric
+		if err := m.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.GetLabel()[0].GetValue(); got != want {
+			t.Errorf("label of %q is %q, want %q", in, got, want)
+		}
 	}
 }

@@ -23,13 +23,13 @@ const napiMaxWork = 64
 var (
 	napiPollWork = newFamily("napi", "poll_work",
 		"Packets processed per NAPI poll (the work argument of the napi:napi_poll tracepoint), with a bucket at every value 0..64, per device and execution context: idle, ksoftirqd, threaded, other (see docs/collectors/napi.md). _sum is packets, _count is polls.",
-		Histogram, "device", "netns", "context")
+		Histogram, "device", "context")
 	napiBudgetExhausted = newFamily("napi", "polls_budget_exhausted_total",
 		"NAPI polls that used their whole budget (napi:napi_poll work == budget): the device had more packets than one poll may take.",
-		Counter, "device", "netns", "context")
+		Counter, "device", "context")
 	napiOverBudget = newFamily("napi", "polls_over_budget_total",
 		"NAPI polls whose work exceeded their budget (napi:napi_poll work > budget), a driver bug the kernel logs once.",
-		Counter, "device", "netns", "context")
+		Counter, "device", "context")
 	napiUntracked = newFamily("napi", "polls_untracked_total",
 		"NAPI polls not counted in xdp_napi_poll_work because every slot probed for their device and context was taken (the table holds 128 pairs; see docs/collectors/napi.md).",
 		Counter)
@@ -180,7 +180,7 @@ func (c *NapiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		ch <- napiRecursionMisses.Must(float64(st.RecursionMisses), p.tracepoint)
 	}
 	if c.attached["napi:napi_poll"] {
-		errs = append(errs, c.updatePolls(ch))
+		errs = append(errs, c.updatePolls(ctx, ch))
 	}
 	if c.attached["irq:softirq_entry"] || c.attached["irq:softirq_raise"] {
 		errs = append(errs, c.updateSoftirqs(ch))
@@ -191,39 +191,36 @@ func (c *NapiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 
 // napiSeries is one histogram: a device in a namespace and a context.
 type napiSeries struct {
-	polls                  [napiMaxWork + 1]uint64
-	bigPolls, bigWork      uint64
-	exhausted, overBudget  uint64
-	device, netns, context string
+	polls                 [napiMaxWork + 1]uint64
+	bigPolls, bigWork     uint64
+	exhausted, overBudget uint64
+	device, context       string
 }
 
-func (c *NapiCollector) updatePolls(ch chan<- prometheus.Metric) error {
+func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Metric) error {
 	slots, err := readSlots[bpf.NapiNapiVal](c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiHist])
 	if err != nil {
 		return fmt.Errorf("reading the napi histogram: %w", err)
 	}
-	var names map[uint32]string // read on the first device of our namespace
+	var links *Links // read on the first device of our namespace
 	for _, e := range slots {
 		ifindex := uint32(e.key.k1 >> 2)
 		s := napiSeries{context: "unknown"}
 		if e.key.k0 == c.netns {
-			if names == nil {
-				if names, err = interfaceNames(); err != nil {
+			if links == nil {
+				if links, err = scrapeLinks(ctx); links == nil {
 					return err
 				}
 			}
-			s.device = names[ifindex]
+			s.device = links.Label(ifindex)
 		} else {
-			s.netns = strconv.FormatUint(e.key.k0, 10)
-		}
-		if s.device == "" {
-			// A device of another namespace, or one gone from ours: the
-			// name it had when its slot was claimed.
+			// The exporter cannot see names in another namespace: the
+			// name the device had when its slot was claimed.
 			var n bpf.NapiNapiName
 			if err := c.maps[bpf.NapiMapNapiNames].Lookup(e.index[0], &n); err != nil {
 				return fmt.Errorf("reading a napi device name: %w", err)
 			}
-			s.device = napiName(n.Dev)
+			s.device = foreignLabel(e.key.k0, deviceLabel(napiName(n.Dev)))
 		}
 		if ctx := int(e.key.k1 & 3); ctx < len(napiContexts) {
 			s.context = napiContexts[ctx]
@@ -240,8 +237,8 @@ func (c *NapiCollector) updatePolls(ch chan<- prometheus.Metric) error {
 			}
 		}
 		ch <- s.histogram()
-		ch <- napiBudgetExhausted.Must(float64(s.exhausted), s.device, s.netns, s.context)
-		ch <- napiOverBudget.Must(float64(s.overBudget), s.device, s.netns, s.context)
+		ch <- napiBudgetExhausted.Must(float64(s.exhausted), s.device, s.context)
+		ch <- napiOverBudget.Must(float64(s.overBudget), s.device, s.context)
 	}
 	var dropped []uint64
 	if err := c.maps[bpf.NapiMapNapiDropped].Lookup(uint32(0), &dropped); err != nil {
@@ -262,7 +259,7 @@ func (s napiSeries) histogram() prometheus.Metric {
 	}
 	count += s.bigPolls
 	work += s.bigWork
-	return prometheus.MustNewConstHistogram(napiPollWork.Desc(), count, float64(work), buckets, validLabels([]string{s.device, s.netns, s.context})...)
+	return prometheus.MustNewConstHistogram(napiPollWork.Desc(), count, float64(work), buckets, s.device, s.context)
 }
 
 func (c *NapiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {

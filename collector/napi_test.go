@@ -16,9 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/procfs"
-	"github.com/safchain/ethtool"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -33,7 +33,7 @@ type napiLab struct {
 
 func newNapiLab(t testing.TB) *napiLab {
 	t.Helper()
-	pair := netlab.TestPair(t, 2)
+	pair := labtest.Pair(t, 2)
 	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:         ebpf.XDP,
 		License:      "GPL",
@@ -73,15 +73,7 @@ func (l *napiLab) send(t testing.TB, n uint64, cpus ...int) uint64 {
 // over RX queues: the packets its NAPI polls delivered to XDP.
 func (l *napiLab) xdpDrops(t testing.TB) uint64 {
 	t.Helper()
-	e, err := ethtool.NewEthtool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	stats, err := e.Stats(l.pair.Host.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	stats := ethtoolS(t, "", l.pair.Host.Name)
 	return stats["rx_queue_0_xdp_drops"] + stats["rx_queue_1_xdp_drops"]
 }
 
@@ -111,7 +103,7 @@ func devicePolls(t testing.TB, mfs map[string]*dto.MetricFamily, device string) 
 	t.Helper()
 	out := map[string]polls{}
 	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
-		if !hasLabels(m, []string{"device", device, "netns", ""}) {
+		if !hasLabels(m, []string{"device", device}) {
 			continue
 		}
 		var ctxName string
@@ -139,8 +131,8 @@ func devicePolls(t testing.TB, mfs map[string]*dto.MetricFamily, device string) 
 		if prev != p.count || weighted != p.work {
 			t.Fatalf("%s/%s: buckets hold %d polls / %d packets, count=%d sum=%d", device, ctxName, prev, weighted, p.count, p.work)
 		}
-		p.exhausted = uint64(value(t, mfs, "xdp_napi_polls_budget_exhausted_total", "device", device, "netns", "", "context", ctxName))
-		if over := value(t, mfs, "xdp_napi_polls_over_budget_total", "device", device, "netns", "", "context", ctxName); over != 0 {
+		p.exhausted = uint64(value(t, mfs, "xdp_napi_polls_budget_exhausted_total", "device", device, "context", ctxName))
+		if over := value(t, mfs, "xdp_napi_polls_over_budget_total", "device", device, "context", ctxName); over != 0 {
 			t.Errorf("%s/%s: %v polls over budget on veth", device, ctxName, over)
 		}
 		out[ctxName] = p

@@ -27,35 +27,20 @@ func init() {
 			"6.8+ for queue-get/napi-get, 6.9+ for qstats-get, CONFIG_PAGE_POOL_STATS for page-pool-stats-get; " +
 			"qstats need a driver with netdev_stat_ops (virtio_net, mlx5, bnxt, ice/idpf, gve, ...). No privileges needed.",
 		Flags: func(f *FlagSet) Builder {
-			include := f.Flag("device-include", "Regexp of devices to report (default: all).").String()
-			exclude := f.Flag("device-exclude", "Regexp of devices not to report.").String()
+			include := f.Flag("device-include", "Regexp of devices to report (anchored; empty: all).").Default("").Regexp()
+			exclude := f.Flag("device-exclude", "Regexp of devices not to report (anchored), applied after device-include.").Default("").Regexp()
 			perQueue := f.Flag("per-queue-stats", "Report qstats per queue (the widest families: stats x queues x devices).").Default("true").Bool()
 			return func(logger *slog.Logger) (Collector, error) {
-				cfg := NetdevConfig{PerQueueStats: *perQueue}
-				var err error
-				if cfg.DeviceInclude, err = compileOptional(*include); err != nil {
-					return nil, fmt.Errorf("--collector.netdev.device-include: %w", err)
-				}
-				if cfg.DeviceExclude, err = compileOptional(*exclude); err != nil {
-					return nil, fmt.Errorf("--collector.netdev.device-exclude: %w", err)
-				}
-				return NewNetdevCollector(cfg, logger)
+				return NewNetdevCollector(NetdevConfig{DeviceInclude: *include, DeviceExclude: *exclude, PerQueueStats: *perQueue}, logger)
 			}
 		},
 	})
 }
 
-func compileOptional(expr string) (*regexp.Regexp, error) {
-	if expr == "" {
-		return nil, nil
-	}
-	return regexp.Compile(expr)
-}
-
 // NetdevConfig configures the netdev collector.
 type NetdevConfig struct {
-	// DeviceInclude, when set, limits every family to matching device names;
-	// DeviceExclude then removes matching names.
+	// DeviceInclude, when set, limits every family to matching device
+	// labels; DeviceExclude then removes matching ones (deviceFilter).
 	DeviceInclude *regexp.Regexp
 	DeviceExclude *regexp.Regexp
 	// PerQueueStats adds the xdp_netdev_queue_* qstats families.
@@ -96,10 +81,11 @@ func (s *genlSource) Close() error { return nil }
 // NetdevCollector reads the kernel's "netdev" generic netlink family.
 type NetdevCollector struct {
 	cfg    NetdevConfig
+	filter deviceFilter
 	logger *slog.Logger
 	src    netdevSource
-	// names maps ifindex to name; tests replace it with a fixed table.
-	names func() (map[uint32]string, error)
+	// links is scrapeLinks; tests replace it with a fixed table.
+	links func(context.Context) (*Links, error)
 
 	mu sync.Mutex
 	// unsupported holds commands the kernel refused with EOPNOTSUPP (an
@@ -122,14 +108,15 @@ func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*NetdevCollector
 		}
 		return nil, fmt.Errorf("resolving generic netlink family %q: %w", netdevFamilyName, err)
 	}
-	return newNetdevCollector(cfg, logger, &genlSource{family: fam.ID}, interfaceNames), nil
+	return newNetdevCollector(cfg, logger, &genlSource{family: fam.ID}, scrapeLinks), nil
 }
 
-func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource, names func() (map[uint32]string, error)) *NetdevCollector {
+func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource, links func(context.Context) (*Links, error)) *NetdevCollector {
 	if cfg.ProcIRQ == "" {
 		cfg.ProcIRQ = "/proc/irq"
 	}
-	return &NetdevCollector{cfg: cfg, logger: logger, src: src, names: names, unsupported: map[uint8]bool{}}
+	return &NetdevCollector{cfg: cfg, filter: newDeviceFilter(cfg.DeviceInclude, cfg.DeviceExclude),
+		logger: logger, src: src, links: links, unsupported: map[uint8]bool{}}
 }
 
 // Close releases the source (sockets live only for one dump).
@@ -175,52 +162,43 @@ func (c *NetdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Messag
 	return msgs, true, nil
 }
 
-// device returns the name to report for ifindex, or false when the device is
-// filtered out or gone.
-func (c *NetdevCollector) device(names map[uint32]string, ifindex uint32) (string, bool) {
-	name, ok := names[ifindex]
-	if !ok {
-		return "", false
-	}
-	if c.cfg.DeviceInclude != nil && !c.cfg.DeviceInclude.MatchString(name) {
-		return "", false
-	}
-	if c.cfg.DeviceExclude != nil && c.cfg.DeviceExclude.MatchString(name) {
-		return "", false
-	}
-	return name, true
+// device returns the label to report for ifindex, or false when the
+// device is filtered out.
+func (c *NetdevCollector) device(links *Links, ifindex uint32) (string, bool) {
+	label := links.Label(ifindex)
+	return label, c.filter.selects(label)
 }
 
 // Update runs one dump per supported command. A failing command does not
 // stop the others; its error is returned after everything else was sent.
 func (c *NetdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	names, err := c.names()
-	if err != nil {
+	links, err := c.links(ctx)
+	if links == nil {
 		return err
 	}
-	var errs []error
-	steps := []func(chan<- prometheus.Metric, map[uint32]string) error{
+	errs := []error{err}
+	steps := []func(chan<- prometheus.Metric, *Links) error{
 		c.updateDevs, c.updateQstats, c.updateQueues, c.updatePagePools,
 	}
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		if err := step(ch, names); err != nil {
+		if err := step(ch, links); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c *NetdevCollector) updateDevs(ch chan<- prometheus.Metric, names map[uint32]string) error {
+func (c *NetdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) error {
 	msgs, ok, err := c.dump(netdevCmdDevGet, nil)
 	if !ok {
 		return err
 	}
 	devs, err := decodeDevs(msgs)
 	for _, d := range devs {
-		dev, ok := c.device(names, d.ifindex)
+		dev, ok := c.device(links, d.ifindex)
 		if !ok {
 			continue
 		}
@@ -251,7 +229,7 @@ func emitFlags(ch chan<- prometheus.Metric, fam *Family, bits uint64, names []st
 	}
 }
 
-func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, names map[uint32]string) error {
+func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links) error {
 	msgs, ok, err := c.dump(netdevCmdQstatsGet, nil)
 	if !ok {
 		return err
@@ -276,7 +254,7 @@ func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, names map[ui
 	}
 	for i := range stats {
 		s := &stats[i]
-		dev, ok := c.device(names, s.ifindex)
+		dev, ok := c.device(links, s.ifindex)
 		if !ok {
 			continue
 		}
@@ -298,7 +276,7 @@ func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, names map[ui
 	return errors.Join(errs...)
 }
 
-func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, names map[uint32]string) error {
+func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
 	napiMsgs, _, err := c.dump(netdevCmdNapiGet, nil)
 	if err != nil {
@@ -312,7 +290,7 @@ func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, names map[ui
 	for i := range napis {
 		n := &napis[i]
 		byID[n.id] = n
-		dev, ok := c.device(names, n.ifindex)
+		dev, ok := c.device(links, n.ifindex)
 		if !ok {
 			continue
 		}
@@ -346,7 +324,7 @@ func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, names map[ui
 	}
 	affinity := map[uint32][2]string{}
 	for _, q := range queues {
-		dev, ok := c.device(names, q.ifindex)
+		dev, ok := c.device(links, q.ifindex)
 		if !ok {
 			continue
 		}
@@ -381,7 +359,7 @@ func (c *NetdevCollector) irqFile(irq uint32, name string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, names map[uint32]string) error {
+func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
 	poolMsgs, ok, err := c.dump(netdevCmdPagePoolGet, nil)
 	if err != nil {
@@ -396,7 +374,7 @@ func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, names map
 	}
 	napiOf := make(map[uint64]string, len(pools))
 	for _, p := range pools {
-		dev, ok := c.poolDevice(names, p.ifindex)
+		dev, ok := c.poolDevice(links, p.ifindex)
 		if !ok {
 			continue
 		}
@@ -428,7 +406,7 @@ func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, names map
 	}
 	for i := range stats {
 		s := &stats[i]
-		dev, ok := c.poolDevice(names, s.ifindex)
+		dev, ok := c.poolDevice(links, s.ifindex)
 		if !ok {
 			continue
 		}
@@ -445,9 +423,9 @@ func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, names map
 // poolDevice names a pool's device. The kernel omits the ifindex of an
 // orphaned pool (its netdev is gone, the pool waits for its pages to come
 // back); such pools are reported with device="" unless a filter is set.
-func (c *NetdevCollector) poolDevice(names map[uint32]string, ifindex uint32) (string, bool) {
+func (c *NetdevCollector) poolDevice(links *Links, ifindex uint32) (string, bool) {
 	if ifindex == 0 {
-		return "", c.cfg.DeviceInclude == nil
+		return "", c.filter.include == nil
 	}
-	return c.device(names, ifindex)
+	return c.device(links, ifindex)
 }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bufio"
+	"context"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -41,6 +42,15 @@ const fixtureFamilyID = 0x14
 
 // fixtureNames is the interface table of the capture VM.
 var fixtureNames = map[uint32]string{1: "lo", 4: "eth0"}
+
+// fixtureLinks answers scrapeLinks with the capture VM's table.
+func fixtureLinks(context.Context) (*Links, error) {
+	var list []Link
+	for i, n := range fixtureNames {
+		list = append(list, Link{Index: i, Name: n})
+	}
+	return newLinks(list), nil
+}
 
 // fixtureRequests names the fixture file that answers each request.
 var fixtureRequests = []struct {
@@ -353,6 +363,10 @@ func ifindexAttr(cmd uint8) uint16 {
 }
 
 func interfaceIs(ifindex uint32, name string) bool {
-	names, err := interfaceNames()
-	return err == nil && names[ifindex] == name
+	links, err := dumpLinks()
+	if err != nil {
+		return false
+	}
+	d, ok := links.Get(ifindex)
+	return ok && d.Name == name
 }

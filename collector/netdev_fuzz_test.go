@@ -74,7 +74,7 @@ func FuzzNetdevDecode(f *testing.F) {
 		check("page-pool-stats-get", len(stats), err)
 
 		c := newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcIRQ: procIRQ}, discardLogger(),
-			fuzzNetdevSource{msgs}, func() (map[uint32]string, error) { return fixtureNames, nil })
+			fuzzNetdevSource{msgs}, fixtureLinks)
 		ms, _ := collect(c)
 		writeAll(t, ms)
 	})
@@ -113,7 +113,7 @@ func FuzzXDPDiag(f *testing.F) {
 				withStats++
 			}
 		}
-		c := &XSKCollector{logger: discardLogger(), src: replayXSK{msgs}, names: func() (map[uint32]string, error) { return fixtureNames, nil }}
+		c := &XSKCollector{logger: discardLogger(), src: replayXSK{msgs}, links: fixtureLinks}
 		ms, err := collect(c)
 		if err != nil {
 			t.Fatalf("update: %v", err)

@@ -16,9 +16,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/safchain/ethtool"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
@@ -89,7 +88,7 @@ func TestNetdevQstatsEth0(t *testing.T) {
 // instances must appear with the program and vanish with it.
 func TestNetdevVeth(t *testing.T) {
 	const queues = 2
-	pair := netlab.TestPair(t, queues)
+	pair := labtest.Pair(t, queues)
 	dev := pair.Host.Name
 	c := newLiveNetdev(t, NetdevConfig{DeviceInclude: regexp.MustCompile("^" + dev + "$"), PerQueueStats: true})
 
@@ -154,15 +153,7 @@ func TestNetdevVeth(t *testing.T) {
 	// veth has no netdev_stat_ops on this kernel; where it has, qstats must
 	// count exactly what veth's own ethtool counters saw.
 	if _, ok := mfs["xdp_netdev_qstats_rx_packets_total"]; ok {
-		e, err := ethtool.NewEthtool()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
-		st, err := e.Stats(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := ethtoolS(t, "", dev)
 		for q := range queues {
 			want := float64(st["rx_queue_"+strconv.Itoa(q)+"_xdp_packets"])
 			if v := value(t, mfs, "xdp_netdev_queue_rx_packets_total", "device", dev, "queue", strconv.Itoa(q)); v != want {
@@ -213,7 +204,7 @@ func replayCollector(t testing.TB, cfg NetdevConfig, override map[string]string)
 	src := &replaySource{dir: filepath.Join("testdata", "netdev"), override: override}
 	var log bytes.Buffer
 	c := newNetdevCollector(cfg, slog.New(slog.NewTextHandler(&log, nil)), src,
-		func() (map[uint32]string, error) { return fixtureNames, nil })
+		fixtureLinks)
 	return c, src, &log
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
@@ -22,7 +22,7 @@ import (
 // (an even count: the order alternates).
 func BenchmarkRxqLiveFrames(b *testing.B) {
 	const frames = 2_000_000
-	pair := netlab.TestPair(b, 2)
+	pair := labtest.Pair(b, 2)
 	g, err := trafficgen.New()
 	testenv.Check(b, err, "loading the traffic generator")
 	defer g.Close()

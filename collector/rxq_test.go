@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -81,25 +82,11 @@ func dropOnPeer(t testing.TB, pair *netlab.Pair) {
 // (inside pair's namespace when inNS), per queue.
 func vethStats(t testing.TB, pair *netlab.Pair, dev string, inNS bool, stat string, queues int) []uint64 {
 	t.Helper()
-	var stats map[string]uint64
-	read := func() error {
-		e, err := ethtool.NewEthtool()
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		stats, err = e.Stats(dev)
-		return err
-	}
-	var err error
+	netns := ""
 	if inNS {
-		err = pair.Do(read)
-	} else {
-		err = read()
+		netns = pair.Namespace
 	}
-	if err != nil {
-		t.Fatalf("ethtool -S %s: %v", dev, err)
-	}
+	stats := ethtoolS(t, netns, dev)
 	out := make([]uint64, queues)
 	for q := range out {
 		name := fmt.Sprintf("rx_queue_%d_%s", q, stat)
@@ -154,7 +141,7 @@ func TestRxqActions(t *testing.T) {
 		{"redirect", false, false, "xdp_redirect"},
 	} {
 		t.Run(fmt.Sprintf("%s/read=%v/check-ifindex=%v", tc.action, tc.read, tc.check), func(t *testing.T) {
-			pair := netlab.TestPair(t, 2)
+			pair := labtest.Pair(t, 2)
 			cfg := RxqConfig{Devices: []string{pair.Host.Name}, Action: tc.action, Read: tc.read, CheckIfindex: tc.check}
 			var target *netlab.Pair
 			switch tc.action {
@@ -163,7 +150,7 @@ func TestRxqActions(t *testing.T) {
 			case "redirect":
 				// Two queues, so each sending CPU has its own ring on
 				// the target's far end (veth picks it by CPU).
-				target = netlab.TestPair(t, 2)
+				target = labtest.Pair(t, 2)
 				dropOnPeer(t, target)
 				cfg.RedirectDevice = target.Host.Name
 			}
@@ -176,11 +163,11 @@ func TestRxqActions(t *testing.T) {
 				}
 			}()
 
-			trafficgen.SendExactly(t, pair, n)
+			labtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 
 			info := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name, "action", tc.action,
-				"mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(netlab.AttachedXDP(t, pair.Host.Name)))
+				"mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(labtest.AttachedXDP(t, pair.Host.Name)))
 			if info != 1 {
 				t.Errorf("xdp_rxq_info = %v, want 1", info)
 			}
@@ -255,7 +242,7 @@ func TestRxqActions(t *testing.T) {
 				t.Errorf("Close: %v", err)
 			}
 			closed = true
-			if id := netlab.AttachedXDP(t, pair.Host.Name); id != 0 {
+			if id := labtest.AttachedXDP(t, pair.Host.Name); id != 0 {
 				t.Errorf("XDP program id %d still on %s after Close", id, pair.Host.Name)
 			}
 		})
@@ -267,11 +254,11 @@ func TestRxqActions(t *testing.T) {
 // xdp_rxq_info's issue-pps, and the verdict still applies to them.
 func TestRxqQueueIssue(t *testing.T) {
 	const n = 100_000
-	pair := netlab.TestPair(t, 2)
+	pair := labtest.Pair(t, 2)
 	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop", Queues: 1}, discardLogger())
 	testenv.Check(t, err, "starting the rxq collector")
 	defer c.Close()
-	trafficgen.SendExactly(t, pair, n)
+	labtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_rxq_packets_total", "device", pair.Host.Name, "queue", "0"); v != n/2 {
 		t.Errorf("queue 0 counted %v, want %d", v, n/2)
@@ -292,7 +279,7 @@ func TestRxqQueueIssue(t *testing.T) {
 func TestRxqForeignProgram(t *testing.T) {
 	for _, how := range []string{"netlink", "bpf_link"} {
 		t.Run(how, func(t *testing.T) {
-			pair := netlab.TestPair(t, 2)
+			pair := labtest.Pair(t, 2)
 			foreign := xdpDrop(t)
 			switch how {
 			case "netlink":
@@ -307,7 +294,7 @@ func TestRxqForeignProgram(t *testing.T) {
 				testenv.Check(t, err, "attaching XDP through bpf_link")
 				t.Cleanup(func() { l.Close() })
 			}
-			id := netlab.AttachedXDP(t, pair.Host.Name)
+			id := labtest.AttachedXDP(t, pair.Host.Name)
 			if id == 0 {
 				t.Fatal("foreign program not attached")
 			}
@@ -318,7 +305,7 @@ func TestRxqForeignProgram(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %v, want one saying %q", err, want)
 			}
-			if now := netlab.AttachedXDP(t, pair.Host.Name); now != id {
+			if now := labtest.AttachedXDP(t, pair.Host.Name); now != id {
 				t.Fatalf("refusing changed the device's program from %d to %d", id, now)
 			}
 
@@ -329,10 +316,10 @@ func TestRxqForeignProgram(t *testing.T) {
 			}
 			defer c.Close()
 			const n = 10_000
-			trafficgen.SendExactly(t, pair, n)
+			labtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			ours := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name)
-			if ours != 1 || netlab.AttachedXDP(t, pair.Host.Name) == id {
+			if ours != 1 || labtest.AttachedXDP(t, pair.Host.Name) == id {
 				t.Errorf("device still runs the foreign program %d", id)
 			}
 			var total float64
@@ -354,7 +341,7 @@ func TestRxqForeignProgram(t *testing.T) {
 // exact, the queue split is the kernel's.
 func TestRxqGeneric(t *testing.T) {
 	const n = 100_000
-	pair := netlab.TestPair(t, 2)
+	pair := labtest.Pair(t, 2)
 	e, err := ethtool.NewEthtool()
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +359,7 @@ func TestRxqGeneric(t *testing.T) {
 	if x := l.Attrs().Xdp; x == nil || x.AttachMode != nl.XDP_ATTACHED_SKB {
 		t.Fatalf("device XDP state %+v, want attached in generic (skb) mode", x)
 	}
-	trafficgen.SendExactly(t, pair, n)
+	labtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name, "mode", "generic"); v != 1 {
 		t.Errorf("xdp_rxq_info{mode=generic} = %v", v)
@@ -392,7 +379,7 @@ func TestRxqGeneric(t *testing.T) {
 // refused by the kernel and counting goes on; a detach of our link (what
 // `bpftool link detach` does) is reported on every scrape after it.
 func TestRxqForeignAfterStart(t *testing.T) {
-	pair := netlab.TestPair(t, 2)
+	pair := labtest.Pair(t, 2)
 	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop"}, discardLogger())
 	testenv.Check(t, err, "starting the rxq collector")
 	defer c.Close()
@@ -405,7 +392,7 @@ func TestRxqForeignAfterStart(t *testing.T) {
 		t.Fatal("the kernel let a netlink attach replace the rxq program's bpf_link")
 	}
 	const n = 10_000
-	trafficgen.SendExactly(t, pair, n)
+	labtest.SendExactly(t, pair, n)
 	if err := c.Update(context.Background(), make(chan prometheus.Metric, 1024)); err != nil {
 		t.Fatalf("update after a refused foreign attach: %v", err)
 	}

@@ -110,9 +110,11 @@ func (sc scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	sort.Strings(names)
 
+	// Every collector of this scrape reads one dump of the interfaces.
+	ctx := withLinkSnapshot(sc.ctx)
 	calls := make([]*call, len(names))
 	for i, name := range names {
-		calls[i] = sc.set.update(sc.ctx, name)
+		calls[i] = sc.set.update(ctx, name)
 	}
 	for i, name := range names {
 		var r result

@@ -166,14 +166,14 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 
 var xdpActionNames = []string{"ABORTED", "DROP", "PASS", "TX", "REDIRECT", "UNKNOWN"}
 
-func (c *xdpCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	c.emitAttached(ch, xdpTracepointAttached)
-	names, err := interfaceNames()
-	if err != nil {
+	links, err := scrapeLinks(ctx)
+	if links == nil {
 		return err
 	}
-	dev := func(k devKey) string { return c.deviceLabel(names, k) }
-	var errs []error
+	dev := func(k devKey) string { return c.deviceLabel(links, k) }
+	errs := []error{err}
 
 	var ek bpf.XdpmonExceptionKey
 	var counts []uint64
@@ -293,18 +293,15 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 	return errs
 }
 
-// deviceLabel names a device: its name when it lives in the exporter's
-// network namespace, "ifindex:N" when it has gone from there, and
-// "netns:INODE/ifindex:N" when it lives in another namespace, where the
-// exporter cannot see names and the same ifindex can mean another device.
-func (c *xdpCollector) deviceLabel(names map[uint32]string, k devKey) string {
+// deviceLabel names a device by the label policy (deviceLabel in
+// links.go); the programs record no names, so one of another namespace,
+// where the same ifindex can mean another device, is
+// netns:INODE/ifindex:N.
+func (c *xdpCollector) deviceLabel(links *Links, k devKey) string {
 	if k.netns != c.netns {
-		return fmt.Sprintf("netns:%d/ifindex:%d", k.netns, k.ifindex)
+		return foreignLabel(uint64(k.netns), ifindexLabel(k.ifindex))
 	}
-	if n, ok := names[k.ifindex]; ok {
-		return n
-	}
-	return fmt.Sprintf("ifindex:%d", k.ifindex)
+	return links.Label(k.ifindex)
 }
 
 // errnoName turns a negative kernel errno into its name (ENETDOWN).

@@ -13,9 +13,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
 
 // xdpAttach loads an XDP program made of insns and attaches it to ifindex in
@@ -99,10 +99,10 @@ func xdpProgID(t testing.TB, p *ebpf.Program) string {
 // exception per frame, labelled with the device, the program and ABORTED.
 func TestXDPExceptions(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
-	pair := netlab.TestPair(t, 2)
+	pair := labtest.Pair(t, 2)
 	prog := xdpAttach(t, pair.Host.Index, xdpReturn(0)) // XDP_ABORTED
 	const n = 100_000
-	trafficgen.SendExactly(t, pair, n)
+	labtest.SendExactly(t, pair, n)
 
 	mfs := gather(t, c)
 	got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", xdpProgID(t, prog), "action", "ABORTED")
@@ -124,7 +124,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
 	const n = 10_000
 
-	down := netlab.TestPair(t, 1)
+	down := labtest.Pair(t, 1)
 	if err := down.Do(func() error { xdpAttach(t, down.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 	if err := netlink.LinkSetDown(l); err != nil {
 		t.Fatal(err)
 	}
-	noXmit := netlab.TestPair(t, 1) // no XDP program on its peer
+	noXmit := labtest.Pair(t, 1) // no XDP program on its peer
 
 	for _, tc := range []struct {
 		name   string
@@ -153,9 +153,9 @@ func TestXDPRedirectErrors(t *testing.T) {
 			"xdp_exceptions_total", []string{"action", "ABORTED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pair := netlab.TestPair(t, 2)
+			pair := labtest.Pair(t, 2)
 			prog := xdpAttach(t, pair.Host.Index, tc.insns(t))
-			trafficgen.SendExactly(t, pair, n)
+			labtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			labels := append([]string{"device", pair.Host.Name, "prog_id", xdpProgID(t, prog)}, tc.labels...)
 			if got := value(t, mfs, tc.family, labels...); got != n {
@@ -184,7 +184,7 @@ func xdpCount(mfs map[string]*dto.MetricFamily, name string, labels ...string) i
 // whose program redirects them through a devmap to out.Host; out.Peer has
 // an XDP_DROP program so veth accepts XDP frames for it.
 func xdpRedirectLab(t *testing.T) (in, out *netlab.Pair) {
-	in, out = netlab.TestPair(t, 2), netlab.TestPair(t, 2)
+	in, out = labtest.Pair(t, 2), labtest.Pair(t, 2)
 	if err := out.Do(func() error { xdpAttach(t, out.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestXDPDevmapXmit(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{Xmit: true})
 	in, out := xdpRedirectLab(t)
 	const n = 100_000
-	trafficgen.SendExactly(t, in, n)
+	labtest.SendExactly(t, in, n)
 
 	mfs := gather(t, c)
 	labels := []string{"from_device", in.Host.Name, "to_device", out.Host.Name}
@@ -230,7 +230,7 @@ func TestXDPRedirectSuccess(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{RedirectSuccess: true})
 	in, _ := xdpRedirectLab(t)
 	const n = 50_000
-	trafficgen.SendExactly(t, in, n)
+	labtest.SendExactly(t, in, n)
 	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_redirects_total", "device", in.Host.Name); got != n {
 		t.Fatalf("redirects = %v, want %d", got, n)
@@ -257,11 +257,11 @@ func TestXDPMissingTracepoint(t *testing.T) {
 
 	in, out := xdpRedirectLab(t)
 	const n = 10_000
-	trafficgen.SendExactly(t, in, n)
+	labtest.SendExactly(t, in, n)
 	// Also exercise a tracepoint that is still attached.
-	pair := netlab.TestPair(t, 2)
+	pair := labtest.Pair(t, 2)
 	xdpAttach(t, pair.Host.Index, xdpReturn(0))
-	trafficgen.SendExactly(t, pair, n)
+	labtest.SendExactly(t, pair, n)
 
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_no_such_tracepoint"); v != 0 {
@@ -327,7 +327,7 @@ func TestXDPXmitOptIn(t *testing.T) {
 // the kthread on the entry's CPU.
 func TestXDPCpumap(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{Xmit: true})
-	pair := netlab.TestPair(t, 2)
+	pair := labtest.Pair(t, 2)
 	cpumap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 2})
 	testenv.Check(t, err, "creating a cpumap")
 	defer cpumap.Close()
@@ -348,7 +348,7 @@ func TestXDPCpumap(t *testing.T) {
 		asm.Return(),
 	})
 	const n = 50_000
-	trafficgen.SendExactly(t, pair, n)
+	labtest.SendExactly(t, pair, n)
 
 	// The kthread drains its queue asynchronously.
 	deadline := time.Now().Add(5 * time.Second)
@@ -391,13 +391,13 @@ func TestXDPMapFull(t *testing.T) {
 	testenv.Check(t, err, "starting the xdp collector")
 	defer c.Close()
 
-	first, second := netlab.TestPair(t, 2), netlab.TestPair(t, 2)
+	first, second := labtest.Pair(t, 2), labtest.Pair(t, 2)
 	xdpAttach(t, first.Host.Index, xdpReturn(0))
 	xdpAttach(t, second.Host.Index, xdpReturn(0))
 	const n = 10_000
-	trafficgen.SendExactly(t, first, n)
-	trafficgen.SendExactly(t, second, n)
-	trafficgen.SendExactly(t, first, n)
+	labtest.SendExactly(t, first, n)
+	labtest.SendExactly(t, second, n)
+	labtest.SendExactly(t, first, n)
 
 	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
@@ -426,14 +426,14 @@ func TestXDPBulkTx(t *testing.T) {
 		{"peer without XDP", false, 0, n},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pair := netlab.TestPair(t, 2)
+			pair := labtest.Pair(t, 2)
 			if tc.peerProg {
 				if err := pair.Do(func() error { xdpAttach(t, pair.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 					t.Fatal(err)
 				}
 			}
 			xdpAttach(t, pair.Host.Index, xdpReturn(3)) // XDP_TX
-			trafficgen.SendExactly(t, pair, n)
+			labtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			sent := value(t, mfs, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
 			drops := value(t, mfs, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)

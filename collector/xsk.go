@@ -103,7 +103,7 @@ func (s sockDiagSource) Close() error { return s.conn.Close() }
 type XSKCollector struct {
 	logger *slog.Logger
 	src    xskSource
-	names  func() (map[uint32]string, error)
+	links  func(context.Context) (*Links, error) // scrapeLinks; tests replace it
 }
 
 // NewXSKCollector opens a sock_diag socket and runs one dump to find out
@@ -122,14 +122,14 @@ func NewXSKCollector(logger *slog.Logger) (*XSKCollector, error) {
 		}
 		return nil, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
 	}
-	return &XSKCollector{logger: logger, src: src, names: interfaceNames}, nil
+	return &XSKCollector{logger: logger, src: src, links: scrapeLinks}, nil
 }
 
 // Close releases the netlink socket.
 func (c *XSKCollector) Close() error { return c.src.Close() }
 
 // Update dumps every AF_XDP socket of the namespace.
-func (c *XSKCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (c *XSKCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	msgs, err := c.src.dump()
 	if err != nil {
 		return fmt.Errorf("AF_XDP sock_diag dump: %w", err)
@@ -138,8 +138,8 @@ func (c *XSKCollector) Update(_ context.Context, ch chan<- prometheus.Metric) er
 	if err != nil {
 		return err
 	}
-	names, err := c.names()
-	if err != nil {
+	links, err := c.links(ctx)
+	if links == nil {
 		return err
 	}
 	for _, s := range socks {
@@ -149,10 +149,7 @@ func (c *XSKCollector) Update(_ context.Context, ch chan<- prometheus.Metric) er
 		// A socket not yet bound has no XDP_DIAG_INFO: device and queue stay empty.
 		var dev, queue string
 		if s.hasInfo {
-			dev = names[s.ifindex]
-			if dev == "" {
-				dev = strconv.FormatUint(uint64(s.ifindex), 10)
-			}
+			dev = links.Label(s.ifindex)
 			queue = strconv.FormatUint(uint64(s.queue), 10)
 		}
 		inode := strconv.FormatUint(uint64(s.inode), 10)
@@ -160,7 +157,7 @@ func (c *XSKCollector) Update(_ context.Context, ch chan<- prometheus.Metric) er
 			ch <- xskStats[i].Must(float64(v), dev, queue, inode)
 		}
 	}
-	return nil
+	return err
 }
 
 // decodeXDPDiag reads struct xdp_diag_msg and its attributes from each

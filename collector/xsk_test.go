@@ -120,14 +120,14 @@ func TestXSKDecode(t *testing.T) {
 	if !reflect.DeepEqual(msgs, want) {
 		t.Fatalf("%s differs from xskFixture; rerun with -netdev.capture", xskFixturePath)
 	}
-	c := &XSKCollector{logger: discardLogger(), src: replayXSK{msgs}, names: func() (map[uint32]string, error) { return fixtureNames, nil }}
+	c := &XSKCollector{logger: discardLogger(), src: replayXSK{msgs}, links: fixtureLinks}
 	mfs := gather(t, c)
 	for _, s := range constructedXSK {
 		dev, queue := "", ""
 		if s.bound {
 			dev, queue = fixtureNames[s.ifindex], itoa(s.queue)
 			if dev == "" {
-				dev = itoa(s.ifindex)
+				dev = "ifindex:" + itoa(s.ifindex)
 			}
 		}
 		for i, st := range xskStatNames {

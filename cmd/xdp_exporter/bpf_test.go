@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
@@ -55,7 +55,7 @@ func sampleValue(t *testing.T, body, name string, labels ...string) float64 {
 // sends a known number of frames to a device with an XDP program, and reads
 // the program's run count from a scrape.
 func TestBPFEnableStats(t *testing.T) {
-	pair := netlab.TestPair(t, 2)
+	pair := labtest.Pair(t, 2)
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "xdpe_stats", Type: ebpf.XDP, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP

@@ -12,7 +12,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/caps"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -53,7 +53,7 @@ func TestDropCapabilities(t *testing.T) {
 	// An XDP program on a device gives the collectors that read programs
 	// by id (bpf) something to do at scrape time, so a capability they
 	// need but do not declare shows up as a failure.
-	pair := netlab.TestPair(t, 1)
+	pair := labtest.Pair(t, 1)
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name:         "xdpe_dropcaps",
 		Type:         ebpf.XDP,

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -18,8 +19,8 @@ import (
 // live frames into an XDP_DROP veth and checks through HTTP that the
 // device's NAPI histogram counted every frame.
 func TestNapiEndToEnd(t *testing.T) {
-	pair := netlab.TestPair(t, 2)
-	pair.AttachVerdict(t, netlab.XDPDrop)
+	pair := labtest.Pair(t, 2)
+	labtest.AttachVerdict(t, pair, netlab.XDPDrop)
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
 	defer g.Close()

@@ -7,6 +7,8 @@
 package netlab
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -219,4 +221,13 @@ func AttachVerdictTo(ifindex int, verdict uint32) (link.Link, error) {
 		return nil, fmt.Errorf("attaching XDP to ifindex %d: %w", ifindex, err)
 	}
 	return l, nil
+}
+
+// UniqueID returns 8 hex characters, short enough for interface names.
+func UniqueID() string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -35,7 +36,7 @@ func newRig(b *testing.B, harnessCPU int) *Rig {
 	b.Helper()
 	testenv.Privileged(b)
 	testenv.Check(b, PinProcess(harnessCPU), "pinning the harness")
-	pair := netlab.TestPair(b, 2)
+	pair := labtest.Pair(b, 2)
 	g, err := trafficgen.New()
 	testenv.Check(b, err, "loading the traffic generator")
 	b.Cleanup(func() { g.Close() })
@@ -94,7 +95,7 @@ func metricName(s string) string {
 // before they became opt-in), and xdp-monitor itself.
 func BenchmarkCollectorOverhead(b *testing.B) {
 	rig := newRig(b, 1)
-	rig.Pair.AttachVerdict(b, netlab.XDPDrop)
+	labtest.AttachVerdict(b, rig.Pair, netlab.XDPDrop)
 	variants := []Variant{
 		Bare("bare"),
 		control(),
@@ -145,7 +146,7 @@ func BenchmarkRxqOverhead(b *testing.B) {
 // generator's transmit.
 func BenchmarkCollectorDUTCost(b *testing.B) {
 	rig := newRig(b, 0)
-	rig.Pair.AttachVerdict(b, netlab.XDPDrop)
+	labtest.AttachVerdict(b, rig.Pair, netlab.XDPDrop)
 	pids, off, err := NapiThreads(rig, 1)
 	testenv.Check(b, err, "threaded NAPI on the DUT")
 	b.Cleanup(func() { off() })

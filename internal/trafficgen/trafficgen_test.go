@@ -1,4 +1,4 @@
-package trafficgen
+package trafficgen_test
 
 import (
 	"context"
@@ -6,23 +6,25 @@ import (
 
 	"github.com/safchain/ethtool"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
 
 // TestExactCount sends a known number of frames from both CPUs and checks
 // that veth's own per-queue XDP counters on the receiving end saw exactly
 // that many.
 func TestExactCount(t *testing.T) {
-	pair := netlab.TestPair(t, 2)
-	pair.AttachVerdict(t, netlab.XDPDrop)
+	pair := labtest.Pair(t, 2)
+	labtest.AttachVerdict(t, pair, netlab.XDPDrop)
 
-	g, err := New()
+	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the generator")
 	defer g.Close()
 
 	const n = 100_000
-	sent, err := g.Run(context.Background(), Config{
+	sent, err := g.Run(context.Background(), trafficgen.Config{
 		NS: pair.NS, Ifindex: pair.Peer.Index,
 		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
 		Count: n, CPUs: []int{0, 1},

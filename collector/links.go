@@ -1,0 +1,237 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// Link is one network device of the exporter's namespace as one
+// RTM_GETLINK dump saw it.
+type Link struct {
+	Index uint32
+	// Name is the kernel's bytes, for ioctls; Label is what every
+	// collector puts in its device label (deviceLabel).
+	Name, Label string
+	XDP         []xdpAttachment
+}
+
+// Links is one dump of the namespace's devices. The scrape takes one per
+// scrape and every collector reads the same (scrapeLinks), so a device
+// never has a name in one family and none in another.
+type Links struct {
+	list    []Link
+	byIndex map[uint32]int
+}
+
+func newLinks(list []Link) *Links {
+	l := &Links{list: list, byIndex: make(map[uint32]int, len(list))}
+	for i := range list {
+		l.list[i].Label = deviceLabel(list[i].Name)
+		l.byIndex[list[i].Index] = i
+	}
+	return l
+}
+
+// All returns the devices in dump order.
+func (l *Links) All() []Link { return l.list }
+
+// Get returns the device with this ifindex.
+func (l *Links) Get(ifindex uint32) (Link, bool) {
+	i, ok := l.byIndex[ifindex]
+	if !ok {
+		return Link{}, false
+	}
+	return l.list[i], true
+}
+
+// Label is the device label of an ifindex of the exporter's namespace:
+// the device's label, or ifindex:N when the dump did not see it (it is
+// gone, or appeared after the dump).
+func (l *Links) Label(ifindex uint32) string {
+	if d, ok := l.Get(ifindex); ok {
+		return d.Label
+	}
+	return ifindexLabel(ifindex)
+}
+
+// The device label policy, the same in every collector (METRICS.md):
+//   - a device of the exporter's network namespace is its name, with each
+//     byte that is not UTF-8 written as \xNN (Linux allows any byte but
+//     '/', ':' and white space; a label value must be UTF-8);
+//   - one the exporter cannot name (gone, or not yet in the snapshot) is
+//     ifindex:N;
+//   - one of another namespace, which only the BPF collectors see, is
+//     netns:INODE/ followed by the name its program recorded, or by
+//     ifindex:N where the program records none.
+func deviceLabel(name string) string { return validLabel(name) }
+
+func ifindexLabel(ifindex uint32) string { return "ifindex:" + strconv.FormatUint(uint64(ifindex), 10) }
+
+func foreignLabel(netns uint64, rest string) string {
+	return "netns:" + strconv.FormatUint(netns, 10) + "/" + rest
+}
+
+type linksKey struct{}
+
+// linkSnapshot is the scrape's dump, taken by the first collector that
+// asks for it.
+type linkSnapshot struct {
+	once  sync.Once
+	links *Links
+	err   error
+}
+
+// withLinkSnapshot gives the scrape's collectors one shared dump.
+func withLinkSnapshot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, linksKey{}, &linkSnapshot{})
+}
+
+// scrapeLinks returns the scrape's dump, or a fresh one when ctx belongs
+// to no scrape (a collector updated directly).
+func scrapeLinks(ctx context.Context) (*Links, error) {
+	s, ok := ctx.Value(linksKey{}).(*linkSnapshot)
+	if !ok {
+		return dumpLinks()
+	}
+	s.once.Do(func() { s.links, s.err = dumpLinks() })
+	return s.links, s.err
+}
+
+// dumpLinks dumps the links of the current network namespace. The XDP
+// programs are read per mode because a device may hold a program in more
+// than one mode at once (XDP_ATTACHED_MULTI, offload next to native or
+// generic), in which case the kernel omits IFLA_XDP_PROG_ID, the only id
+// vishvananda/netlink's LinkList decodes.
+func dumpLinks() (*Links, error) {
+	var (
+		msgs [][]byte
+		err  error
+	)
+	// A dump interrupted by a concurrent link change (NLM_F_DUMP_INTR) may
+	// miss or repeat devices, so it is retried; a dump takes well under a
+	// millisecond, and with interfaces churning (containers starting) three
+	// tries in a row were seen interrupted.
+	for range 10 {
+		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
+		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+		msgs, err = req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
+		if !errors.Is(err, nl.ErrDumpInterrupted) {
+			break
+		}
+	}
+	if err != nil && !errors.Is(err, nl.ErrDumpInterrupted) {
+		return nil, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
+	}
+	list := make([]Link, 0, len(msgs))
+	seen := make(map[uint32]bool, len(msgs))
+	for _, m := range msgs {
+		l, perr := parseLink(m)
+		if perr != nil {
+			return nil, perr
+		}
+		if !seen[l.Index] {
+			seen[l.Index] = true
+			list = append(list, l)
+		}
+	}
+	if err != nil {
+		return newLinks(list), fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
+	}
+	return newLinks(list), nil
+}
+
+// parseLink decodes one RTM_NEWLINK message.
+func parseLink(m []byte) (Link, error) {
+	if len(m) < unix.SizeofIfInfomsg {
+		return Link{}, fmt.Errorf("RTM_NEWLINK message of %d bytes is shorter than ifinfomsg", len(m))
+	}
+	ifi := nl.DeserializeIfInfomsg(m)
+	l := Link{Index: uint32(ifi.Index)}
+	attrs, err := nl.ParseRouteAttr(m[unix.SizeofIfInfomsg:])
+	if err != nil {
+		return l, fmt.Errorf("parsing link %d attributes: %w", ifi.Index, err)
+	}
+	var xdp []byte
+	for _, a := range attrs {
+		switch a.Attr.Type & nl.NLA_TYPE_MASK {
+		case unix.IFLA_IFNAME:
+			l.Name = unix.ByteSliceToString(a.Value)
+		case unix.IFLA_XDP:
+			xdp = a.Value
+		}
+	}
+	if xdp == nil {
+		return l, nil
+	}
+	nested, err := nl.ParseRouteAttr(xdp)
+	if err != nil {
+		return l, fmt.Errorf("parsing IFLA_XDP of %s: %w", l.Name, err)
+	}
+	for _, a := range nested {
+		for _, mode := range xdpModes {
+			if a.Attr.Type&nl.NLA_TYPE_MASK != mode.attr || len(a.Value) < 4 {
+				continue
+			}
+			if id := nl.NativeEndian().Uint32(a.Value); id != 0 {
+				l.XDP = append(l.XDP, xdpAttachment{ifindex: int(l.Index), device: deviceLabel(l.Name), mode: mode.name, progID: ebpf.ProgramID(id)})
+			}
+		}
+	}
+	return l, nil
+}
+
+// deviceFilter is the device filter policy of every collector that has
+// --collector.NAME.device-include/-exclude: both are regexps matched
+// against the whole device label ("eth0" does not select "veth0"), include
+// first (empty: every device), then exclude.
+type deviceFilter struct{ include, exclude *regexp.Regexp }
+
+func newDeviceFilter(include, exclude *regexp.Regexp) deviceFilter {
+	return deviceFilter{include: anchor(include), exclude: anchor(exclude)}
+}
+
+// anchor makes a user's regexp match whole names. An empty regexp stays
+// nil (no filter).
+func anchor(re *regexp.Regexp) *regexp.Regexp {
+	if re == nil || re.String() == "" {
+		return nil
+	}
+	return regexp.MustCompile("^(?:" + re.String() + ")$")
+}
+
+func (f deviceFilter) selects(label string) bool {
+	if f.include != nil && !f.include.MatchString(label) {
+		return false
+	}
+	return f.exclude == nil || !f.exclude.MatchString(label)
+}
+
+// kernelBTF loads the running kernel's BTF, which the tp_btf programs of
+// the xdp and napi collectors are typed and relocated against; without it
+// the error says so once, instead of every program failing on its own.
+func kernelBTF(collector string) (*btf.Spec, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, Unsupported("kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the %s collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF: %w", collector, err)
+	}
+	return spec, nil
+}
+
+// ownNetns returns the inode of the exporter's network namespace, which
+// the BPF programs record with every device.
+func ownNetns() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		return 0, fmt.Errorf("reading the exporter's network namespace: %w", err)
+	}
+	return st.Ino, nil
+}

@@ -1,0 +1,113 @@
+package collector
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+// TestDeviceNameNotUTF8 runs every collector that names devices on two
+// veth pairs built and driven alike, one named in ASCII and one whose name
+// ends in bytes that are not UTF-8 (Linux allows them). The odd one must
+// appear in exactly the families the ASCII one does, with one label value
+// everywhere (the bytes written as \xNN), and the scrape must gather
+// without error.
+func TestDeviceNameNotUTF8(t *testing.T) {
+	testenv.Privileged(t)
+	id := netlab.UniqueID()
+	plain, odd := "xt"+id+"a", "xt"+id+"\xff\xfe"
+	var pairs []*netlab.Pair
+	for _, name := range []string{plain, odd} {
+		p, err := netlab.NewPair(netlab.PairConfig{Namespace: "xdpt-" + netlab.UniqueID(), Host: name, Peer: "xt" + netlab.UniqueID() + "g", Queues: 2})
+		testenv.Check(t, err, "creating a veth pair")
+		t.Cleanup(func() { p.Close() })
+		labtest.AttachVerdict(t, p, 0) // XDP_ABORTED: an xdp:xdp_exception per frame
+		pairs = append(pairs, p)
+	}
+
+	logger := discardLogger()
+	eth, err := NewEthtoolCollector(EthtoolConfig{}, logger)
+	testenv.Check(t, err, "ethtool collector")
+	nd, err := NewNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
+	testenv.Check(t, err, "netdev collector")
+	bp, err := NewBPFCollector(BPFConfig{}, logger)
+	testenv.Check(t, err, "bpf collector")
+	xd, err := NewXDPCollector(XDPConfig{}, logger)
+	testenv.Check(t, err, "xdp collector")
+	np, err := NewNapiCollector(NapiConfig{}, logger)
+	testenv.Check(t, err, "napi collector")
+	set := NewSet(map[string]Collector{"ethtool": eth, "netdev": nd, "bpf": bp, "xdp": xd, "napi": np}, logger)
+	t.Cleanup(func() { set.Close() })
+
+	for _, p := range pairs {
+		labtest.SendExactly(t, p, 500)
+	}
+
+	reg := prometheus.NewRegistry() // as the exporter serves it
+	reg.MustRegister(set.Scrape(context.Background()))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "xdp_scrape_collector_success" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetGauge().GetValue() != 1 {
+				t.Errorf("collector %s failed", m.GetLabel()[0].GetValue())
+			}
+		}
+	}
+
+	label := `xt` + id + `\xff\xfe`
+	plainFams, oddFams := familiesOf(mfs, plain), familiesOf(mfs, label)
+	if !slices.Equal(plainFams, oddFams) {
+		t.Errorf("families of %s:\n%v\nfamilies of %q:\n%v", plain, plainFams, odd, oddFams)
+	}
+	for _, want := range []string{"xdp_ethtool_driver_info", "xdp_ethtool_channels", "xdp_netdev_xdp_feature",
+		"xdp_bpf_prog_info", "xdp_exceptions_total", "xdp_napi_poll_work"} {
+		if !slices.Contains(oddFams, want) {
+			t.Errorf("%s has no series for %q", want, odd)
+		}
+	}
+	// No other spelling of the odd name anywhere.
+	other := regexp.MustCompile(`^xt` + id + `[^a]`)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v := l.GetValue(); other.MatchString(v) && v != label {
+					t.Errorf("%s{%s=%q}: the device is %q elsewhere", mf.GetName(), l.GetName(), v, label)
+				}
+			}
+		}
+	}
+	t.Logf("%d families carry %q", len(oddFams), label)
+}
+
+// familiesOf lists the families with a sample whose device label is dev.
+func familiesOf(mfs []*dto.MetricFamily, dev string) []string {
+	var out []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return strings.HasSuffix(l.GetName(), "device") && l.GetValue() == dev
+			}) {
+				out = append(out, mf.GetName())
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

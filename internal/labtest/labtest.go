@@ -1,0 +1,81 @@
+// Package labtest holds the test helpers around netlab and trafficgen: a
+// lab pair per test, removed when it ends, and exact sends. It imports
+// testing, so only tests import it; the lab tool and the exporter link
+// netlab and trafficgen without it.
+package labtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// Pair makes a pair with unique names for one test and removes it when
+// the test ends. It skips, or fails in CI, without the privileges needed.
+func Pair(t testing.TB, queues int) *netlab.Pair {
+	t.Helper()
+	testenv.Privileged(t)
+	id := netlab.UniqueID()
+	p, err := netlab.NewPair(netlab.PairConfig{
+		Namespace: "xdpt-" + id,
+		Host:      "xt" + id + "d", // the device under test
+		Peer:      "xt" + id + "g", // the generator's end
+		Queues:    queues,
+	})
+	testenv.Check(t, err, "creating netns and veth pair")
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("removing lab pair: %v", err)
+		}
+	})
+	return p
+}
+
+// AttachVerdict attaches to the DUT end, through a bpf_link, a program that
+// returns verdict for every frame, and detaches it when the test ends. On
+// veth the receiving end runs NAPI, and so accepts frames from the
+// generator, only while an XDP program is attached.
+func AttachVerdict(t testing.TB, p *netlab.Pair, verdict uint32) {
+	t.Helper()
+	l, err := netlab.AttachVerdictTo(p.Host.Index, verdict)
+	testenv.Check(t, err, p.Host.Name)
+	t.Cleanup(func() { l.Close() })
+}
+
+// AttachedXDP returns the id of the XDP program attached to dev, 0 for none.
+func AttachedXDP(t testing.TB, dev string) uint32 {
+	t.Helper()
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := l.Attrs().Xdp; x != nil && x.Attached {
+		return x.ProgId
+	}
+	return 0
+}
+
+// SendExactly makes the generator send n frames from CPUs 0 and 1 of pair's
+// peer to its host end, failing the test unless exactly n went out.
+func SendExactly(t testing.TB, pair *netlab.Pair, n uint64) {
+	t.Helper()
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "loading the traffic generator")
+	defer g.Close()
+	sent, err := g.Run(context.Background(), trafficgen.Config{
+		NS: pair.NS, Ifindex: pair.Peer.Index,
+		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
+		Count: n, CPUs: []int{0, 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != n {
+		t.Fatalf("generator sent %d frames, want %d", sent, n)
+	}
+}
