@@ -30,6 +30,9 @@ type Link struct {
 type Links struct {
 	list    []Link
 	byIndex map[uint32]int
+	// partial says the dump failed part-way: a device it lacks may
+	// still exist.
+	partial bool
 }
 
 func newLinks(list []Link) *Links {
@@ -143,10 +146,12 @@ func dumpLinks() (*Links, error) {
 			list = append(list, l)
 		}
 	}
+	links := newLinks(list)
 	if err != nil {
-		return newLinks(list), fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
+		links.partial = true
+		return links, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
 	}
-	return newLinks(list), nil
+	return links, nil
 }
 
 // parseLink decodes one RTM_NEWLINK message.

@@ -151,6 +151,13 @@ device has one label value in every family of that scrape.
   ` + "`--collector.netdev.device-include/-exclude`" + ` are regexps matched against
   the whole device label (` + "`eth0`" + ` does not select ` + "`veth0`" + `): include first
   (empty: every device), then exclude.
+- The xdp and napi collectors delete the kernel map entries of devices,
+  programs and cpumaps that are gone (the device is absent from the
+  dump after a scrape that saw its entry, the id no longer opens), so
+  their series end and the maps keep room for new ones. Devices of
+  another namespace cannot be checked from here: their entries go after
+  10 minutes without counting, and count from zero if the device comes
+  back.
 `
 
 // MetricsMarkdown renders the catalogue as the body of METRICS.md.

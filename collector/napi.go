@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
@@ -104,6 +105,9 @@ type NapiConfig struct {
 	// /proc/softirqs); all when empty. All vectors are counted in the
 	// kernel either way: the limit bounds series, not cost.
 	SoftirqVectors []string
+	// ForeignIdle is how long a device of another network namespace may
+	// poll nothing before its slot is freed (reap.go); foreignIdle when 0.
+	ForeignIdle time.Duration
 }
 
 // NapiCollector owns the napi programs, their links and maps.
@@ -111,6 +115,7 @@ type NapiCollector struct {
 	*tracepointSet
 	vectors [len(softirqVectors)]bool
 	netns   uint64 // the exporter's own network namespace inode
+	reaper  *reaper[slotKey]
 }
 
 // NewNapiCollector loads and attaches the napi programs.
@@ -125,7 +130,7 @@ func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (*NapiCollector, erro
 // newNapiCollector attaches the programs of spec that cfg asks for (see
 // tracepointSet); only when none attaches does it fail.
 func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (*NapiCollector, error) {
-	c := &NapiCollector{}
+	c := &NapiCollector{reaper: newReaper[slotKey](cfg.ForeignIdle)}
 	if len(cfg.SoftirqVectors) == 0 {
 		for i := range c.vectors {
 			c.vectors[i] = true
@@ -198,20 +203,25 @@ type napiSeries struct {
 }
 
 func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Metric) error {
-	slots, err := readSlots[bpf.NapiNapiVal](c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiHist])
+	owners, hist := c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiHist]
+	slots, err := readSlots[bpf.NapiNapiVal](owners, hist)
 	if err != nil {
 		return fmt.Errorf("reading the napi histogram: %w", err)
 	}
-	var links *Links // read on the first device of our namespace
+	links, err := scrapeLinks(ctx)
+	if links == nil {
+		return err
+	}
+	slots, err = reapSlots(c.reaper, owners, hist, slots, napiPolls, func(k slotKey) fate {
+		return deviceFate(links, c.netns, k.k0, uint32(k.k1>>2))
+	})
+	if err != nil {
+		return fmt.Errorf("freeing the napi slots of devices that are gone: %w", err)
+	}
 	for _, e := range slots {
 		ifindex := uint32(e.key.k1 >> 2)
 		s := napiSeries{context: "unknown"}
 		if e.key.k0 == c.netns {
-			if links == nil {
-				if links, err = scrapeLinks(ctx); links == nil {
-					return err
-				}
-			}
 			s.device = links.Label(ifindex)
 		} else {
 			// The exporter cannot see names in another namespace: the
@@ -246,6 +256,20 @@ func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Me
 	}
 	ch <- napiUntracked.Must(float64(napiSum(dropped)))
 	return nil
+}
+
+// napiPolls is a slot's poll count, the activity reap.go watches.
+func napiPolls(e slotCounts[bpf.NapiNapiVal]) uint64 {
+	var n uint64
+	for _, perCPU := range e.slots {
+		for _, v := range perCPU {
+			n += v.BigPolls
+			for _, p := range v.Polls {
+				n += p
+			}
+		}
+	}
+	return n
 }
 
 // histogram turns per-value poll counts into cumulative le buckets.

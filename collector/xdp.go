@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"syscall"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,9 @@ func init() {
 		Name:           "xdp",
 		Help:           "XDP tracepoint counters, as xdp_monitor shows them: exceptions, redirect errors, devmap/cpumap/veth bulk transmit",
 		DefaultEnabled: true,
+		// BPF_PROG_GET_FD_BY_ID and BPF_MAP_GET_FD_BY_ID tell whether the
+		// programs and maps of the keys still exist (reap.go).
+		ScrapeCapabilities: []int{unix.CAP_SYS_ADMIN},
 		Requires: "Linux 5.8+ with BTF (CONFIG_DEBUG_INFO_BTF) for tp_btf programs; CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN). " +
 			"By default only failures run a program; --collector.xdp.xmit adds one per transmit bulk, --collector.xdp.redirect-success one per redirected packet.",
 		Flags: func(f *FlagSet) Builder {
@@ -100,6 +104,10 @@ type XDPConfig struct {
 	// RedirectSuccess attaches xdp:xdp_redirect, a program run per
 	// redirected packet.
 	RedirectSuccess bool
+	// ForeignIdle is how long a key with a device of another network
+	// namespace may count nothing before it is deleted (reap.go);
+	// foreignIdle when 0.
+	ForeignIdle time.Duration
 }
 
 // xdpTracepoints are the programs of bpf/xdpmon.c. By default only the
@@ -133,6 +141,10 @@ type xdpCollector struct {
 	*tracepointSet
 	netns uint32 // inode of the exporter's network namespace
 	xmit  bool   // the bulk transmit programs are attached
+
+	exceptions *reaper[bpf.XdpmonExceptionKey]
+	redirects  *reaper[bpf.XdpmonRedirectKey]
+	tables     map[string]*reaper[slotKey] // by value map name
 }
 
 // NewXDPCollector loads and attaches the tracepoint programs, each on its
@@ -161,7 +173,14 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 	if err != nil {
 		return nil, err
 	}
-	return &xdpCollector{tracepointSet: set, netns: uint32(netns), xmit: cfg.Xmit}, nil
+	c := &xdpCollector{tracepointSet: set, netns: uint32(netns), xmit: cfg.Xmit,
+		exceptions: newReaper[bpf.XdpmonExceptionKey](cfg.ForeignIdle),
+		redirects:  newReaper[bpf.XdpmonRedirectKey](cfg.ForeignIdle),
+		tables:     map[string]*reaper[slotKey]{}}
+	for _, m := range []string{bpf.XdpmonMapDevmapXmit, bpf.XdpmonMapBulkTx, bpf.XdpmonMapCpumapEnqueue, bpf.XdpmonMapCpumapKthread} {
+		c.tables[m] = newReaper[slotKey](cfg.ForeignIdle)
+	}
+	return c, nil
 }
 
 var xdpActionNames = []string{"ABORTED", "DROP", "PASS", "TX", "REDIRECT", "UNKNOWN"}
@@ -173,33 +192,37 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 		return err
 	}
 	dev := func(k devKey) string { return c.deviceLabel(links, k) }
+	live := newLiveness()
+	devFate := func(k devKey) fate { return deviceFate(links, uint64(c.netns), uint64(k.netns), k.ifindex) }
 	errs := []error{err}
 
-	var ek bpf.XdpmonExceptionKey
-	var counts []uint64
-	it := c.maps[bpf.XdpmonMapExceptions].Iterate()
-	for it.Next(&ek, &counts) {
+	exc, sums, err := reapHash(c.exceptions, c.maps[bpf.XdpmonMapExceptions], func(k bpf.XdpmonExceptionKey) fate {
+		return worst(devFate(devKey{k.Dev.Ifindex, k.Dev.Netns}), live.prog(k.ProgId))
+	})
+	errs = append(errs, err)
+	for i, ek := range exc {
 		action := xdpActionNames[min(int(ek.Action), len(xdpActionNames)-1)]
-		ch <- xdpExceptions.Must(xdpSum(counts), dev(devKey{ek.Dev.Ifindex, ek.Dev.Netns}), fmt.Sprint(ek.ProgId), action)
+		ch <- xdpExceptions.Must(float64(sums[i]), dev(devKey{ek.Dev.Ifindex, ek.Dev.Netns}), fmt.Sprint(ek.ProgId), action)
 	}
-	errs = append(errs, it.Err())
 
-	var rk bpf.XdpmonRedirectKey
-	it = c.maps[bpf.XdpmonMapRedirects].Iterate()
-	for it.Next(&rk, &counts) {
+	redir, sums, err := reapHash(c.redirects, c.maps[bpf.XdpmonMapRedirects], func(k bpf.XdpmonRedirectKey) fate {
+		return worst(devFate(devKey{k.Dev.Ifindex, k.Dev.Netns}), live.prog(k.ProgId))
+	})
+	errs = append(errs, err)
+	for i, rk := range redir {
 		d := dev(devKey{rk.Dev.Ifindex, rk.Dev.Netns})
 		if rk.Err == 0 {
-			ch <- xdpRedirects.Must(xdpSum(counts), d, fmt.Sprint(rk.ProgId))
+			ch <- xdpRedirects.Must(float64(sums[i]), d, fmt.Sprint(rk.ProgId))
 			continue
 		}
-		ch <- xdpRedirectErrors.Must(xdpSum(counts), d, fmt.Sprint(rk.ProgId), errnoName(rk.Err))
+		ch <- xdpRedirectErrors.Must(float64(sums[i]), d, fmt.Sprint(rk.ProgId), errnoName(rk.Err))
 	}
-	errs = append(errs, it.Err())
 
 	if c.xmit {
-		errs = append(errs, c.updateXmit(ch, dev)...)
+		errs = append(errs, c.updateXmit(ch, dev, devFate, live)...)
 	}
 
+	var counts []uint64
 	for i, name := range xdpOverflowMaps {
 		if err := c.maps[bpf.XdpmonMapOverflow].Lookup(uint32(i), &counts); err != nil {
 			errs = append(errs, fmt.Errorf("reading overflow counter %s: %w", name, err))
@@ -212,9 +235,15 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 
 // updateXmit emits the bulk transmit and cpumap counters, whose programs
 // run only with --collector.xdp.xmit.
-func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) string) []error {
+func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) string, devFate func(devKey) fate, live *liveness) []error {
 	var errs []error
-	xmit, err := readSlots[bpf.XdpmonXmitValue](c.maps[bpf.XdpmonMapDevmapXmitOwners], c.maps[bpf.XdpmonMapDevmapXmit])
+	xmitActivity := func(e slotCounts[bpf.XdpmonXmitValue]) uint64 {
+		t := sumXmit(e.slots)
+		return t.Sent + t.Drops + t.Bulks
+	}
+	xmit, err := readTable(c, bpf.XdpmonMapDevmapXmitOwners, bpf.XdpmonMapDevmapXmit, xmitActivity, func(k slotKey) fate {
+		return worst(devFate(devWord(k.k0)), devFate(devWord(k.k1)))
+	})
 	errs = append(errs, err)
 	for _, e := range xmit {
 		t := sumXmit(e.slots)
@@ -225,7 +254,9 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 		ch <- xdpDevmapBulks.Must(float64(t.Bulks), from, to)
 	}
 
-	bulk, err := readSlots[bpf.XdpmonXmitValue](c.maps[bpf.XdpmonMapBulkTxOwners], c.maps[bpf.XdpmonMapBulkTx])
+	bulk, err := readTable(c, bpf.XdpmonMapBulkTxOwners, bpf.XdpmonMapBulkTx, xmitActivity, func(k slotKey) fate {
+		return devFate(devWord(k.k0))
+	})
 	errs = append(errs, err)
 	for _, e := range bulk {
 		t := sumXmit(e.slots)
@@ -236,7 +267,16 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 		ch <- xdpBulkTxBulks.Must(float64(t.Bulks), d)
 	}
 
-	enq, err := readSlots[bpf.XdpmonEnqueueValue](c.maps[bpf.XdpmonMapCpumapEnqueueOwners], c.maps[bpf.XdpmonMapCpumapEnqueue])
+	mapFate := func(k slotKey) fate { return live.bpfMap(uint32(k.k0)) }
+	enq, err := readTable(c, bpf.XdpmonMapCpumapEnqueueOwners, bpf.XdpmonMapCpumapEnqueue, func(e slotCounts[bpf.XdpmonEnqueueValue]) uint64 {
+		var n uint64
+		for _, perCPU := range e.slots {
+			for _, v := range perCPU {
+				n += v.Processed + v.Drops + v.Bulks
+			}
+		}
+		return n
+	}, mapFate)
 	errs = append(errs, err)
 	for _, e := range enq {
 		var t bpf.XdpmonEnqueueValue
@@ -253,7 +293,15 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 		ch <- xdpEnqueueBulks.Must(float64(t.Bulks), id, to)
 	}
 
-	kthreads, err := readSlots[bpf.XdpmonKthreadValue](c.maps[bpf.XdpmonMapCpumapKthreadOwners], c.maps[bpf.XdpmonMapCpumapKthread])
+	kthreads, err := readTable(c, bpf.XdpmonMapCpumapKthreadOwners, bpf.XdpmonMapCpumapKthread, func(e slotCounts[bpf.XdpmonKthreadValue]) uint64 {
+		var n uint64
+		for _, perCPU := range e.slots {
+			for _, v := range perCPU {
+				n += v.Polls + v.Processed
+			}
+		}
+		return n
+	}, mapFate)
 	errs = append(errs, err)
 	for _, e := range kthreads {
 		id := fmt.Sprint(e.key.k0)
@@ -291,6 +339,55 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 		}
 	}
 	return errs
+}
+
+// readTable reads one slot table and frees the slots of keys whose objects
+// are gone (reap.go).
+func readTable[V any](c *xdpCollector, owners, values string, activity func(slotCounts[V]) uint64, fateOf func(slotKey) fate) ([]slotCounts[V], error) {
+	entries, err := readSlots[V](c.maps[owners], c.maps[values])
+	if err != nil {
+		return nil, err
+	}
+	entries, err = reapSlots(c.tables[values], c.maps[owners], c.maps[values], entries, activity, fateOf)
+	if err != nil {
+		return entries, fmt.Errorf("freeing the %s slots of gone devices or maps: %w", values, err)
+	}
+	return entries, nil
+}
+
+// reapHash reads a per-CPU hash map of counters, deletes the keys whose
+// objects are gone (reap.go), and returns the others with their sums.
+func reapHash[K comparable](r *reaper[K], m *ebpf.Map, fateOf func(K) fate) ([]K, []uint64, error) {
+	var (
+		keys   []K
+		sums   []uint64
+		k      K
+		counts []uint64
+	)
+	it := m.Iterate()
+	for it.Next(&k, &counts) {
+		var t uint64
+		for _, n := range counts {
+			t += n
+		}
+		keys, sums = append(keys, k), append(sums, t)
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", m, err)
+	}
+	stale := r.sweep(keys, sums, fateOf)
+	kept, keptSums := keys[:0], sums[:0]
+	var errs []error
+	for i, k := range keys {
+		if !stale[i] {
+			kept, keptSums = append(kept, k), append(keptSums, sums[i])
+			continue
+		}
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("deleting a key of %s whose device or program is gone: %w", m, err))
+		}
+	}
+	return kept, keptSums, errors.Join(errs...)
 }
 
 // deviceLabel names a device by the label policy (deviceLabel in

@@ -81,7 +81,7 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 		return p, err
 	}
 	if !cfg.KeepIPv6 {
-		if err := disableIPv6(cfg.Host); err != nil {
+		if err := DisableIPv6(cfg.Host); err != nil {
 			return p, err
 		}
 	}
@@ -186,7 +186,9 @@ func NewNamespace(name string, noIPv6 bool) (netns.NsHandle, error) {
 	return ns, nil
 }
 
-func disableIPv6(dev string) error {
+// DisableIPv6 turns IPv6 off on dev, so that router solicitations and DAD
+// frames do not add packets to exact counts.
+func DisableIPv6(dev string) error {
 	path := "/proc/sys/net/ipv6/conf/" + dev + "/disable_ipv6"
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil // kernel without IPv6

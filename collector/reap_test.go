@@ -1,0 +1,328 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// reapLab is the xdp and napi collectors behind one Set.
+type reapLab struct {
+	t    *testing.T
+	set  *Set
+	xdp  *xdpCollector
+	napi *NapiCollector
+}
+
+func newReapLab(t *testing.T) *reapLab {
+	testenv.Privileged(t)
+	xd, err := NewXDPCollector(XDPConfig{}, discardLogger())
+	testenv.Check(t, err, "xdp collector")
+	np, err := NewNapiCollector(NapiConfig{}, discardLogger())
+	testenv.Check(t, err, "napi collector")
+	l := &reapLab{t: t, set: NewSet(map[string]Collector{"xdp": xd, "napi": np}, discardLogger()), xdp: xd.(*xdpCollector), napi: np}
+	t.Cleanup(func() { l.set.Close() })
+	return l
+}
+
+// scrape gathers the set as the exporter serves it; every collector must
+// succeed.
+func (l *reapLab) scrape() map[string]*dto.MetricFamily {
+	l.t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(l.set.Scrape(context.Background()))
+	mfs, err := reg.Gather()
+	if err != nil {
+		l.t.Fatalf("gather: %v", err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	for _, m := range out["xdp_scrape_collector_success"].GetMetric() {
+		if m.GetGauge().GetValue() != 1 {
+			l.t.Fatalf("collector %s failed", m.GetLabel()[0].GetValue())
+		}
+	}
+	return out
+}
+
+// sizes counts the keys in the exceptions map and the claimed napi slots.
+func (l *reapLab) sizes() (exceptions, napiSlots int) {
+	l.t.Helper()
+	var k bpf.XdpmonExceptionKey
+	var v []uint64
+	it := l.xdp.maps[bpf.XdpmonMapExceptions].Iterate()
+	for it.Next(&k, &v) {
+		exceptions++
+	}
+	if err := it.Err(); err != nil {
+		l.t.Fatal(err)
+	}
+	slots, err := readSlots[bpf.NapiNapiVal](l.napi.maps[bpf.NapiMapNapiOwners], l.napi.maps[bpf.NapiMapNapiHist])
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for _, s := range slots {
+		napiSlots += len(s.index)
+	}
+	return exceptions, napiSlots
+}
+
+// churn runs cycles of step, spread over workers goroutines each with its
+// own generator, and scrapes back to back until they are done, checking
+// after each scrape that neither table holds more than bound keys.
+func (l *reapLab) churn(phase string, cycles, workers, bound int, step func(g *trafficgen.Generator, worker, i int) error) {
+	l.t.Helper()
+	start := time.Now()
+	var done atomic.Int64
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			g, err := trafficgen.New()
+			if err == nil {
+				defer g.Close()
+				for i := w; i < cycles && err == nil; i += workers {
+					err = step(g, w, i)
+					done.Add(1)
+				}
+			}
+			errs <- err
+		}()
+	}
+	scrapes, most := 0, 0
+	for finished := 0; finished < workers; {
+		select {
+		case err := <-errs:
+			if err != nil {
+				l.t.Fatalf("%s: %v", phase, err)
+			}
+			finished++
+		default:
+			l.scrape()
+			scrapes++
+			e, n := l.sizes()
+			if e > bound || n > bound {
+				l.t.Fatalf("%s, after %d cycles: %d exception keys and %d napi slots, want at most %d each", phase, done.Load(), e, n, bound)
+			}
+			most = max(most, e, n)
+		}
+	}
+	l.t.Logf("%s: %d cycles in %v, %d scrapes, at most %d keys in a table", phase, cycles, time.Since(start).Round(time.Millisecond), scrapes, most)
+}
+
+// send makes peer send n frames to host, both in the test's namespace.
+func send(g *trafficgen.Generator, peer, host *net.Interface, n uint64) error {
+	sent, err := g.Run(context.Background(), trafficgen.Config{NS: netns.None(), Ifindex: peer.Index,
+		SrcMAC: peer.HardwareAddr, DstMAC: host.HardwareAddr, Count: n, CPUs: []int{0}})
+	if err == nil && sent != n {
+		err = fmt.Errorf("sent %d of %d frames", sent, n)
+	}
+	return err
+}
+
+// abortProgram loads an XDP program that aborts every frame: each frame
+// is an xdp:xdp_exception for its device and program.
+func abortProgram() (*ebpf.Program, error) {
+	return ebpf.NewProgram(&ebpf.ProgramSpec{Name: "xdpt_abort", Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
+}
+
+// vethPair makes a veth pair in the test's namespace, IPv6 off (no frames
+// of the kernel's own), both ends up; del removes it.
+func vethPair(host, peer string) (h, p *net.Interface, del func(), err error) {
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: host}, PeerName: peer}); err != nil {
+		return nil, nil, nil, fmt.Errorf("creating veth %s: %w", host, err)
+	}
+	del = func() {
+		if l, err := netlink.LinkByName(host); err == nil {
+			_ = netlink.LinkDel(l)
+		}
+	}
+	var ifs [2]*net.Interface
+	for i, name := range []string{host, peer} {
+		l, err := netlink.LinkByName(name)
+		if err == nil {
+			err = netlab.DisableIPv6(name)
+		}
+		if err == nil {
+			err = netlink.LinkSetUp(l)
+		}
+		if err == nil {
+			ifs[i], err = net.InterfaceByName(name)
+		}
+		if err != nil {
+			del()
+			return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return ifs[0], ifs[1], del, nil
+}
+
+// TestReapChurn replaces the XDP programs of 8 devices 2,000 times in all,
+// then creates and deletes 2,000 veth pairs, with traffic on every program
+// and device, scraping all along. The exceptions map (1,024 entries) and
+// the napi slot table (128) would overflow without deletion; with it they
+// stay small, nothing is counted as map full or untracked, and a device
+// and program made afterwards are counted exactly.
+func TestReapChurn(t *testing.T) {
+	const cycles, workers, bound = 2000, 8, 100
+	l := newReapLab(t)
+	id := netlab.UniqueID()[:5]
+
+	// A reload as load balancers do it: a new program swapped into the
+	// device's bpf_link (BPF_LINK_UPDATE), the old one released.
+	type dev struct {
+		host, peer *net.Interface
+		link       link.Link
+		prog       *ebpf.Program
+	}
+	devs := make([]*dev, workers)
+	for w := range devs {
+		host, peer, del, err := vethPair(fmt.Sprintf("xr%sh%d", id, w), fmt.Sprintf("xr%sp%d", id, w))
+		testenv.Check(t, err, "creating a veth pair")
+		defer del()
+		prog, err := abortProgram()
+		testenv.Check(t, err, "loading an XDP program")
+		lk, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: host.Index})
+		testenv.Check(t, err, "attaching XDP")
+		d := &dev{host: host, peer: peer, link: lk, prog: prog}
+		defer func() { d.link.Close(); d.prog.Close() }()
+		devs[w] = d
+	}
+	l.churn("program reloads", cycles, workers, bound, func(g *trafficgen.Generator, w, _ int) error {
+		d := devs[w]
+		prog, err := abortProgram()
+		if err != nil {
+			return err
+		}
+		if err := d.link.Update(prog); err != nil {
+			prog.Close()
+			return err
+		}
+		d.prog.Close()
+		d.prog = prog
+		return send(g, d.peer, d.host, 2)
+	})
+
+	prog, err := abortProgram()
+	testenv.Check(t, err, "loading an XDP program")
+	defer prog.Close()
+	l.churn("veth churn", cycles, workers, bound, func(g *trafficgen.Generator, _, i int) error {
+		host, peer, del, err := vethPair(fmt.Sprintf("xr%sh%x", id, i+workers), fmt.Sprintf("xr%sp%x", id, i+workers))
+		if err != nil {
+			return err
+		}
+		defer del()
+		lk, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: host.Index})
+		if err != nil {
+			return err
+		}
+		defer lk.Close()
+		return send(g, peer, host, 2)
+	})
+
+	// A brand-new device and program, counted exactly.
+	fresh, err := abortProgram()
+	testenv.Check(t, err, "loading an XDP program")
+	defer fresh.Close()
+	host, peer, del, err := vethPair("xr"+id+"new", "xr"+id+"gen")
+	testenv.Check(t, err, "creating a veth pair")
+	defer del()
+	lk, err := link.AttachXDP(link.XDPOptions{Program: fresh, Interface: host.Index})
+	testenv.Check(t, err, "attaching XDP")
+	defer lk.Close()
+	info, err := fresh.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	progID, _ := info.ID()
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "traffic generator")
+	defer g.Close()
+	const n = 1000
+	if err := send(g, peer, host, n); err != nil {
+		t.Fatal(err)
+	}
+	mfs := l.scrape()
+	if v := value(t, mfs, "xdp_exceptions_total", "device", host.Name, "prog_id", fmt.Sprint(progID), "action", "ABORTED"); v != n {
+		t.Errorf("exceptions of the new program on the new device: %v, want %d", v, n)
+	}
+	var work float64
+	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
+		if hasLabels(m, []string{"device", host.Name}) {
+			work += m.GetHistogram().GetSampleSum()
+		}
+	}
+	if work != n {
+		t.Errorf("napi work of the new device: %v, want %d", work, n)
+	}
+	if v := value(t, mfs, "xdp_monitor_map_full_events_total", "map", "exceptions"); v != 0 {
+		t.Errorf("%v exceptions counted as map full", v)
+	}
+	if v := value(t, mfs, "xdp_napi_polls_untracked_total"); v != 0 {
+		t.Errorf("%v napi polls untracked", v)
+	}
+	e, s := l.sizes()
+	t.Logf("after the churn: %d exception keys, %d napi slots", e, s)
+}
+
+// TestReaperSweep checks the rules of reap.go on a clock the test moves:
+// a gone key is deleted only once a previous sweep has seen it, a key the
+// exporter cannot check only after idle without counting, a live one never.
+func TestReaperSweep(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := newReaper[string](time.Minute)
+	r.now = func() time.Time { return now }
+	fates := map[string]fate{"live": keyLive, "gone": keyGone, "foreign": keyUnknown, "busy": keyUnknown}
+	activity := map[string]uint64{"live": 1, "gone": 1, "foreign": 1, "busy": 1}
+	sweep := func() map[string]bool {
+		var keys []string
+		var acts []uint64
+		for k := range fates {
+			keys, acts = append(keys, k), append(acts, activity[k])
+		}
+		stale := r.sweep(keys, acts, func(k string) fate { return fates[k] })
+		out := map[string]bool{}
+		for i, k := range keys {
+			if stale[i] {
+				out[k] = true
+				delete(fates, k)
+			}
+		}
+		return out
+	}
+	if got := sweep(); len(got) != 0 {
+		t.Fatalf("first sweep deletes %v; a gone key must have been seen before", got)
+	}
+	now = now.Add(30 * time.Second)
+	activity["busy"]++
+	if got := sweep(); len(got) != 1 || !got["gone"] {
+		t.Fatalf("second sweep deletes %v, want only the gone key", got)
+	}
+	now = now.Add(45 * time.Second) // foreign idle 75 s, busy 45 s
+	activity["live"]++
+	if got := sweep(); len(got) != 1 || !got["foreign"] {
+		t.Fatalf("third sweep deletes %v, want only the foreign key idle for over a minute", got)
+	}
+	now = now.Add(time.Hour)
+	if got := sweep(); len(got) != 1 || !got["busy"] {
+		t.Fatalf("an hour later the sweep deletes %v, want the idle foreign key and never the live one", got)
+	}
+}
