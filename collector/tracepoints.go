@@ -24,6 +24,10 @@ import (
 type tracepointProgram struct {
 	prog   string
 	params []string
+	// superseded marks a tracepoint that newer kernels removed because
+	// another one now carries its events: its absence loses nothing and
+	// is not reported as unsupported.
+	superseded bool
 }
 
 // attachedTracepoint is a loaded program and its link.
@@ -86,9 +90,11 @@ func loadTracepoints(collector string, logger *slog.Logger, spec *ebpf.Collectio
 			}
 			logger.Log(context.Background(), level, "tracepoint unavailable; its counters are disabled", "tracepoint", name, "reason", why)
 			s.attached[name] = false
-			if missing {
+			switch {
+			case missing && tp.superseded:
+			case missing:
 				s.absent = append(s.absent, name)
-			} else {
+			default:
 				s.failed = append(s.failed, name)
 			}
 			continue

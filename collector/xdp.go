@@ -116,9 +116,11 @@ type XDPConfig struct {
 var xdpTracepoints = []tracepointProgram{
 	{prog: bpf.XdpmonProgXdpException, params: []string{"struct net_device *", "struct bpf_prog *", "u32"}},
 	{prog: bpf.XdpmonProgXdpRedirectErr, params: []string{"struct net_device *", "struct bpf_prog *", "*", "int"}},
-	{prog: bpf.XdpmonProgXdpRedirectMapErr, params: []string{"struct net_device *", "struct bpf_prog *", "*", "int"}},
+	// Kernels without xdp_redirect_map(_err) (6.18 here) trace map
+	// redirects through xdp_redirect(_err).
+	{prog: bpf.XdpmonProgXdpRedirectMapErr, params: []string{"struct net_device *", "struct bpf_prog *", "*", "int"}, superseded: true},
 	{prog: bpf.XdpmonProgXdpRedirect, params: []string{"struct net_device *", "struct bpf_prog *"}},
-	{prog: bpf.XdpmonProgXdpRedirectMap, params: []string{"struct net_device *", "struct bpf_prog *"}},
+	{prog: bpf.XdpmonProgXdpRedirectMap, params: []string{"struct net_device *", "struct bpf_prog *"}, superseded: true},
 	{prog: bpf.XdpmonProgXdpDevmapXmit, params: []string{"struct net_device *", "struct net_device *", "int", "int", "int"}},
 	{prog: bpf.XdpmonProgXdpBulkTx, params: []string{"struct net_device *", "int", "int", "int"}},
 	{prog: bpf.XdpmonProgXdpCpumapEnqueue, params: []string{"int", "unsigned int", "unsigned int", "int"}},
@@ -230,6 +232,7 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 		}
 		ch <- xdpMapFull.Must(xdpSum(counts), name)
 	}
+	errs = append(errs, c.missingErr())
 	return errors.Join(errs...)
 }
 

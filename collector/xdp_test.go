@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,7 +245,7 @@ func TestXDPRedirectSuccess(t *testing.T) {
 // TestXDPMissingTracepoint is the kernel-drift case that stops xdp-tools
 // 1.3.1 on this kernel: one program targets a tracepoint the kernel does
 // not have. The others still attach and count, and the collector reports
-// the missing one.
+// the missing one as unsupported here, not as a failure.
 func TestXDPMissingTracepoint(t *testing.T) {
 	testenv.Privileged(t)
 	spec, err := bpf.LoadXdpmon()
@@ -263,7 +265,10 @@ func TestXDPMissingTracepoint(t *testing.T) {
 	xdpAttach(t, pair.Host.Index, xdpReturn(0))
 	labtest.SendExactly(t, pair, n)
 
-	mfs := gather(t, c)
+	mfs, err := gatherErr(t, c)
+	if !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "xdp:xdp_no_such_tracepoint") {
+		t.Errorf("Update error = %v, want ErrUnsupported alone, naming xdp:xdp_no_such_tracepoint", err)
+	}
 	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_no_such_tracepoint"); v != 0 {
 		t.Fatalf("missing tracepoint reported attached = %v", v)
 	}
@@ -279,7 +284,8 @@ func TestXDPMissingTracepoint(t *testing.T) {
 }
 
 // TestXDPProtoMismatch: a program whose tracepoint exists but whose
-// prototype differs from the one it was written for is not loaded.
+// prototype differs from the one it was written for is not loaded, and
+// every scrape reports that as a failure (success 0), not as unsupported.
 func TestXDPProtoMismatch(t *testing.T) {
 	testenv.Privileged(t)
 	spec, err := bpf.LoadXdpmon()
@@ -293,7 +299,13 @@ func TestXDPProtoMismatch(t *testing.T) {
 	c, err := newXDPCollector(XDPConfig{Xmit: true}, discardLogger(), spec)
 	testenv.Check(t, err, "starting the xdp collector")
 	defer c.Close()
-	mfs := gather(t, c)
+	mfs, err := gatherErr(t, c)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "xdp:xdp_bulk_tx") {
+		t.Errorf("Update error = %v, want ErrUnavailable naming xdp:xdp_bulk_tx", err)
+	}
+	if unsupportedOnly(err) {
+		t.Errorf("a refused program reads as unsupported only: %v", err)
+	}
 	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_bulk_tx"); v != 0 {
 		t.Fatalf("program with a mismatched prototype attached = %v", v)
 	}
