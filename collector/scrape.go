@@ -35,11 +35,45 @@ type Set struct {
 	inflight map[string]*call
 }
 
-// call is one Update in progress and, once done is closed, its result.
+// call is one Update in progress: the metrics it has sent so far, which
+// every scrape waiting on it forwards as they come, and, once done is
+// closed, its result.
 type call struct {
 	started time.Time
 	done    chan struct{}
-	res     result
+	res     result // once done is closed
+
+	mu      sync.Mutex
+	sent    []prometheus.Metric // append-only
+	wake    chan struct{}       // closed on the next append, for waiting readers
+	waiting bool                // a reader holds wake
+}
+
+// add records one metric of the Update and wakes its readers.
+func (c *call) add(m prometheus.Metric) {
+	c.mu.Lock()
+	c.sent = append(c.sent, m)
+	c.wakeLocked()
+	c.mu.Unlock()
+}
+
+func (c *call) wakeLocked() {
+	if c.waiting {
+		close(c.wake)
+		c.wake, c.waiting = make(chan struct{}), false
+	}
+}
+
+// next returns the metrics after the first from, and a channel that is
+// closed when there may be more (or the Update ends).
+func (c *call) next(from int) ([]prometheus.Metric, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if from < len(c.sent) {
+		return c.sent[from:], nil
+	}
+	c.waiting = true
+	return nil, c.wake
 }
 
 // NewSet wraps the built collectors.
@@ -55,14 +89,18 @@ func (s *Set) update(ctx context.Context, name string) *call {
 	if c := s.inflight[name]; c != nil {
 		return c
 	}
-	c := &call{started: time.Now(), done: make(chan struct{})}
+	c := &call{started: time.Now(), done: make(chan struct{}), wake: make(chan struct{})}
 	s.inflight[name] = c
 	go func() {
-		c.res = run(ctx, s.collectors[name])
+		c.res = run(ctx, s.collectors[name], c.add)
 		s.mu.Lock()
 		delete(s.inflight, name)
 		s.mu.Unlock()
 		close(c.done)
+		c.mu.Lock()
+		c.waiting = true
+		c.wakeLocked()
+		c.mu.Unlock()
 	}()
 	return c
 }
@@ -98,7 +136,6 @@ func (scrape) Describe(ch chan<- *prometheus.Desc) {
 }
 
 type result struct {
-	metrics  []prometheus.Metric
 	err      error
 	duration time.Duration
 }
@@ -112,41 +149,68 @@ func (sc scrape) Collect(ch chan<- prometheus.Metric) {
 
 	// Every collector of this scrape reads one dump of the interfaces.
 	ctx := withLinkSnapshot(sc.ctx)
-	calls := make([]*call, len(names))
-	for i, name := range names {
-		calls[i] = sc.set.update(ctx, name)
+	// Each collector's metrics go to the registry as it sends them, so
+	// the registry checks and sorts them while the slower collectors
+	// still wait on the kernel.
+	var wg sync.WaitGroup
+	for _, name := range names {
+		c := sc.set.update(ctx, name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc.forward(ch, name, c)
+		}()
 	}
-	for i, name := range names {
-		var r result
-		select {
-		case <-calls[i].done:
-			r = calls[i].res
-		case <-sc.ctx.Done():
-			// Once the deadline has passed both cases are ready for a
-			// collector that did finish; select would pick at random and
-			// report it as timed out half the time.
-			select {
-			case <-calls[i].done:
-				r = calls[i].res
-			default:
-				r = result{err: fmt.Errorf("scrape deadline reached before the collector finished (its Update has run for %v): %w",
-					time.Since(calls[i].started).Round(time.Millisecond), sc.ctx.Err())}
-			}
+	wg.Wait()
+}
+
+// forward sends the metrics of one Update until it ends or the scrape's
+// deadline passes, then the collector's status. Nothing is sent after it
+// returns, so a collector that outlives the scrape never writes into it.
+func (sc scrape) forward(ch chan<- prometheus.Metric, name string, c *call) {
+	for sent := 0; ; {
+		batch, wake := c.next(sent)
+		for _, m := range batch {
+			ch <- m
 		}
-		sc.report(ch, name, r)
+		sent += len(batch)
+		if wake == nil {
+			continue
+		}
+		select {
+		case <-wake:
+			continue
+		case <-c.done:
+		case <-sc.ctx.Done():
+		}
+		// Once the deadline has passed both cases are ready for a
+		// collector that did finish; select would pick at random and
+		// report it as timed out half the time.
+		select {
+		case <-c.done:
+			batch, _ := c.next(sent)
+			for _, m := range batch {
+				ch <- m
+			}
+			sc.report(ch, name, c.res)
+		default:
+			sc.report(ch, name, result{err: fmt.Errorf("scrape deadline reached before the collector finished (its Update has run for %v): %w",
+				time.Since(c.started).Round(time.Millisecond), sc.ctx.Err())})
+		}
+		return
 	}
 }
 
-// run calls Update, buffering its metrics so that a collector that misses
-// the deadline can never write into a finished scrape, and turning a panic
-// into an error.
-func run(ctx context.Context, c Collector) (r result) {
+// run calls Update, handing each metric to add (which never blocks, so a
+// collector that outlives its scrape cannot stall), and turns a panic into
+// an error.
+func run(ctx context.Context, c Collector, add func(prometheus.Metric)) (r result) {
 	start := time.Now()
 	mch := make(chan prometheus.Metric, 64)
 	done := make(chan struct{})
 	go func() {
 		for m := range mch {
-			r.metrics = append(r.metrics, m)
+			add(m)
 		}
 		close(done)
 	}()
@@ -181,11 +245,9 @@ func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result) {
 		}
 		sc.set.logger.Log(context.Background(), level, "collector failed", "collector", name, "err", r.err)
 	}
-	// A collector that fails part-way keeps what it gathered, as
-	// node_exporter does: success 0 says the set may be incomplete.
-	for _, m := range r.metrics {
-		ch <- m
-	}
+	// A collector that fails part-way, or misses the deadline, keeps what
+	// it sent (forward), as node_exporter does: success 0 says the set
+	// may be incomplete.
 	ch <- scrapeDuration.Must(r.duration.Seconds(), name)
 	ch <- scrapeSuccess.Must(success, name)
 	ch <- scrapeUnsupported.Must(unsupported, name)

@@ -153,7 +153,7 @@ func TestScrapeBlockedCollectorBounded(t *testing.T) {
 		"ok":      fake{name: "ok"},
 	}, discardLogger())
 	scrape := func() map[string]*dto.MetricFamily {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond) // long enough for the ok collector on a loaded machine
 		defer cancel()
 		return gatherSet(t, ctx, set)
 	}

@@ -75,7 +75,7 @@ func TestHandlerScrapeTimeout(t *testing.T) {
 		{"negative header", "-3", 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := serve(t, metricsHandler(set, prometheus.NewRegistry(), quietLogger(), 0, tc.def), tc.header)
+			rec := serve(t, metricsHandler(set, nil, quietLogger(), 0, tc.def), tc.header)
 			body := rec.Body.String()
 			if rec.Code != http.StatusOK {
 				t.Fatalf("HTTP %d:\n%s", rec.Code, body)
@@ -98,7 +98,7 @@ func TestHandlerInFlightLimit(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	set := collector.NewSet(map[string]collector.Collector{"slow": stuck{entered: entered, release: release}}, quietLogger())
-	h := metricsHandler(set, prometheus.NewRegistry(), quietLogger(), 1, time.Hour)
+	h := metricsHandler(set, nil, quietLogger(), 1, time.Hour)
 
 	first := make(chan *httptest.ResponseRecorder)
 	go func() { first <- serve(t, h, "") }()

@@ -87,12 +87,7 @@ func run(args []string) int {
 		}
 	}
 
-	process := prometheus.NewRegistry()
-	process.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		versioncollector.NewCollector(program),
-	)
+	process := processCollectors()
 
 	mux := http.NewServeMux()
 	mux.Handle(*metricsPath, metricsHandler(set, process, logger, *maxRequests, *defaultTimeout))
@@ -133,10 +128,20 @@ func run(args []string) int {
 	return 0
 }
 
+// processCollectors are the exporter's own metrics: Go runtime, process
+// and build information.
+func processCollectors() []prometheus.Collector {
+	return []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		versioncollector.NewCollector(program),
+	}
+}
+
 // metricsHandler gathers the collectors afresh for every request, bounded by
 // the scrape timeout Prometheus announces (minus a little for the transfer),
 // so a hung source cannot hold the scrape past the point Prometheus gives up.
-func metricsHandler(set *collector.Set, process prometheus.Gatherer, logger *slog.Logger, maxRequests int, defaultTimeout time.Duration) http.Handler {
+func metricsHandler(set *collector.Set, process []prometheus.Collector, logger *slog.Logger, maxRequests int, defaultTimeout time.Duration) http.Handler {
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelError)
 	// The in-flight limit lives here, not in promhttp.HandlerOpts: the
 	// promhttp handler is built afresh per request, so its own limit would
@@ -164,11 +169,19 @@ func metricsHandler(set *collector.Set, process prometheus.Gatherer, logger *slo
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 
+		// One registry per request, whose collector is bound to the
+		// request's deadline; one registry for everything, so each
+		// sample is checked and sorted once (prometheus.Gatherers would
+		// do both again to merge two).
 		reg := prometheus.NewRegistry()
+		reg.MustRegister(process...)
 		reg.MustRegister(set.Scrape(ctx))
-		promhttp.HandlerFor(prometheus.Gatherers{process, reg}, promhttp.HandlerOpts{
-			ErrorLog:      errLog,
-			ErrorHandling: promhttp.ContinueOnError,
-		}).ServeHTTP(w, r)
+		cw, finish := compressed(w, r)
+		defer finish()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+			ErrorLog:           errLog,
+			ErrorHandling:      promhttp.ContinueOnError,
+			DisableCompression: true,
+		}).ServeHTTP(cw, r)
 	})
 }
