@@ -236,3 +236,36 @@ func TestScrapePanickingCollector(t *testing.T) {
 		}
 	}
 }
+
+// sendsThenBlocks sends one metric and then hangs, as a collector stuck
+// on its second device would.
+type sendsThenBlocks struct{ release <-chan struct{} }
+
+func (s sendsThenBlocks) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+	ch <- prometheus.MustNewConstMetric(fakeDesc, prometheus.GaugeValue, 1, "partial")
+	<-s.release
+	return nil
+}
+
+func (sendsThenBlocks) Close() error { return nil }
+
+// TestScrapeStreamsPartial: what a collector sent before the deadline is
+// served, with success 0 saying the set is incomplete; nothing it sends
+// afterwards reaches the finished scrape, and a scrape that joins the
+// same Update later gets everything it sent from the start.
+func TestScrapeStreamsPartial(t *testing.T) {
+	release := make(chan struct{})
+	set := NewSet(map[string]Collector{"stuck": sendsThenBlocks{release: release}}, discardLogger())
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		mfs := gatherSet(t, ctx, set)
+		cancel()
+		if got := value(t, mfs, "xdp_test_fake_value", "name", "partial"); got != 1 {
+			t.Errorf("the metric sent before the deadline: %v, want 1", got)
+		}
+		if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "stuck"); got != 0 {
+			t.Errorf("success %v, want 0", got)
+		}
+	}
+	close(release)
+}

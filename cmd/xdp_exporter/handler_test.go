@@ -1,11 +1,13 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +115,64 @@ func TestHandlerInFlightLimit(t *testing.T) {
 	go func() { <-entered }()
 	if rec := serve(t, h, ""); rec.Code != http.StatusOK {
 		t.Errorf("scrape after the first finished: HTTP %d, want 200", rec.Code)
+	}
+}
+
+// TestHandlerGzip: a request that accepts gzip gets a gzip stream that
+// Go's own reader decodes to the identity body's families; one that does
+// not, or refuses it with q=0, gets identity.
+func TestHandlerGzip(t *testing.T) {
+	set := collector.NewSet(map[string]collector.Collector{"ok": nop{}}, quietLogger())
+	h := metricsHandler(set, processCollectors(), quietLogger(), 0, time.Minute)
+	get := func(acceptEncoding string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		if acceptEncoding != "" {
+			req.Header.Set("Accept-Encoding", acceptEncoding)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("Accept-Encoding %q: HTTP %d", acceptEncoding, rec.Code)
+		}
+		return rec
+	}
+	families := func(body string) []string {
+		var out []string
+		for _, line := range strings.Split(body, "\n") {
+			if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
+				out = append(out, strings.Fields(name)[0])
+			}
+		}
+		return out
+	}
+	plain := get("")
+	if enc := plain.Header().Get("Content-Encoding"); enc != "" {
+		t.Fatalf("no Accept-Encoding: Content-Encoding %q", enc)
+	}
+	want := families(plain.Body.String())
+	if !slices.Contains(want, "xdp_scrape_collector_success") || !slices.Contains(want, "go_goroutines") {
+		t.Fatalf("identity body lacks the exporter's families: %v", want)
+	}
+	for _, ae := range []string{"gzip", "deflate, gzip;q=0.5", "*", "GZIP"} {
+		rec := get(ae)
+		if enc := rec.Header().Get("Content-Encoding"); enc != "gzip" {
+			t.Fatalf("Accept-Encoding %q: Content-Encoding %q, want gzip", ae, enc)
+		}
+		zr, err := gzip.NewReader(rec.Body)
+		if err != nil {
+			t.Fatalf("Accept-Encoding %q: %v", ae, err)
+		}
+		body, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("Accept-Encoding %q: reading the gzip stream: %v", ae, err)
+		}
+		if got := families(string(body)); !slices.Equal(got, want) {
+			t.Errorf("Accept-Encoding %q: families %v, identity has %v", ae, got, want)
+		}
+	}
+	for _, ae := range []string{"gzip;q=0", "deflate", "identity"} {
+		if enc := get(ae).Header().Get("Content-Encoding"); enc != "" {
+			t.Errorf("Accept-Encoding %q: Content-Encoding %q, want identity", ae, enc)
+		}
 	}
 }
