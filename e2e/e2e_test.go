@@ -142,8 +142,7 @@ func TestLabWithPrometheus(t *testing.T) {
 		exp.Stop(t)
 	}
 
-	eventsPhase(t, addr, prom)
-	evaluate("events")
+	eventsPhase(t, addr, prom, evaluate)
 	evaluateRules(t, prom)
 
 	for i, q := range queries {
@@ -164,8 +163,10 @@ func TestLabWithPrometheus(t *testing.T) {
 }
 
 // eventsPhase makes the events some panels need and the sweep does not:
-// an XDP exception, failing redirects (ENETDOWN), and cpumap traffic.
-func eventsPhase(t *testing.T, addr string, prom *promtest.Server) {
+// an XDP exception, failing redirects (ENETDOWN), and cpumap traffic. The
+// panels are evaluated while each program is still attached: once it is
+// gone the exporter deletes its keys and the series end.
+func eventsPhase(t *testing.T, addr string, prom *promtest.Server, evaluate func(when string)) {
 	exp := exportertest.Run(t, addr, "--collector.xdp.xmit")
 	waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="xdp"}`, addr))
 	dut, err := net.InterfaceByName(lab.DUT)
@@ -186,6 +187,8 @@ func eventsPhase(t *testing.T, addr string, prom *promtest.Server) {
 			Size: trafficgen.MinFrameSize, Duration: 3 * time.Second}); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
+		time.Sleep(2 * time.Second) // two more scrapes cover the end of the run
+		evaluate(what)
 	}
 	send("XDP_ABORTED", func() (interface{ Close() error }, error) { return abortOn(dut.Index) })
 	if err := netlink.LinkSetDown(egress); err != nil {
@@ -198,7 +201,6 @@ func eventsPhase(t *testing.T, addr string, prom *promtest.Server) {
 		t.Fatal(err)
 	}
 	send("cpumap redirect", func() (interface{ Close() error }, error) { return cpumapRedirect(dut.Index, 1) })
-	time.Sleep(2 * time.Second)
 	exp.Stop(t)
 }
 
