@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+)
+
+// buildTop compiles xdp-top into the test's directory.
+func buildTop(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "xdp-top")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building xdp-top: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// offered sends from the pair's peer at rate frames per second in total,
+// from CPUs 0 and 1, until the returned stop is called; stop returns the
+// rate achieved.
+func offered(t *testing.T, pair *netlab.Pair, rate float64) (stop func() float64) {
+	t.Helper()
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "loading the generator")
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		wg   sync.WaitGroup
+		sent uint64
+		err2 error
+	)
+	start := time.Now()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sent, err2 = g.Run(ctx, trafficgen.Config{NS: pair.NS, Ifindex: pair.Peer.Index,
+			SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr, Rate: rate, CPUs: []int{0, 1}})
+	}()
+	return func() float64 {
+		cancel()
+		wg.Wait()
+		g.Close()
+		if err2 != nil && ctx.Err() == nil {
+			t.Fatal(err2)
+		}
+		return float64(sent) / time.Since(start).Seconds()
+	}
+}
+
+var totalRow = regexp.MustCompile(`XDP-RX CPU\s+total\s+([0-9,]+)`)
+var queueRow = regexp.MustCompile(`rx_queue_index\s+(\d+):sum\s+([0-9,]+)`)
+
+func number(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(strings.ReplaceAll(s, ",", ""), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// checkRxq reads the rxq view's total and per-queue sums: the total must
+// be within 2% of want and the queues must add up to it.
+func checkRxq(t *testing.T, screen string, want float64) {
+	t.Helper()
+	m := totalRow.FindStringSubmatch(screen)
+	if m == nil {
+		t.Fatalf("no XDP-RX total in:\n%s", screen)
+	}
+	total := number(t, m[1])
+	if d := (total - want) / want; d > 0.02 || d < -0.02 {
+		t.Errorf("rxq total %v pps, generator %.0f pps (%+.2f%%):\n%s", total, want, 100*d, screen)
+	}
+	var queues float64
+	for _, q := range queueRow.FindAllStringSubmatch(screen, -1) {
+		queues += number(t, q[2])
+	}
+	// Each row is rounded to a packet.
+	if d := queues - total; d > 2 || d < -2 {
+		t.Errorf("per-queue rows add up to %v, the total is %v:\n%s", queues, total, screen)
+	}
+}
+
+// tmux runs xdp-top in a detached tmux session of 160x60 cells.
+type tmux struct {
+	t    *testing.T
+	name string
+}
+
+func newTmux(t *testing.T, command ...string) *tmux {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		testenv.Unavailable(t, "tmux not installed (apt-get install tmux)")
+	}
+	s := &tmux{t: t, name: "xdptop-" + netlab.UniqueID()}
+	args := append([]string{"new-session", "-d", "-s", s.name, "-x", "160", "-y", "60"}, command...)
+	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", s.name).Run() })
+	return s
+}
+
+func (s *tmux) keys(keys ...string) {
+	s.t.Helper()
+	if out, err := exec.Command("tmux", append([]string{"send-keys", "-t", s.name}, keys...)...).CombinedOutput(); err != nil {
+		s.t.Fatalf("tmux send-keys: %v\n%s", err, out)
+	}
+}
+
+// screen waits until the pane shows want (a regexp), for 10 s at most,
+// and returns it.
+func (s *tmux) screen(want string) string {
+	s.t.Helper()
+	re := regexp.MustCompile(want)
+	var out []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var err error
+		if out, err = exec.Command("tmux", "capture-pane", "-p", "-t", s.name).Output(); err != nil {
+			s.t.Fatalf("tmux capture-pane: %v", err)
+		}
+		if re.Match(out) {
+			return string(out)
+		}
+	}
+	s.t.Fatalf("the screen never showed %q:\n%s", want, out)
+	return ""
+}
+
+// TestTopLive drives xdp-top in a real terminal (tmux) against the real
+// exporter, with its rxq collector, on a veth pair loaded at a fixed rate
+// by the lab generator; then the same checks on --plain output; then
+// restarts the exporter under it.
+func TestTopLive(t *testing.T) {
+	pair := labtest.Pair(t, 2)
+	addr := exportertest.FreeAddr(t)
+	args := []string{"--collector.rxq", "--collector.rxq.device=" + pair.Host.Name, "--collector.rxq.action=drop"}
+	exp := exportertest.Run(t, addr, args...)
+	url := "http://" + addr + "/metrics"
+	top := buildTop(t)
+	dev := pair.Host.Name
+
+	const rate = 100_000
+	stop := offered(t, pair, rate)
+	tm := newTmux(t, top, "--endpoint", url, "--view", "rxq", "--device", dev)
+	time.Sleep(3 * time.Second) // the generator's pacing has settled
+	rxq := tm.screen(`XDP-RX CPU\s+total`)
+
+	tm.keys("4") // napi
+	napi := tm.screen(`NAPI ` + regexp.QuoteMeta(dev))
+	tm.keys("5") // nic
+	nic := tm.screen(`rx_xdp_processed_packets_total`)
+
+	plain, err := exec.Command(top, "--endpoint", url, "--plain", "--view", "rxq", "--device", dev, "--duration", "2500ms").Output()
+	if err != nil {
+		t.Fatalf("xdp-top --plain: %v", err)
+	}
+	// An exporter that goes away shows as unreachable; one that comes
+	// back is read again, its restarted counters without a negative rate.
+	tm.keys("2")
+	exp.Stop(t)
+	tm.screen(`unreachable`)
+	exportertest.Run(t, addr, args...)
+	back := tm.screen(`scraped \d\d:\d\d:\d\d\n(.*\n)*XDP-RX CPU\s+total`)
+	if regexp.MustCompile(`\s-[0-9]`).MatchString(back) {
+		t.Errorf("negative rate after the restart:\n%s", back)
+	}
+
+	achieved := stop()
+	t.Logf("generator: %.0f pps", achieved)
+	checkRxq(t, rxq, achieved)
+	blocks := strings.Split(string(plain), "--- ")
+	checkRxq(t, blocks[len(blocks)-1], achieved)
+
+	// The napi view's mass is where the traffic is: polls of this device
+	// that carry packets, at about the offered rate.
+	if m := regexp.MustCompile(`NAPI \S+ \([a-z]+\): [0-9,]+ polls/s, ([0-9,]+) pkts/s`).FindAllStringSubmatch(napi, -1); m == nil {
+		t.Errorf("napi view has no device line:\n%s", napi)
+	} else {
+		var pkts float64
+		for _, l := range m {
+			pkts += number(t, l[1])
+		}
+		if d := (pkts - achieved) / achieved; d > 0.05 || d < -0.05 {
+			t.Errorf("napi view: %v pkts/s in polls, generator %.0f:\n%s", pkts, achieved, napi)
+		}
+	}
+	// The nic view lists the veth's per-queue XDP counters and only
+	// stats that changed.
+	for _, line := range strings.Split(nic, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == dev && f[len(f)-1] == "0" {
+			t.Errorf("nic view lists an unchanged stat: %s", line)
+		}
+	}
+	for q := range 2 {
+		if !strings.Contains(nic, fmt.Sprintf("rx_xdp_processed_packets_total{queue=%d}", q)) {
+			t.Errorf("nic view lacks queue %d's XDP packets:\n%s", q, nic)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package top
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// parse builds a scrape at second t from exposition text.
+func parse(t testing.TB, at float64, text string) *Scrape {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Scrape{At: time.Unix(0, 0).Add(time.Duration(at * float64(time.Second))), Families: mfs}
+}
+
+func TestRatesCounterReset(t *testing.T) {
+	prev := parse(t, 0, "# TYPE c counter\nc{q=\"0\"} 1000\nc{q=\"1\"} 10\n")
+	cur := parse(t, 2, "# TYPE c counter\nc{q=\"0\"} 50\nc{q=\"1\"} 30\nc{q=\"2\"} 7\n")
+	got := map[string]float64{}
+	for _, s := range Rates(prev, cur, "c") {
+		got[s.Get("q")] = s.Value
+	}
+	// q=0 restarted: 50 counted from zero over 2 s; q=2 is new: no rate.
+	want := map[string]float64{"0": 25, "1": 10}
+	if len(got) != len(want) || got["0"] != 25 || got["1"] != 10 {
+		t.Fatalf("rates %v, want %v", got, want)
+	}
+}
+
+func TestRxqView(t *testing.T) {
+	const head = "# TYPE xdp_rxq_packets_total counter\n# TYPE xdp_rxq_issues_total counter\n"
+	prev := parse(t, 0, head+`xdp_rxq_packets_total{device="eth0",queue="0",cpu="0"} 0
+xdp_rxq_packets_total{device="eth0",queue="1",cpu="0"} 0
+xdp_rxq_packets_total{device="eth0",queue="2",cpu="2"} 0
+xdp_rxq_issues_total{device="eth0",reason="queue_out_of_range"} 0
+`)
+	cur := parse(t, 1, head+`xdp_rxq_packets_total{device="eth0",queue="0",cpu="0"} 1000000
+xdp_rxq_packets_total{device="eth0",queue="1",cpu="0"} 2000000
+xdp_rxq_packets_total{device="eth0",queue="2",cpu="2"} 500000
+xdp_rxq_issues_total{device="eth0",reason="queue_out_of_range"} 3
+`)
+	out := Render("rxq", prev, cur, "")
+	for _, want := range []string{
+		"XDP-RX CPU  0      3,000,000",
+		"XDP-RX CPU  2      500,000",
+		"XDP-RX CPU  total  3,500,000  3",
+		"rx_queue_index  1:0      2,000,000",
+		"CPU 0 serves 2 busy queues",
+	} {
+		if !containsFields(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "CPU 2 serves") {
+		t.Errorf("CPU 2 has one queue:\n%s", out)
+	}
+}
+
+// containsFields matches want's whitespace-separated fields on one line.
+func containsFields(out, want string) bool {
+	w := strings.Join(strings.Fields(want), " ")
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(strings.Join(strings.Fields(line), " "), w) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestNapiView(t *testing.T) {
+	hist := func(at float64, b1, b2, inf, sum float64) *Scrape {
+		return parse(t, at, "# TYPE xdp_napi_poll_work histogram\n"+
+			"xdp_napi_poll_work_bucket{device=\"eth0\",context=\"idle\",le=\"1\"} "+ftoa(b1)+"\n"+
+			"xdp_napi_poll_work_bucket{device=\"eth0\",context=\"idle\",le=\"64\"} "+ftoa(b2)+"\n"+
+			"xdp_napi_poll_work_bucket{device=\"eth0\",context=\"idle\",le=\"+Inf\"} "+ftoa(inf)+"\n"+
+			"xdp_napi_poll_work_sum{device=\"eth0\",context=\"idle\"} "+ftoa(sum)+"\n"+
+			"xdp_napi_poll_work_count{device=\"eth0\",context=\"idle\"} "+ftoa(inf)+"\n")
+	}
+	// Over 2 s: 10 polls of 1 packet and 30 polls of 64.
+	hs := HistogramRates(hist(0, 5, 5, 5, 5), hist(2, 15, 45, 45, 5+10+30*64), "xdp_napi_poll_work")
+	if len(hs) != 1 {
+		t.Fatalf("%d histograms", len(hs))
+	}
+	h := hs[0]
+	if h.PerSec[0] != 5 || h.PerSec[1] != 15 || h.PerSec[2] != 0 || h.Count != 20 || h.SumRate != (10+30*64)/2.0 {
+		t.Fatalf("per-bucket rates %v, count %v, sum %v", h.PerSec, h.Count, h.SumRate)
+	}
+	out := Render("napi", hist(0, 5, 5, 5, 5), hist(2, 15, 45, 45, 5+10+30*64), "")
+	if !strings.Contains(out, "average bulk 48.2") || !strings.Contains(out, "idle 100.0%") {
+		t.Errorf("napi view:\n%s", out)
+	}
+}
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func TestNICViewOnlyChanged(t *testing.T) {
+	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_ethtool_stat_rx_packets untyped\n# TYPE xdp_ethtool_rx_out_of_buffer_total counter\n# TYPE xdp_ethtool_channels gauge\n"
+	prev := parse(t, 0, head+`xdp_ethtool_driver_info{device="eth0",driver="mlx5_core"} 1
+xdp_ethtool_stat_rx_packets{device="eth0"} 100
+xdp_ethtool_stat_rx_packets{device="eth1"} 100
+xdp_ethtool_rx_out_of_buffer_total{device="eth0"} 0
+xdp_ethtool_channels{device="eth0",type="combined"} 8
+`)
+	cur := parse(t, 1, head+`xdp_ethtool_driver_info{device="eth0",driver="mlx5_core"} 1
+xdp_ethtool_stat_rx_packets{device="eth0"} 600
+xdp_ethtool_stat_rx_packets{device="eth1"} 100
+xdp_ethtool_rx_out_of_buffer_total{device="eth0"} 7
+xdp_ethtool_channels{device="eth0",type="combined"} 8
+`)
+	out := Render("nic", prev, cur, "")
+	for _, want := range []string{"eth0 stat_rx_packets 500", "eth0 * rx_out_of_buffer_total 7", "eth0: combined channels 8"} {
+		if !containsFields(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "eth1") {
+		t.Errorf("eth1 changed nothing but is listed:\n%s", out)
+	}
+}
+
+func TestViewsSayWhichCollector(t *testing.T) {
+	empty := parse(t, 0, "# TYPE up gauge\nup 1\n")
+	later := parse(t, 1, "# TYPE up gauge\nup 1\n")
+	for view, collector := range map[string]string{"xdp": "xdp", "napi": "napi", "nic": "ethtool", "cpu": "cpu", "rxq": "rxq"} {
+		if out := Render(view, empty, later, ""); !strings.Contains(out, "--collector."+collector) {
+			t.Errorf("%s view without its families says %q", view, out)
+		}
+	}
+}
+
+// bigHost is an exposition shaped like a 128-CPU host with two 64-queue
+// mlx5 ports: rxq per queue and CPU, the curated per-queue ethtool
+// families, exceptions and devmap transmits, the napi histogram per device
+// and context, cpu and perf per CPU. v scales every counter, so two of
+// them give rates.
+func bigHost(v float64) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# TYPE xdp_rxq_packets_total counter\n")
+	for d := range 2 {
+		for q := range 64 {
+			w("xdp_rxq_packets_total{device=\"mlx5p%d\",queue=\"%d\",cpu=\"%d\"} %g\n", d, q, q+64*d, 1e6*v)
+		}
+	}
+	for _, fam := range []string{"rx_xdp_processed_packets_total", "rx_xdp_processed_bytes_total", "rx_cache_reuse_total",
+		"rx_cache_empty_total", "rx_cqe_compress_packets_total", "xdp_xmit_packets_total", "rx_xdp_redirect_total"} {
+		w("# TYPE xdp_ethtool_%s counter\n", fam)
+		for d := range 2 {
+			for q := range 64 {
+				w("xdp_ethtool_%s{device=\"mlx5p%d\",queue=\"%d\"} %g\n", fam, d, q, 1e5*v*float64(q%3))
+			}
+		}
+	}
+	w("# TYPE xdp_ethtool_driver_info gauge\n")
+	w("# TYPE xdp_ethtool_stat_rx_packets_phy untyped\n")
+	for d := range 2 {
+		w("xdp_ethtool_driver_info{device=\"mlx5p%d\",driver=\"mlx5_core\"} 1\n", d)
+		w("xdp_ethtool_stat_rx_packets_phy{device=\"mlx5p%d\"} %g\n", d, 6.4e7*v)
+	}
+	w("# TYPE xdp_napi_poll_work histogram\n")
+	for d := range 2 {
+		for _, c := range []string{"idle", "ksoftirqd", "other"} {
+			for le := 0; le <= 64; le++ {
+				w("xdp_napi_poll_work_bucket{device=\"mlx5p%d\",context=\"%s\",le=\"%d\"} %g\n", d, c, le, float64(le)*v)
+			}
+			w("xdp_napi_poll_work_bucket{device=\"mlx5p%d\",context=\"%s\",le=\"+Inf\"} %g\n", d, c, 64*v)
+			w("xdp_napi_poll_work_sum{device=\"mlx5p%d\",context=\"%s\"} %g\n", d, c, 2000*v)
+			w("xdp_napi_poll_work_count{device=\"mlx5p%d\",context=\"%s\"} %g\n", d, c, 64*v)
+		}
+	}
+	w("# TYPE xdp_monitor_tracepoint_attached gauge\nxdp_monitor_tracepoint_attached{tracepoint=\"xdp:xdp_exception\"} 1\n")
+	w("# TYPE xdp_exceptions_total counter\n# TYPE xdp_devmap_xmit_packets_total counter\n# TYPE xdp_devmap_xmit_bulks_total counter\n")
+	for d := range 2 {
+		for _, a := range []string{"ABORTED", "DROP", "TX", "REDIRECT"} {
+			w("xdp_exceptions_total{device=\"mlx5p%d\",prog_id=\"7\",action=\"%s\"} %g\n", d, a, 10*v)
+		}
+		w("xdp_devmap_xmit_packets_total{from_device=\"mlx5p%d\",to_device=\"mlx5p%d\"} %g\n", d, 1-d, 1.6e7*v)
+		w("xdp_devmap_xmit_bulks_total{from_device=\"mlx5p%d\",to_device=\"mlx5p%d\"} %g\n", d, 1-d, 1e6*v)
+	}
+	w("# TYPE xdp_cpu_seconds_total counter\n# TYPE xdp_softnet_dropped_total counter\n")
+	w("# TYPE xdp_perf_cycles_total counter\n# TYPE xdp_perf_instructions_total counter\n")
+	for c := range 128 {
+		for i, m := range []string{"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"} {
+			w("xdp_cpu_seconds_total{cpu=\"%d\",mode=\"%s\"} %g\n", c, m, float64(i+1)*v)
+		}
+		w("xdp_softnet_dropped_total{cpu=\"%d\"} %g\n", c, v)
+		w("xdp_perf_cycles_total{cpu=\"%d\"} %g\n", c, 3e9*v)
+		w("xdp_perf_instructions_total{cpu=\"%d\"} %g\n", c, 2e9*v)
+	}
+	return b.String()
+}
+
+// BenchmarkRender draws each view of the change between two scrapes of
+// bigHost: the work of one refresh, without the scrape.
+func BenchmarkRender(b *testing.B) {
+	prev, cur := parse(b, 0, bigHost(1)), parse(b, 1, bigHost(2))
+	for _, v := range Views {
+		b.Run(v, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if out := Render(v, prev, cur, ""); len(out) == 0 {
+					b.Fatalf("view %s is empty", v)
+				}
+			}
+		})
+	}
+}
