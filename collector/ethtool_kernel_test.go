@@ -272,10 +272,10 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 	defer cached.Close()
 
 	channels("", dev, 3, 1)
-	before := len(ethtoolS(t, "", dev))
+	before := len(labtest.EthtoolS(t, "", dev))
 	gatherOnce(t, cached)
 	channels("", dev, 1, 8)
-	if after := len(ethtoolS(t, "", dev)); after != before {
+	if after := len(labtest.EthtoolS(t, "", dev)); after != before {
 		t.Fatalf("%d stats with rx 3 tx 1, %d with rx 1 tx 8: the test needs equal counts", before, after)
 	}
 	labtest.SendExactly(t, pair, 1000)
@@ -296,7 +296,7 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 			}
 		}
 	}
-	st := ethtoolS(t, "", dev)
+	st := labtest.EthtoolS(t, "", dev)
 	for key, stat := range map[string]string{
 		`xdp_ethtool_rx_xdp_packets_total{action="drop",device="` + dev + `",queue="0"}`: "rx_queue_0_xdp_drops",
 		`xdp_ethtool_xdp_xmit_packets_total{device="` + dev + `",queue="7"}`:             "tx_queue_7_xdp_xmit",

@@ -73,7 +73,7 @@ func (l *napiLab) send(t testing.TB, n uint64, cpus ...int) uint64 {
 // over RX queues: the packets its NAPI polls delivered to XDP.
 func (l *napiLab) xdpDrops(t testing.TB) uint64 {
 	t.Helper()
-	stats := ethtoolS(t, "", l.pair.Host.Name)
+	stats := labtest.EthtoolS(t, "", l.pair.Host.Name)
 	return stats["rx_queue_0_xdp_drops"] + stats["rx_queue_1_xdp_drops"]
 }
 

@@ -153,7 +153,7 @@ func TestNetdevVeth(t *testing.T) {
 	// veth has no netdev_stat_ops on this kernel; where it has, qstats must
 	// count exactly what veth's own ethtool counters saw.
 	if _, ok := mfs["xdp_netdev_qstats_rx_packets_total"]; ok {
-		st := ethtoolS(t, "", dev)
+		st := labtest.EthtoolS(t, "", dev)
 		for q := range queues {
 			want := float64(st["rx_queue_"+strconv.Itoa(q)+"_xdp_packets"])
 			if v := value(t, mfs, "xdp_netdev_queue_rx_packets_total", "device", dev, "queue", strconv.Itoa(q)); v != want {

@@ -86,7 +86,7 @@ func vethStats(t testing.TB, pair *netlab.Pair, dev string, inNS bool, stat stri
 	if inNS {
 		netns = pair.Namespace
 	}
-	stats := ethtoolS(t, netns, dev)
+	stats := labtest.EthtoolS(t, netns, dev)
 	out := make([]uint64, queues)
 	for q := range out {
 		name := fmt.Sprintf("rx_queue_%d_%s", q, stat)
