@@ -32,7 +32,8 @@ func run(args []string) int {
 	view := app.Flag("view", "View to show first (with --plain: the view printed, or all): "+strings.Join(top.Views, ", ")+".").
 		Default("overview").Enum(append(top.Views, "all")...)
 	filter := app.Flag("device", "Show only devices whose name contains this.").String()
-	duration := app.Flag("duration", "With --plain, stop after this long (0: run until interrupted).").Default("0s").Duration()
+	duration := app.Flag("duration", "Without the terminal UI (--plain, --summary), stop after this long (0: run until interrupted).").Default("0s").Duration()
+	summary := app.Flag("summary", "No terminal UI: at the end of the run (--duration, or Ctrl-C) print the per-second means over it, one row per RX queue and CPU, CPU and changed driver stat, as md (Markdown tables) or csv.").Enum("md", "csv")
 	httpConfig := app.Flag("http.config", "File with the HTTP client configuration (TLS, basic auth), in the format of a Prometheus scrape config's http client section.").String()
 	app.HelpFlag.Short('h')
 	if _, err := app.Parse(args); err != nil {
@@ -63,13 +64,13 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *plain {
+	if *plain || *summary != "" {
 		if *duration > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, *duration)
 			defer cancel()
 		}
-		printPlain(ctx, os.Stdout, eps, *interval, *view, *filter)
+		textRun{interval: *interval, view: *view, filter: *filter, views: *plain, summary: *summary}.run(ctx, os.Stdout, eps)
 		return 0
 	}
 	if *view == "all" {

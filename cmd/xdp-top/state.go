@@ -77,30 +77,54 @@ func render(states []*endpointState, view, filter string, interval time.Duration
 	return b.String()
 }
 
-// printPlain prints the view (or every view) once per interval until ctx
-// ends, starting with the second scrape, the first with rates.
-func printPlain(ctx context.Context, w io.Writer, eps []top.Endpoint, interval time.Duration, view, filter string) {
+// textRun is xdp-top without its terminal UI.
+type textRun struct {
+	interval     time.Duration
+	view, filter string
+	views        bool   // print the view every interval (--plain)
+	summary      string // "", "md" or "csv": the means over the run, at its end
+}
+
+// run scrapes until ctx ends: with views, printing the view (or every
+// view) once per interval from the second scrape on, the first with
+// rates; with a summary, printing it at the end.
+func (r textRun) run(ctx context.Context, w io.Writer, eps []top.Endpoint) {
 	states := make([]*endpointState, len(eps))
+	sums := make([]*top.Summary, len(eps))
 	for i, ep := range eps {
 		states[i] = &endpointState{ep: ep}
+		sums[i] = top.NewSummary()
 	}
-	views := []string{view}
-	if view == "all" {
+	defer func() {
+		for i, s := range sums {
+			switch r.summary {
+			case "md":
+				fmt.Fprintln(w, s.Markdown(eps[i].Name))
+			case "csv":
+				fmt.Fprint(w, s.CSV(eps[i].Name))
+			}
+		}
+	}()
+	views := []string{r.view}
+	if r.view == "all" {
 		views = top.Views
 	}
-	t := time.NewTicker(interval)
+	t := time.NewTicker(r.interval)
 	defer t.Stop()
-	for first := true; ; first = false {
+	for round := 0; ; round++ {
 		results := fetchAll(ctx, eps)
 		if ctx.Err() != nil {
 			return // the run ended during this scrape
 		}
 		for i, f := range results {
 			states[i].record(f.scrape, f.err)
+			if f.err == nil {
+				sums[i].Add(states[i].prev, states[i].cur)
+			}
 		}
-		if !first {
+		if r.views && round > 0 {
 			for _, v := range views {
-				fmt.Fprintf(w, "--- %s %s\n%s\n", time.Now().Format(time.RFC3339), v, render(states, v, filter, interval))
+				fmt.Fprintf(w, "--- %s %s\n%s\n", time.Now().Format(time.RFC3339), v, render(states, v, r.filter, r.interval))
 			}
 		}
 		select {

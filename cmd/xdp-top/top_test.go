@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // buildTop compiles xdp-top into the test's directory.
@@ -168,6 +170,11 @@ func TestTopLive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("xdp-top --plain: %v", err)
 	}
+	summary, err := exec.Command(top, "--endpoint", url, "--summary", "csv", "--duration", "3500ms").Output()
+	if err != nil {
+		t.Fatalf("xdp-top --summary csv: %v", err)
+	}
+
 	// An exporter that goes away shows as unreachable; one that comes
 	// back is read again, its restarted counters without a negative rate.
 	tm.keys("2")
@@ -184,6 +191,17 @@ func TestTopLive(t *testing.T) {
 	checkRxq(t, rxq, achieved)
 	blocks := strings.Split(string(plain), "--- ")
 	checkRxq(t, blocks[len(blocks)-1], achieved)
+	// The summary's rxq rows are means over its run: they add up to the
+	// offered rate.
+	var means float64
+	for _, line := range strings.Split(string(summary), "\n") {
+		if f := strings.Split(line, ","); len(f) == 6 && f[1] == "rxq" && f[2] == dev {
+			means += number(t, f[5])
+		}
+	}
+	if d := (means - achieved) / achieved; d > 0.02 || d < -0.02 {
+		t.Errorf("summary: rxq rows add up to %.0f pps, generator %.0f:\n%s", means, achieved, summary)
+	}
 
 	// The napi view's mass is where the traffic is: polls of this device
 	// that carry packets, at about the offered rate.
@@ -209,6 +227,46 @@ func TestTopLive(t *testing.T) {
 	for q := range 2 {
 		if !strings.Contains(nic, fmt.Sprintf("rx_xdp_processed_packets_total{queue=%d}", q)) {
 			t.Errorf("nic view lacks queue %d's XDP packets:\n%s", q, nic)
+		}
+	}
+}
+
+// TestTopHTTPConfig reads an exporter served over TLS with basic auth
+// (exporter-toolkit's web config) through --http.config, the client part
+// of a Prometheus scrape config; a wrong password shows as the endpoint's
+// status, not as a crash or an empty view.
+func TestTopHTTPConfig(t *testing.T) {
+	dir := t.TempDir()
+	exportertest.SelfSigned(t, dir)
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.DefaultCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	web := write("web.yml", "tls_server_config:\n  cert_file: "+filepath.Join(dir, "cert.pem")+
+		"\n  key_file: "+filepath.Join(dir, "key.pem")+"\nbasic_auth_users:\n  prometheus: "+string(hash)+"\n")
+	addr := exportertest.FreeAddr(t)
+	exportertest.Run(t, addr, "--collector.disable-defaults", "--collector.cpu", "--web.config.file="+web)
+	top := buildTop(t)
+	for _, tc := range []struct{ password, want string }{
+		{"s3cret", `CPU\s+%usr\s+%sys`},
+		{"wrong", `unreachable: HTTP 401`},
+	} {
+		client := write("client-"+tc.password+".yml", "basic_auth:\n  username: prometheus\n  password: "+tc.password+
+			"\ntls_config:\n  ca_file: "+filepath.Join(dir, "cert.pem")+"\n")
+		out, err := exec.Command(top, "--endpoint", "https://"+addr+"/metrics", "--http.config", client,
+			"--plain", "--view", "cpu", "--duration", "2500ms").CombinedOutput()
+		if err != nil {
+			t.Fatalf("password %q: %v\n%s", tc.password, err, out)
+		}
+		if !regexp.MustCompile(tc.want).Match(out) {
+			t.Errorf("password %q: want %q in:\n%s", tc.password, tc.want, out)
 		}
 	}
 }

@@ -1,17 +1,10 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,49 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"golang.org/x/crypto/bcrypt"
 )
-
-// selfSigned writes a fresh self-signed certificate for 127.0.0.1 and its
-// key into dir and returns the certificate for the client's trust pool.
-func selfSigned(t *testing.T, dir string) *x509.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "xdp_exporter test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, typ string, b []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("cert.pem", "CERTIFICATE", der)
-	write("key.pem", "EC PRIVATE KEY", keyDER)
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
-}
 
 // TestTLSBasicAuth serves through exporter-toolkit's web config with a
 // self-signed certificate and one bcrypt user, as docs/security.md
@@ -69,7 +22,7 @@ func selfSigned(t *testing.T, dir string) *x509.Certificate {
 // gets 401, and plain HTTP to the TLS port gets no metrics.
 func TestTLSBasicAuth(t *testing.T) {
 	dir := t.TempDir()
-	cert := selfSigned(t, dir)
+	cert := exportertest.SelfSigned(t, dir)
 	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.DefaultCost)
 	if err != nil {
 		t.Fatal(err)

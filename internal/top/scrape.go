@@ -43,6 +43,10 @@ func (e Endpoint) Fetch(ctx context.Context) (*Scrape, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", accept)
+	// The scrape's time is when it started, as Prometheus stamps its
+	// samples: the exporter reads its counters right after the request
+	// arrives, while the time to the response varies with the body.
+	at := time.Now()
 	resp, err := e.Client.Do(req)
 	if err != nil {
 		return nil, err
@@ -52,7 +56,6 @@ func (e Endpoint) Fetch(ctx context.Context) (*Scrape, error) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
 	}
-	at := time.Now()
 	format := expfmt.ResponseFormat(resp.Header)
 	dec := expfmt.NewDecoder(resp.Body, format)
 	mfs := map[string]*dto.MetricFamily{}

@@ -214,3 +214,45 @@ func BenchmarkRender(b *testing.B) {
 		})
 	}
 }
+
+// TestSummaryAcrossRestart: means over a run of three intervals in which
+// the exporter restarted; the restart's interval counts its counters from
+// zero, so no row goes negative and the others add up exactly.
+func TestSummaryAcrossRestart(t *testing.T) {
+	scrape := func(at float64, pkts, idle, busy, stat float64) *Scrape {
+		return parse(t, at, fmt.Sprintf(`# TYPE xdp_rxq_packets_total counter
+xdp_rxq_packets_total{device="eth0",queue="0",cpu="1"} %g
+# TYPE xdp_cpu_seconds_total counter
+xdp_cpu_seconds_total{cpu="1",mode="idle"} %g
+xdp_cpu_seconds_total{cpu="1",mode="softirq"} %g
+# TYPE xdp_ethtool_stat_rx_packets untyped
+xdp_ethtool_stat_rx_packets{device="eth0"} %g
+xdp_ethtool_stat_rx_packets{device="eth1"} 5
+`, pkts, idle, busy, stat))
+	}
+	s := NewSummary()
+	a := scrape(0, 1000, 10, 10, 100)
+	b := scrape(1, 3000, 10.75, 10.25, 300) // +2000 pps, 75% idle
+	c := scrape(2, 500, 0.25, 0.75, 50)     // restarted: 500 from zero, 25% idle
+	d := scrape(3, 2500, 1, 1, 250)         // +2000 pps, 75% idle
+	s.Add(a, b)
+	s.Add(b, c)
+	s.Add(c, d)
+	md := s.Markdown("dut")
+	for _, want := range []string{
+		"## dut: means over 3 s",
+		"| eth0 | 0 | 1 | 1500 |", // (2000 + 500 + 2000) / 3
+		"| 1 | 0.0 | 0.0 | 0.0 | 0.0 | 41.7 | 58.3 | 0.0 | 0.0 |",
+		"| eth0 | stat_rx_packets | 150 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("missing %q in:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "eth1") {
+		t.Errorf("eth1's stat never moved but is listed:\n%s", md)
+	}
+	if csv := s.CSV("dut"); !strings.Contains(csv, "dut,rxq,eth0,0,1,1500\n") || !strings.Contains(csv, "endpoint,table,cpu,%user") {
+		t.Errorf("csv:\n%s", csv)
+	}
+}
