@@ -65,13 +65,14 @@ func fetchAll(ctx context.Context, eps []top.Endpoint) []fetched {
 	return out
 }
 
-// render draws one view for every endpoint.
-func render(states []*endpointState, view, filter string, interval time.Duration) string {
+// render draws one view for every endpoint, each of at most rows lines
+// (0: all).
+func render(states []*endpointState, view, filter string, interval time.Duration, rows int) string {
 	var b strings.Builder
 	for _, s := range states {
 		b.WriteString(s.status(interval) + "\n")
 		if s.cur != nil {
-			b.WriteString(top.Render(view, s.prev, s.cur, filter))
+			b.WriteString(top.RenderRows(view, s.prev, s.cur, filter, rows))
 		}
 	}
 	return b.String()
@@ -124,7 +125,7 @@ func (r textRun) run(ctx context.Context, w io.Writer, eps []top.Endpoint) {
 		}
 		if r.views && round > 0 {
 			for _, v := range views {
-				fmt.Fprintf(w, "--- %s %s\n%s\n", time.Now().Format(time.RFC3339), v, render(states, v, r.filter, r.interval))
+				fmt.Fprintf(w, "--- %s %s\n%s\n", time.Now().Format(time.RFC3339), v, render(states, v, r.filter, r.interval, 0))
 			}
 		}
 		select {

@@ -83,7 +83,7 @@ func (m model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	default:
 		return m, nil
 	}
-	m.body = render(m.states, top.Views[m.view], m.filter, m.interval)
+	m.body = render(m.states, top.Views[m.view], m.filter, m.interval, m.height)
 	return m, nil
 }
 

@@ -77,6 +77,7 @@ func (e Endpoint) Fetch(ctx context.Context) (*Scrape, error) {
 type Series struct {
 	Labels map[string]string
 	Value  float64
+	pairs  []*dto.LabelPair // the labels in exposition order
 }
 
 // Get returns the label's value, "" when absent.
@@ -145,26 +146,65 @@ func increase(prev, cur float64) float64 {
 // present in both scrapes. A series new in cur has no rate yet, as in
 // Prometheus.
 func Rates(prev, cur *Scrape, family string) []Series {
+	var out []Series
+	each(prev, cur, family, func(m *dto.Metric, rate float64) {
+		out = append(out, Series{Labels: labelsOf(m), Value: rate, pairs: m.GetLabel()})
+	})
+	return out
+}
+
+// each calls fn with the rate of every series of a counter family present
+// in both scrapes. Series are matched by position first (one exporter
+// writes a family's series in the same order on every scrape), by labels
+// where that fails.
+func each(prev, cur *Scrape, family string, fn func(m *dto.Metric, rate float64)) {
 	if prev == nil || cur == nil {
-		return nil
+		return
 	}
 	dt := cur.At.Sub(prev.At).Seconds()
 	if dt <= 0 {
-		return nil
+		return
 	}
-	before := make(map[string]float64, len(prev.Families[family].GetMetric()))
-	for _, m := range prev.Families[family].GetMetric() {
-		before[key(m)] = value(m)
-	}
-	var out []Series
-	for _, m := range cur.Families[family].GetMetric() {
-		p, ok := before[key(m)]
-		if !ok {
+	pm := prev.Families[family].GetMetric()
+	var before map[string]float64
+	for i, m := range cur.Families[family].GetMetric() {
+		if i < len(pm) && sameLabels(pm[i], m) {
+			fn(m, increase(value(pm[i]), value(m))/dt)
 			continue
 		}
-		out = append(out, Series{Labels: labelsOf(m), Value: increase(p, value(m)) / dt})
+		if before == nil {
+			before = make(map[string]float64, len(pm))
+			for _, p := range pm {
+				before[key(p)] = value(p)
+			}
+		}
+		if p, ok := before[key(m)]; ok {
+			fn(m, increase(p, value(m))/dt)
+		}
 	}
-	return out
+}
+
+func sameLabels(a, b *dto.Metric) bool {
+	la, lb := a.GetLabel(), b.GetLabel()
+	if len(la) != len(lb) {
+		return false
+	}
+	for i := range la {
+		if la[i].GetName() != lb[i].GetName() || la[i].GetValue() != lb[i].GetValue() {
+			return false
+		}
+	}
+	return true
+}
+
+// label returns the value of one label of m, "" when absent.
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 // Histogram is the per-second change of one histogram series: polls per

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 var posInf = math.Inf(1)
@@ -18,10 +20,16 @@ var Views = []string{"overview", "rxq", "xdp", "napi", "nic", "cpu"}
 // Render draws one view of the change between two scrapes of one
 // endpoint, limited to devices matching filter (a substring; empty: all).
 func Render(view string, prev, cur *Scrape, filter string) string {
+	return RenderRows(view, prev, cur, filter, 0)
+}
+
+// RenderRows is Render for a screen of rows lines: the nic view, which can
+// list thousands of stats, formats only those (0: all).
+func RenderRows(view string, prev, cur *Scrape, filter string, rows int) string {
 	if prev == nil || cur == nil {
 		return "waiting for a second scrape to compute rates\n"
 	}
-	v := viewCtx{prev: prev, cur: cur, filter: filter}
+	v := viewCtx{prev: prev, cur: cur, filter: filter, rows: rows}
 	switch view {
 	case "rxq":
 		return v.rxq()
@@ -41,6 +49,7 @@ func Render(view string, prev, cur *Scrape, filter string) string {
 type viewCtx struct {
 	prev, cur *Scrape
 	filter    string
+	rows      int
 }
 
 func (v viewCtx) rates(family string) []Series {
@@ -359,29 +368,35 @@ func (v viewCtx) nic() string {
 	type row struct{ dev, name string }
 	rates := map[row]float64{}
 	for name, mf := range v.cur.Families {
-		if !strings.HasPrefix(name, "xdp_ethtool_") || mf.GetType().String() == "GAUGE" {
+		if !strings.HasPrefix(name, "xdp_ethtool_") || mf.GetType() == dto.MetricType_GAUGE {
 			continue
 		}
-		for _, s := range v.rates(name) {
-			if s.Value == 0 {
-				continue
+		stat := strings.TrimPrefix(name, "xdp_ethtool_")
+		if curated(name) {
+			stat = "* " + stat
+		}
+		each(v.prev, v.cur, name, func(m *dto.Metric, rate float64) {
+			dev := label(m, "device")
+			if rate == 0 || (v.filter != "" && !strings.Contains(dev, v.filter)) {
+				return
 			}
-			var extra []string
-			for n, val := range s.Labels {
-				if n != "device" {
-					extra = append(extra, n+"="+val)
+			var l strings.Builder
+			l.WriteString(stat)
+			sep := byte('{')
+			for _, p := range m.GetLabel() { // sorted by name, as client_golang writes them
+				if p.GetName() != "device" {
+					l.WriteByte(sep)
+					l.WriteString(p.GetName())
+					l.WriteByte('=')
+					l.WriteString(p.GetValue())
+					sep = ','
 				}
 			}
-			sort.Strings(extra)
-			label := strings.TrimPrefix(name, "xdp_ethtool_")
-			if curated(name) {
-				label = "* " + label
+			if sep == ',' {
+				l.WriteByte('}')
 			}
-			if len(extra) > 0 {
-				label += "{" + strings.Join(extra, ",") + "}"
-			}
-			rates[row{s.Labels["device"], label}] += s.Value
-		}
+			rates[row{dev, l.String()}] += rate
+		})
 	}
 	rows := make([]row, 0, len(rates))
 	for r := range rates {
@@ -398,7 +413,11 @@ func (v viewCtx) nic() string {
 		t.row(d)
 	}
 	t.row("device", "stat (per second; * typed by the exporter)", "rate")
-	for _, r := range rows {
+	for i, r := range rows {
+		if v.rows > 0 && i >= v.rows {
+			t.row(fmt.Sprintf("... %d more changed stats", len(rows)-i))
+			break
+		}
 		t.row(r.dev, r.name, pps(rates[r]))
 	}
 	if len(rows) == 0 {

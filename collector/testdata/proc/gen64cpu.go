@@ -1,24 +1,33 @@
 //go:build ignore
 
-// gen64cpu builds the 64-CPU fixture set (64cpu/) from the files captured on
-// a real 2-CPU host (2cpu/): the layout of every line is the kernel's own
-// (fs/proc/stat.c, fs/proc/softirqs.c, net/core/net-procfs.c); only the
-// number of CPUs grows. CPU n takes the values of captured CPU n%2 plus a
-// per-CPU offset, so every CPU differs and a test can predict each value.
+// gen64cpu builds the 64-CPU fixture set (64cpu/), or with -cpus N the
+// N-CPU one (Ncpu/), from the files captured on a real 2-CPU host (2cpu/):
+// the layout of every line is the kernel's own (fs/proc/stat.c,
+// fs/proc/softirqs.c, net/core/net-procfs.c); only the number of CPUs
+// grows. CPU n takes the values of captured CPU n%2 plus a per-CPU offset,
+// so every CPU differs and a test can predict each value.
 //
-//	cd collector/testdata/proc && go run gen64cpu.go
+//	cd collector/testdata/proc && go run gen64cpu.go && go run gen64cpu.go -cpus 128
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 )
 
-const cpus = 64
+var (
+	cpus int
+	dir  string
+)
 
 func main() {
+	flag.IntVar(&cpus, "cpus", 64, "CPUs of the generated set")
+	flag.Parse()
+	dir = fmt.Sprintf("%dcpu", cpus)
+	must(os.MkdirAll(dir+"/net", 0o755))
 	must(genStat())
 	must(genSoftirqs())
 	must(genSoftnet())
@@ -79,7 +88,7 @@ func genStat() error {
 	}
 	out := append([]string{"cpu  " + strings.Join(tot, " ")}, per...)
 	out = append(out, rest...)
-	return os.WriteFile("64cpu/stat", []byte(strings.Join(out, "\n")+"\n"), 0o644)
+	return os.WriteFile(dir+"/stat", []byte(strings.Join(out, "\n")+"\n"), 0o644)
 }
 
 // genSoftirqs: vector row r, CPU n = captured CPU n%2 + n*(r+1).
@@ -100,7 +109,7 @@ func genSoftirqs() error {
 		}
 		b.WriteString("\n")
 	}
-	return os.WriteFile("64cpu/softirqs", []byte(b.String()), 0o644)
+	return os.WriteFile(dir+"/softirqs", []byte(b.String()), 0o644)
 }
 
 // genSoftnet: processed = captured + n*4096, dropped = n, time_squeeze = 2n,
@@ -126,5 +135,5 @@ func genSoftnet() error {
 		}
 		b.WriteString("\n")
 	}
-	return os.WriteFile("64cpu/net/softnet_stat", []byte(b.String()), 0o644)
+	return os.WriteFile(dir+"/net/softnet_stat", []byte(b.String()), 0o644)
 }

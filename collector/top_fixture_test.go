@@ -1,0 +1,56 @@
+package collector
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+)
+
+var topFixture = flag.Bool("top.fixture", false, "rewrite "+topFixturePath+" from the collectors")
+
+// topFixturePath is the scrape internal/top's render benchmark reads.
+var topFixturePath = filepath.Join("..", "internal", "top", "testdata", "mlx5-128cpu.prom")
+
+// TestTopFixture renders, through the exporter's own ethtool and cpu
+// collectors, the scrape of a 128-CPU host with two 64-queue mlx5 ports
+// from this package's fixtures (bigFixture's mlx5 string set, the
+// testdata/proc/128cpu files): the file xdp-top's render benchmark
+// reads. It fails when the collectors' output drifts from the file; rerun
+// with -top.fixture.
+func TestTopFixture(t *testing.T) {
+	devs := map[string]*fixtureDev{}
+	for _, d := range []string{"mlx5p0", "mlx5p1"} {
+		devs[d] = bigFixture("mlx5_core", 64, 37, 132)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(single{fixtureCollector(t, newFixtureSource(devs), DefaultEthtoolMetricsInclude, nil)},
+		single{newCPUForTest(t, CPUConfig{ProcFS: "testdata/proc/128cpu"})})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if *topFixture {
+		if err := os.WriteFile(topFixturePath, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(topFixturePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, b.Bytes()) {
+		t.Fatalf("%s differs from what the collectors produce; rerun with -top.fixture", topFixturePath)
+	}
+}
