@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	pmodel "github.com/prometheus/common/model"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
@@ -166,10 +168,12 @@ func TestTopLive(t *testing.T) {
 	tm.keys("5") // nic
 	nic := tm.screen(`rx_xdp_processed_packets_total`)
 
-	plain, err := exec.Command(top, "--endpoint", url, "--plain", "--view", "rxq", "--device", dev, "--duration", "2500ms").Output()
+	before := napiHistogram(t, exp, dev)
+	plain, err := exec.Command(top, "--endpoint", url, "--plain", "--view", "all", "--device", dev, "--duration", "3500ms").Output()
 	if err != nil {
 		t.Fatalf("xdp-top --plain: %v", err)
 	}
+	after := napiHistogram(t, exp, dev)
 	summary, err := exec.Command(top, "--endpoint", url, "--summary", "csv", "--duration", "3500ms").Output()
 	if err != nil {
 		t.Fatalf("xdp-top --summary csv: %v", err)
@@ -188,9 +192,29 @@ func TestTopLive(t *testing.T) {
 
 	achieved := stop()
 	t.Logf("generator: %.0f pps", achieved)
-	checkRxq(t, rxq, achieved)
-	blocks := strings.Split(string(plain), "--- ")
-	checkRxq(t, blocks[len(blocks)-1], achieved)
+	// The last interval of each view printed by --plain.
+	last := map[string]string{}
+	for _, block := range strings.Split(string(plain), "--- ")[1:] {
+		if f := strings.Fields(block); len(f) > 1 {
+			last[f[1]] = block
+		}
+	}
+	for _, c := range []struct{ where, rxq, napi, nic string }{
+		{"terminal", rxq, napi, nic},
+		{"--plain", last["rxq"], last["napi"], last["nic"]},
+	} {
+		t.Run(c.where, func(t *testing.T) {
+			checkRxq(t, c.rxq, achieved)
+			checkNapi(t, c.napi, achieved)
+			checkNIC(t, c.nic, dev)
+		})
+	}
+	// The bulk mass (packets per bulk size) of --plain's napi view sits in
+	// the bucket where the exporter's own histogram, read around the run,
+	// has it.
+	if got, want := massPeak(t, last["napi"]), peakOf(after, before); got != want {
+		t.Errorf("napi view: most packets in bulk[%s], the exporter's histogram has them at le=%s:\n%s", got, want, last["napi"])
+	}
 	// The summary's rxq rows are means over its run: they add up to the
 	// offered rate.
 	var means float64
@@ -201,33 +225,6 @@ func TestTopLive(t *testing.T) {
 	}
 	if d := (means - achieved) / achieved; d > 0.02 || d < -0.02 {
 		t.Errorf("summary: rxq rows add up to %.0f pps, generator %.0f:\n%s", means, achieved, summary)
-	}
-
-	// The napi view's mass is where the traffic is: polls of this device
-	// that carry packets, at about the offered rate.
-	if m := regexp.MustCompile(`NAPI \S+ \([a-z]+\): [0-9,]+ polls/s, ([0-9,]+) pkts/s`).FindAllStringSubmatch(napi, -1); m == nil {
-		t.Errorf("napi view has no device line:\n%s", napi)
-	} else {
-		var pkts float64
-		for _, l := range m {
-			pkts += number(t, l[1])
-		}
-		if d := (pkts - achieved) / achieved; d > 0.05 || d < -0.05 {
-			t.Errorf("napi view: %v pkts/s in polls, generator %.0f:\n%s", pkts, achieved, napi)
-		}
-	}
-	// The nic view lists the veth's per-queue XDP counters and only
-	// stats that changed.
-	for _, line := range strings.Split(nic, "\n") {
-		f := strings.Fields(line)
-		if len(f) >= 3 && f[0] == dev && f[len(f)-1] == "0" {
-			t.Errorf("nic view lists an unchanged stat: %s", line)
-		}
-	}
-	for q := range 2 {
-		if !strings.Contains(nic, fmt.Sprintf("rx_xdp_processed_packets_total{queue=%d}", q)) {
-			t.Errorf("nic view lacks queue %d's XDP packets:\n%s", q, nic)
-		}
 	}
 }
 
@@ -269,4 +266,87 @@ func TestTopHTTPConfig(t *testing.T) {
 			t.Errorf("password %q: want %q in:\n%s", tc.password, tc.want, out)
 		}
 	}
+}
+
+// checkNapi: the napi view's device lines carry the offered packets.
+func checkNapi(t *testing.T, screen string, want float64) {
+	t.Helper()
+	m := regexp.MustCompile(`NAPI \S+ \([a-z]+\): [0-9,]+ polls/s, ([0-9,]+) pkts/s`).FindAllStringSubmatch(screen, -1)
+	if m == nil {
+		t.Fatalf("napi view has no device line:\n%s", screen)
+	}
+	var pkts float64
+	for _, l := range m {
+		pkts += number(t, l[1])
+	}
+	if d := (pkts - want) / want; d > 0.05 || d < -0.05 {
+		t.Errorf("napi view: %v pkts/s in polls, generator %.0f:\n%s", pkts, want, screen)
+	}
+}
+
+// checkNIC: the nic view lists the veth's per-queue XDP counters and only
+// stats that changed.
+func checkNIC(t *testing.T, screen, dev string) {
+	t.Helper()
+	for _, line := range strings.Split(screen, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == dev && f[len(f)-1] == "0" {
+			t.Errorf("nic view lists an unchanged stat: %s", line)
+		}
+	}
+	for q := range 2 {
+		if !strings.Contains(screen, fmt.Sprintf("rx_xdp_processed_packets_total{queue=%d}", q)) {
+			t.Errorf("nic view lacks queue %d's XDP packets:\n%s", q, screen)
+		}
+	}
+}
+
+// napiHistogram reads the exporter's xdp_napi_poll_work buckets of dev,
+// summed over contexts: cumulative polls by upper bound.
+func napiHistogram(t *testing.T, exp *exportertest.Process, dev string) map[string]float64 {
+	t.Helper()
+	p := expfmt.NewTextParser(pmodel.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(exp.Scrape(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "device" && l.GetValue() == dev {
+				for _, b := range m.GetHistogram().GetBucket() {
+					out[strconv.FormatFloat(b.GetUpperBound(), 'f', -1, 64)] += float64(b.GetCumulativeCount())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// peakOf returns the bucket (upper bound) that gained the most packets,
+// polls x bulk size, between two readings of napiHistogram.
+func peakOf(after, before map[string]float64) string {
+	best, mass := "", -1.0
+	for le := 0; le <= 64; le++ {
+		k, below := strconv.Itoa(le), strconv.Itoa(le-1)
+		polls := (after[k] - before[k]) - (after[below] - before[below])
+		if m := polls * float64(le); m > mass {
+			best, mass = k, m
+		}
+	}
+	return best
+}
+
+// massPeak returns the bulk size whose polls carry the most packets in a
+// napi view.
+func massPeak(t *testing.T, screen string) string {
+	t.Helper()
+	best, mass := "", -1.0
+	for _, m := range regexp.MustCompile(`bulk\[\s*(\d+)\]\s+([0-9,]+) polls/s`).FindAllStringSubmatch(screen, -1) {
+		size := number(t, m[1])
+		if v := size * number(t, m[2]); v > mass {
+			best, mass = m[1], v
+		}
+	}
+	return best
 }
