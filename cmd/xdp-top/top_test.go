@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -349,4 +351,55 @@ func massPeak(t *testing.T, screen string) string {
 		}
 	}
 	return best
+}
+
+// TestTopEndpoints: two exporters at once, each under its name, and an
+// endpoint that answers something that is not an exposition, which gets
+// a status line instead of a crash or an empty screen.
+func TestTopEndpoints(t *testing.T) {
+	dut, gen := exportertest.FreeAddr(t), exportertest.FreeAddr(t)
+	exportertest.Run(t, dut, "--collector.disable-defaults", "--collector.cpu")
+	exportertest.Run(t, gen, "--collector.disable-defaults", "--collector.cpu")
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, "<html><body>a login page</body></html>")
+	}))
+	defer html.Close()
+	out, err := exec.Command(buildTop(t), "--endpoint", "dut=http://"+dut+"/metrics", "--endpoint", "gen=http://"+gen+"/metrics",
+		"--endpoint", "proxy="+html.URL+"/metrics", "--plain", "--view", "cpu", "--duration", "2500ms").CombinedOutput()
+	if err != nil {
+		t.Fatalf("xdp-top: %v\n%s", err, out)
+	}
+	blocks := strings.Split(string(out), "--- ")
+	last := blocks[len(blocks)-1]
+	for _, want := range []string{
+		`== dut http://` + regexp.QuoteMeta(dut) + `/metrics: scraped .*\nCPU\s+%usr`,
+		`== gen http://` + regexp.QuoteMeta(gen) + `/metrics: scraped .*\nCPU\s+%usr`,
+		`== proxy .*: unreachable: not a Prometheus exposition`,
+	} {
+		if !regexp.MustCompile(want).MatchString(last) {
+			t.Errorf("want %q in:\n%s", want, last)
+		}
+	}
+}
+
+// TestFit: a view larger than the terminal is cut with markers instead of
+// wrapping.
+func TestFit(t *testing.T) {
+	var lines []string
+	for i := range 30 {
+		lines = append(lines, fmt.Sprintf("row %02d %s", i, strings.Repeat("x", 100)))
+	}
+	got := strings.Split(fit(strings.Join(lines, "\n"), 40, 10), "\n")
+	if len(got) != 10 {
+		t.Fatalf("%d lines on a 10-line screen:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	for _, l := range got {
+		if len([]rune(l)) > 40 {
+			t.Errorf("line of %d columns on a 40-column screen: %q", len([]rune(l)), l)
+		}
+	}
+	if !strings.HasSuffix(got[0], ">") || !strings.HasPrefix(got[9], "... 21 more lines") {
+		t.Errorf("no cut markers:\n%s", strings.Join(got, "\n"))
+	}
 }

@@ -2,13 +2,20 @@ package top
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -218,5 +225,59 @@ func BenchmarkRender(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTopCPU runs the xdp-top binary in tmux (160x60) at its 1 s
+// interval against bigHost served by promhttp, for 60 s per view, and
+// reports the share of one CPU it used (utime+stime from /proc/PID/stat).
+//
+//	go test ./internal/top -run '^$' -bench TopCPU -benchtime 1x
+func BenchmarkTopCPU(b *testing.B) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		b.Fatal("tmux not installed")
+	}
+	bin := filepath.Join(b.TempDir(), "xdp-top")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/xdp-top").CombinedOutput(); err != nil {
+		b.Fatalf("building xdp-top: %v\n%s", err, out)
+	}
+	var n atomic.Int64
+	srv := httptest.NewServer(promhttp.HandlerFor(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		var out []*dto.MetricFamily
+		for _, mf := range parse(b, 0, bigHost(b, float64(n.Add(1)))).Families {
+			out = append(out, mf)
+		}
+		return out, nil
+	}), promhttp.HandlerOpts{}))
+	defer srv.Close()
+	cpuSeconds := func(pid string) float64 {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			b.Fatal(err)
+		}
+		f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+2:])
+		utime, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		return (utime + stime) / 100 // USER_HZ
+	}
+	for range b.N {
+		for _, view := range []string{"overview", "nic", "cpu"} {
+			session := "xdptop-bench-" + view
+			if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "60",
+				bin, "--endpoint", srv.URL, "--view", view).CombinedOutput(); err != nil {
+				b.Fatalf("tmux: %v\n%s", err, out)
+			}
+			time.Sleep(2 * time.Second)
+			out, err := exec.Command("tmux", "display-message", "-p", "-t", session, "#{pane_pid}").Output()
+			if err != nil {
+				b.Fatal(err)
+			}
+			pid := strings.TrimSpace(string(out))
+			start, t0 := cpuSeconds(pid), time.Now()
+			time.Sleep(60 * time.Second)
+			used := (cpuSeconds(pid) - start) / time.Since(t0).Seconds()
+			_ = exec.Command("tmux", "kill-session", "-t", session).Run()
+			b.ReportMetric(100*used, view+"-%cpu")
+		}
 	}
 }
