@@ -365,8 +365,14 @@ func (v viewCtx) nic() string {
 	if !v.cur.Has("xdp_ethtool_driver_info") {
 		return needs("ethtool", "xdp_ethtool_driver_info")
 	}
-	type row struct{ dev, name string }
-	rates := map[row]float64{}
+	// A row's text is built only if it is shown: a 128-queue host can
+	// change thousands of stats per second and a screen shows 60.
+	type row struct {
+		dev, stat string
+		m         *dto.Metric
+		rate      float64
+	}
+	var rows []row
 	for name, mf := range v.cur.Families {
 		if !strings.HasPrefix(name, "xdp_ethtool_") || mf.GetType() == dto.MetricType_GAUGE {
 			continue
@@ -377,36 +383,20 @@ func (v viewCtx) nic() string {
 		}
 		each(v.prev, v.cur, name, func(m *dto.Metric, rate float64) {
 			dev := label(m, "device")
-			if rate == 0 || (v.filter != "" && !strings.Contains(dev, v.filter)) {
-				return
+			if rate != 0 && (v.filter == "" || strings.Contains(dev, v.filter)) {
+				rows = append(rows, row{dev, stat, m, rate})
 			}
-			var l strings.Builder
-			l.WriteString(stat)
-			sep := byte('{')
-			for _, p := range m.GetLabel() { // sorted by name, as client_golang writes them
-				if p.GetName() != "device" {
-					l.WriteByte(sep)
-					l.WriteString(p.GetName())
-					l.WriteByte('=')
-					l.WriteString(p.GetValue())
-					sep = ','
-				}
-			}
-			if sep == ',' {
-				l.WriteByte('}')
-			}
-			rates[row{dev, l.String()}] += rate
 		})
 	}
-	rows := make([]row, 0, len(rates))
-	for r := range rates {
-		rows = append(rows, r)
-	}
 	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].dev != rows[j].dev {
-			return rows[i].dev < rows[j].dev
+		a, b := rows[i], rows[j]
+		if a.dev != b.dev {
+			return a.dev < b.dev
 		}
-		return rows[i].name < rows[j].name
+		if a.stat != b.stat {
+			return a.stat < b.stat
+		}
+		return lessLabels(a.m.GetLabel(), b.m.GetLabel())
 	})
 	t := newTable()
 	for _, d := range v.headers() {
@@ -418,12 +408,56 @@ func (v viewCtx) nic() string {
 			t.row(fmt.Sprintf("... %d more changed stats", len(rows)-i))
 			break
 		}
-		t.row(r.dev, r.name, pps(rates[r]))
+		t.row(r.dev, r.stat+otherLabels(r.m, "device"), pps(r.rate))
 	}
 	if len(rows) == 0 {
 		t.row("(no driver stat changed in this interval)")
 	}
 	return t.String()
+}
+
+// lessLabels orders label pairs by value, numbers by value (queue 2
+// before queue 10).
+func lessLabels(a, b []*dto.LabelPair) bool {
+	for i := range min(len(a), len(b)) {
+		x, y := a[i].GetValue(), b[i].GetValue()
+		if x != y {
+			if digits(x) && digits(y) && len(x) != len(y) {
+				return len(x) < len(y)
+			}
+			return x < y
+		}
+	}
+	return len(a) < len(b)
+}
+
+func digits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// otherLabels renders m's labels but skip as {name=value,...}, "" when
+// there are none.
+func otherLabels(m *dto.Metric, skip string) string {
+	var l strings.Builder
+	sep := byte('{')
+	for _, p := range m.GetLabel() {
+		if p.GetName() != skip {
+			l.WriteByte(sep)
+			l.WriteString(p.GetName())
+			l.WriteByte('=')
+			l.WriteString(p.GetValue())
+			sep = ','
+		}
+	}
+	if sep == ',' {
+		l.WriteByte('}')
+	}
+	return l.String()
 }
 
 // headers is one line per device: channels, rings and private flags.
