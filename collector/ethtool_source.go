@@ -189,7 +189,7 @@ func (k *kernelEthtool) strings(dev string, set uint32, n int) ([]string, error)
 	binary.NativeEndian.PutUint32(mem[8:], uint32(n))
 	err = k.ioctl(dev, unsafe.Pointer(&mem[0]))
 	if got := int(binary.NativeEndian.Uint32(mem[8:])); got != n && (err == nil || errors.Is(err, unix.EFAULT)) {
-		return nil, fmt.Errorf("%w: %d strings, expected %d (ioctl: %w)", errStatsChanged, got, n, errOrNil(err))
+		return nil, countChanged("strings", got, n, err)
 	}
 	if err != nil {
 		return nil, err
@@ -208,16 +208,15 @@ func (k *kernelEthtool) strings(dev string, set uint32, n int) ([]string, error)
 	return names, nil
 }
 
-// errOrNil keeps the ioctl's result in a changed-count error: EFAULT says
-// the guard page stopped the kernel's copy.
-func errOrNil(err error) error {
-	if err == nil {
-		return errNoFault
+// countChanged is the error of a string or stat read whose count moved
+// since GDRVINFO, keeping the ioctl's own error: EFAULT says the guard page
+// stopped the kernel's copy.
+func countChanged(what string, got, want int, ioctlErr error) error {
+	if ioctlErr != nil {
+		return fmt.Errorf("%w: %d %s, expected %d: %w", errStatsChanged, got, what, want, ioctlErr)
 	}
-	return err
+	return fmt.Errorf("%w: %d %s, expected %d", errStatsChanged, got, what, want)
 }
-
-var errNoFault = errors.New("succeeded")
 
 // Stats issues ETHTOOL_GSTATS into a guard-page buffer (see StatNames) and
 // copies the values into dst.
@@ -232,7 +231,7 @@ func (k *kernelEthtool) Stats(dev string, n int, dst []uint64) ([]uint64, error)
 	binary.NativeEndian.PutUint32(mem[4:], uint32(n))
 	err = k.ioctl(dev, unsafe.Pointer(&mem[0]))
 	if got := int(binary.NativeEndian.Uint32(mem[4:])); got != n && (err == nil || errors.Is(err, unix.EFAULT)) {
-		return dst, fmt.Errorf("%w: %d stats, expected %d (ioctl: %w)", errStatsChanged, got, n, errOrNil(err))
+		return dst, countChanged("stats", got, n, err)
 	}
 	if err != nil {
 		return dst, err

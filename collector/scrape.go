@@ -96,11 +96,7 @@ func (s *Set) update(ctx context.Context, name string) *call {
 		s.mu.Lock()
 		delete(s.inflight, name)
 		s.mu.Unlock()
-		close(c.done)
-		c.mu.Lock()
-		c.waiting = true
-		c.wakeLocked()
-		c.mu.Unlock()
+		close(c.done) // readers wait on done beside wake
 	}()
 	return c
 }

@@ -77,7 +77,6 @@ func (e Endpoint) Fetch(ctx context.Context) (*Scrape, error) {
 type Series struct {
 	Labels map[string]string
 	Value  float64
-	pairs  []*dto.LabelPair // the labels in exposition order
 }
 
 // Get returns the label's value, "" when absent.
@@ -148,7 +147,7 @@ func increase(prev, cur float64) float64 {
 func Rates(prev, cur *Scrape, family string) []Series {
 	var out []Series
 	each(prev, cur, family, func(m *dto.Metric, rate float64) {
-		out = append(out, Series{Labels: labelsOf(m), Value: rate, pairs: m.GetLabel()})
+		out = append(out, Series{Labels: labelsOf(m), Value: rate})
 	})
 	return out
 }
