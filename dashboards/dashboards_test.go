@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -154,6 +156,10 @@ func TestFigureSeriesPaired(t *testing.T) {
 	}
 }
 
+// unexpanded finds a Grafana variable ($name, ${name}); label_replace's
+// "$1" is not one.
+var unexpanded = regexp.MustCompile(`\$(\{|[A-Za-z_])`)
+
 // TestQueriesValidPromQL has promtool parse every panel query (expanded as
 // the end-to-end test expands them) by checking them as recording rules.
 func TestQueriesValidPromQL(t *testing.T) {
@@ -161,8 +167,8 @@ func TestQueriesValidPromQL(t *testing.T) {
 	var rules []Rule
 	for i, q := range Queries() {
 		rules = append(rules, Rule{Record: "panel_query_" + strconv.Itoa(i),
-			Expr: q.Expand(Vars{Instance: ".+", Device: ".*", RateInterval: "4s"})})
-		if strings.Contains(q.Expand(Vars{Instance: "x", Device: "y", RateInterval: "4s"}), "$") {
+			Expr: q.Expand(Vars{Instance: ".+", Device: ".*", RateInterval: 4 * time.Second})})
+		if unexpanded.MatchString(q.Expand(Vars{Instance: "x", Device: "y", RateInterval: 4 * time.Second})) {
 			t.Errorf("%s / %s: unexpanded variable in %s", q.Dashboard, q.Panel, q.Expr)
 		}
 	}
@@ -209,8 +215,33 @@ func TestExemptionsDocumented(t *testing.T) {
 
 func TestExpand(t *testing.T) {
 	q := Query{Expr: `sum(rate(x{instance=~"$instance",device=~"$device"}[$__rate_interval]))`}
-	got := q.Expand(Vars{Instance: "h:1", Device: "veth0", RateInterval: "4s"})
+	got := q.Expand(Vars{Instance: "h:1", Device: "veth0", RateInterval: 4 * time.Second})
 	if want := `sum(rate(x{instance=~"h:1",device=~"veth0"}[4s]))`; got != want {
 		t.Errorf("Expand = %s, want %s", got, want)
+	}
+}
+
+// TestPanelDocsCommitted: docs/dashboards.md has a paragraph for every
+// panel, as the generator writes it (go generate ./dashboards).
+func TestPanelDocsCommitted(t *testing.T) {
+	doc, err := os.ReadFile("../docs/dashboards.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := WithPanelDocs(string(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want != string(doc) {
+		t.Error("docs/dashboards.md's panel section differs from the generator's: run go generate ./dashboards")
+	}
+	for _, b := range boards(DefaultConfig()) {
+		for _, r := range b.rows {
+			for _, p := range r.panels {
+				if !strings.Contains(string(doc), "**"+p.title+".**") {
+					t.Errorf("no paragraph for %s / %s", b.title, p.title)
+				}
+			}
+		}
 	}
 }

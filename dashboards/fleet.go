@@ -16,10 +16,10 @@ func fleetBoard(cfg Config) board {
 			"Top-20 panels keep the graphs readable with hundreds of instances.",
 		multiHost: true,
 		rows: []row{
-			{title: "Traffic", panels: []panel{
+			{title: "Traffic", tool: "none: one terminal per host does not scale", panels: []panel{
 				{
 					title: "XDP packets per host (top 20)", unit: "pps", min: &f0,
-					description: "Packets/s the rxq program saw per host.",
+					description: "Packets/s XDP processed per host: the rxq program's count where it runs (it is opt-in), else the driver's per-queue XDP counters, else the attached programs' run counts (with BPF stats on).",
 					targets:     []target{{refID: "A", expr: top(r.hostRxq() + inst), legend: "{{instance}}"}},
 				},
 				{
@@ -41,7 +41,7 @@ func fleetBoard(cfg Config) board {
 					},
 				},
 			}},
-			{title: "CPU", panels: []panel{
+			{title: "CPU", tool: "mpstat and xdp_rxq_info on every host", panels: []panel{
 				{
 					title: "RX CPU idle per host (least idle 20)", unit: "percentunit", min: &f0,
 					description: "Mean idle share of the RX CPUs. Low idle with drops: CPU-bound. High idle with drops: PCIe/DDIO-bound.",
@@ -53,9 +53,9 @@ func fleetBoard(cfg Config) board {
 					targets:     []target{{refID: "A", expr: top(r.rxSoftirq() + inst), legend: "{{instance}}"}},
 				},
 				{
-					title: "RSS imbalance per host (top 20)", unit: "short", min: &f0,
-					description: "Busiest RX CPU over the mean of the RX CPUs; alert " + AlertRSSImbalance + " fires above " + num(cfg.RSSImbalance.MaxOverMean) + ".",
-					targets:     []target{{refID: "A", expr: top(r.rxImbalance() + inst), legend: "{{instance}}"}},
+					title: "RSS imbalance per host (top 20)", unit: "short", min: &f0, runbook: AlertRSSImbalance,
+					description: "Each host's most uneven device: its busiest RX queue over the mean of its busy queues; alert " + AlertRSSImbalance + " fires above " + num(cfg.RSSImbalance.MaxOverMean) + ".",
+					targets:     []target{{refID: "A", expr: top("max by (cluster, job, instance) (" + r.rxImbalance() + inst + ")"), legend: "{{instance}}"}},
 				},
 				{
 					title: "Worst RX CPU cache-miss ratio per host (top 20)", unit: "percentunit", min: &f0, exempt: exemptPerf,
@@ -63,7 +63,7 @@ func fleetBoard(cfg Config) board {
 					targets:     []target{{refID: "A", expr: top(r.hostCacheMiss() + inst), legend: "{{instance}}"}},
 				},
 			}},
-			{title: "NAPI, errors and the exporter", panels: []panel{
+			{title: "NAPI, errors and the exporter", tool: "napi_monitor and xdp_monitor on every host", panels: []panel{
 				{
 					title: "NAPI budget exhausted and ksoftirqd share per host (top 20)", unit: "percentunit", min: &f0,
 					description: "Share of NAPI polls that used their whole budget, and share that ran in ksoftirqd.",

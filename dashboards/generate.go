@@ -6,15 +6,20 @@ import (
 )
 
 func boards(cfg Config) []board {
-	return []board{paperBoard(), runBoard(), fleetBoard(cfg)}
+	bs := []board{paperBoard(), runBoard(), fleetBoard(cfg)}
+	for i := range bs {
+		bs[i].runbookURL = cfg.RunbookURL
+	}
+	return bs
 }
 
 // Generate renders every generated file, keyed by its path relative to
 // the dashboards directory: the three dashboards and the two rule files.
 func Generate(cfg Config) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	for _, b := range boards(cfg) {
-		d, err := build(b)
+	bs := boards(cfg)
+	for _, b := range bs {
+		d, err := build(b, bs)
 		if err != nil {
 			return nil, fmt.Errorf("dashboard %s: %w", b.uid, err)
 		}

@@ -1,7 +1,11 @@
 package dashboards
 
 import (
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // Query is one PromQL expression of one dashboard panel, as it appears in
@@ -82,18 +86,30 @@ func ExemptPanels() []Exemption {
 
 // Vars are the dashboard variable values a query is evaluated with.
 type Vars struct {
+	Cluster  string // regex; empty is Grafana's "All" (.*)
+	Job      string // regex; empty is "All" (.+)
 	Instance string // regex, e.g. "localhost:9435" or ".+"
 	Device   string // regex, e.g. "veth0" or ".*"
-	// RateInterval replaces $__rate_interval; Grafana uses at least four
-	// scrape intervals, e.g. "4s" with the lab's 1s scrapes.
-	RateInterval string
+	// RateInterval replaces $__rate_interval (and, in milliseconds,
+	// $__rate_interval_ms); Grafana uses at least four scrape intervals,
+	// e.g. "4s" with the lab's 1s scrapes.
+	RateInterval time.Duration
 }
 
 // Expand substitutes the dashboard variables so the expression can be sent
 // to Prometheus directly.
 func (q Query) Expand(v Vars) string {
+	cluster, job := v.Cluster, v.Job
+	if cluster == "" {
+		cluster = ".*"
+	}
+	if job == "" {
+		job = ".+"
+	}
 	return strings.NewReplacer(
-		"$__rate_interval", v.RateInterval,
+		"$__rate_interval_ms", strconv.FormatInt(v.RateInterval.Milliseconds(), 10),
+		"$__rate_interval", model.Duration(v.RateInterval).String(),
+		"$cluster", cluster, "$job", job,
 		"${instance}", v.Instance, "$instance", v.Instance,
 		"${device}", v.Device, "$device", v.Device,
 	).Replace(q.Expr)

@@ -43,17 +43,22 @@ func (r recorded) ratio(level, metric string) string {
 }
 
 // Names of recorded series used by the alerts and the fleet dashboard.
-func (r recorded) cpuRxq() string      { return r.rate("instance_cpu", "xdp_rxq_packets") }
-func (r recorded) queueRxq() string    { return r.rate("instance_device_queue", "xdp_rxq_packets") }
-func (r recorded) deviceRxq() string   { return r.rate("instance_device", "xdp_rxq_packets") }
-func (r recorded) hostRxq() string     { return r.rate("instance", "xdp_rxq_packets") }
-func (r recorded) cpuMode() string     { return r.ratio("instance_cpu_mode", "xdp_cpu_seconds") }
-func (r recorded) rxCPU() string       { return "instance_cpu:xdp_rx_cpu:active" }
-func (r recorded) rxIdle() string      { return "instance:xdp_rx_cpus_idle:avg_ratio" }
-func (r recorded) rxSoftirq() string   { return "instance:xdp_rx_cpus_softirq:avg_ratio" }
-func (r recorded) rxCPUs() string      { return "instance:xdp_rx_cpus:count" }
-func (r recorded) rxImbalance() string { return "instance:xdp_rx_cpu_packets:max_over_mean" }
-func (r recorded) phyRx() string       { return r.rate("instance_device", "xdp_ethtool_phy_rx_packets") }
+func (r recorded) cpuRxq() string   { return r.rate("instance_cpu", "xdp_rxq_packets") }
+func (r recorded) queueRxq() string { return r.rate("instance_device_queue", "xdp_rxq_packets") }
+func (r recorded) queueCPURxq() string {
+	return r.rate("instance_device_queue_cpu", "xdp_rxq_packets")
+}
+func (r recorded) deviceRxq() string { return r.rate("instance_device", "xdp_rxq_packets") }
+func (r recorded) hostRxq() string   { return r.rate("instance", "xdp_rxq_packets") }
+func (r recorded) cpuMode() string   { return r.ratio("instance_cpu_mode", "xdp_cpu_seconds") }
+func (r recorded) rxCPU() string     { return "instance_cpu:xdp_rx_cpu:active" }
+func (r recorded) rxIdle() string    { return "instance:xdp_rx_cpus_idle:avg_ratio" }
+func (r recorded) rxSoftirq() string { return "instance:xdp_rx_cpus_softirq:avg_ratio" }
+func (r recorded) rxCPUs() string    { return "instance:xdp_rx_cpus:count" }
+func (r recorded) rxImbalance() string {
+	return "instance_device:xdp_rx_queue_packets:max_over_mean"
+}
+func (r recorded) phyRx() string { return r.rate("instance_device", "xdp_ethtool_phy_rx_packets") }
 func (r recorded) phyDiscards() string {
 	return r.rate("instance_device", "xdp_ethtool_phy_rx_discards")
 }
@@ -97,54 +102,62 @@ func (r recorded) hostNAPIKsi() string   { return "instance:xdp_napi_ksoftirqd:r
 // fleet dashboard cheap with hundreds of instances.
 func RecordingRules(cfg Config) RuleFile {
 	r := recorded{cfg.RateWindow}
+	h, sel := cfg.hostLabels(), cfg.Selector
 	w := "[" + cfg.RateWindow + "]"
 	rec := func(name, expr string) Rule { return Rule{Record: name, Expr: expr} }
-	sumRate := func(by, sel string) string { return "sum by (" + by + ") (rate(" + sel + w + "))" }
-	rxOnly := func(expr string) string { return expr + " and on (instance, cpu) " + r.rxCPU() }
+	sumRate := func(by, series string) string {
+		return "sum by (" + by + ") (rate(" + withSelector(series, sel) + w + "))"
+	}
+	rxOnly := func(expr string) string { return expr + " and on (" + h + ", cpu) " + r.rxCPU() }
 	rules := []Rule{
-		rec(r.cpuRxq(), sumRate("instance, cpu", "xdp_rxq_packets_total")),
-		rec(r.queueRxq(), sumRate("instance, device, queue", "xdp_rxq_packets_total")),
-		rec(r.deviceRxq(), "sum by (instance, device) ("+r.queueRxq()+")"),
+		rec(r.cpuRxq(), sumRate(h+", cpu", "xdp_rxq_packets_total")),
+		// The RXQ:CPU pairs of xdp_rxq_info: which CPU serves which queue.
+		rec(r.queueCPURxq(), sumRate(h+", device, queue, cpu", "xdp_rxq_packets_total")),
+		rec(r.queueRxq(), "sum by ("+h+", device, queue) ("+r.queueCPURxq()+")"),
+		rec(r.deviceRxq(), "sum by ("+h+", device) ("+r.queueRxq()+")"),
 		// Normalised by the CPU's total so a ratio stays within 0..1 even
 		// when USER_HZ ticks jitter against the scrape.
-		rec(r.cpuMode(), sumRate("instance, cpu, mode", "xdp_cpu_seconds_total")+
-			"\n/ on (instance, cpu) group_left ()\n"+sumRate("instance, cpu", "xdp_cpu_seconds_total")),
-		rec(r.rxCPU(), "group by (instance, cpu) (\n  "+r.cpuRxq()+" > "+num(cfg.RXCPU.MinPackets)+
+		rec(r.cpuMode(), sumRate(h+", cpu, mode", "xdp_cpu_seconds_total")+
+			"\n/ on ("+h+", cpu) group_left ()\n"+sumRate(h+", cpu", "xdp_cpu_seconds_total")),
+		rec(r.rxCPU(), "group by ("+h+", cpu) (\n  "+r.cpuRxq()+" > "+num(cfg.RXCPU.MinPackets)+
 			"\n  or\n  "+r.cpuMode()+`{mode="softirq"} > `+num(cfg.RXCPU.MinSoftirqRatio)+"\n)"),
-		rec(r.rxIdle(), "avg by (instance) ("+rxOnly(r.cpuMode()+`{mode="idle"}`)+")"),
-		rec(r.rxSoftirq(), "avg by (instance) ("+rxOnly(r.cpuMode()+`{mode="softirq"}`)+")"),
-		rec(r.rxCPUs(), "count by (instance) ("+r.rxCPU()+")"),
-		rec(r.rxImbalance(), "max by (instance) ("+rxOnly(r.cpuRxq())+")\n/\navg by (instance) ("+rxOnly(r.cpuRxq())+")"),
-		rec(r.phyRx(), sumRate("instance, device", `xdp_ethtool_phy_packets_total{direction="rx"}`)),
-		rec(r.phyDiscards(), sumRate("instance, device", `xdp_ethtool_phy_discards_total{direction="rx"}`)),
-		rec(r.outOfBuffer(), sumRate("instance, device", "xdp_ethtool_rx_out_of_buffer_total")),
-		rec(r.pageCache(), sumRate("instance, device, event", "xdp_ethtool_rx_page_cache_events_total")),
-		rec(r.pagePool(), sumRate("instance, device, path", "xdp_ethtool_rx_page_pool_allocations_total")),
-		rec(r.xdpActions(), sumRate("instance, device, action", "xdp_ethtool_rx_xdp_packets_total")),
-		rec(r.cacheRefs(), sumRate("instance, cpu", "xdp_perf_cache_references_total")),
-		rec(r.cacheMiss(), sumRate("instance, cpu", "xdp_perf_cache_misses_total")+"\n/\n"+r.cacheRefs()),
-		rec(r.ipc(), sumRate("instance, cpu", "xdp_perf_instructions_total")+"\n/\n"+sumRate("instance, cpu", "xdp_perf_cycles_total")),
-		rec(r.napiPolls(), sumRate("instance, device, context", "xdp_napi_poll_work_count")),
-		rec(r.napiPackets(), sumRate("instance, device, context", "xdp_napi_poll_work_sum")),
-		rec(r.napiExhausted(), sumRate("instance, device, context", "xdp_napi_polls_budget_exhausted_total")),
+		rec(r.rxIdle(), "avg by ("+h+") ("+rxOnly(r.cpuMode()+`{mode="idle"}`)+")"),
+		rec(r.rxSoftirq(), "avg by ("+h+") ("+rxOnly(r.cpuMode()+`{mode="softirq"}`)+")"),
+		rec(r.rxCPUs(), "count by ("+h+") ("+r.rxCPU()+")"),
+		rec(r.rxImbalance(), "max by ("+h+", device) ("+r.queueRxq()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")\n/\navg by ("+h+", device) ("+r.queueRxq()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")"),
+		rec(r.phyRx(), sumRate(h+", device", `xdp_ethtool_phy_packets_total{direction="rx"}`)),
+		rec(r.phyDiscards(), sumRate(h+", device", `xdp_ethtool_phy_discards_total{direction="rx"}`)),
+		rec(r.outOfBuffer(), sumRate(h+", device", "xdp_ethtool_rx_out_of_buffer_total")),
+		rec(r.pageCache(), sumRate(h+", device, event", "xdp_ethtool_rx_page_cache_events_total")),
+		rec(r.pagePool(), sumRate(h+", device, path", "xdp_ethtool_rx_page_pool_allocations_total")),
+		rec(r.xdpActions(), sumRate(h+", device, action", "xdp_ethtool_rx_xdp_packets_total")),
+		rec(r.cacheRefs(), sumRate(h+", cpu", "xdp_perf_cache_references_total")),
+		rec(r.cacheMiss(), sumRate(h+", cpu", "xdp_perf_cache_misses_total")+"\n/\n"+r.cacheRefs()),
+		rec(r.ipc(), sumRate(h+", cpu", "xdp_perf_instructions_total")+"\n/\n"+sumRate(h+", cpu", "xdp_perf_cycles_total")),
+		rec(r.napiPolls(), sumRate(h+", device, context", "xdp_napi_poll_work_count")),
+		rec(r.napiPackets(), sumRate(h+", device, context", "xdp_napi_poll_work_sum")),
+		rec(r.napiExhausted(), sumRate(h+", device, context", "xdp_napi_polls_budget_exhausted_total")),
 		// Packets the device received, from whichever source the host has:
 		// netdev qstats (drivers with queue stats), else NAPI's packet count.
-		rec(r.deviceRx(), sumRate("instance, device", "xdp_netdev_qstats_rx_packets_total")+
-			"\nor\nsum by (instance, device) ("+r.napiPackets()+")"),
-		rec(r.exceptions(), sumRate("instance, device", "xdp_exceptions_total")),
-		rec(r.redirectErrs(), sumRate("instance, device", "xdp_redirect_errors_total")),
+		rec(r.deviceRx(), sumRate(h+", device", "xdp_netdev_qstats_rx_packets_total")+
+			"\nor\nsum by ("+h+", device) ("+r.napiPackets()+")"),
+		rec(r.exceptions(), sumRate(h+", device", "xdp_exceptions_total")),
+		rec(r.redirectErrs(), sumRate(h+", device", "xdp_redirect_errors_total")),
 
 		// Per-host roll-ups for the fleet view.
-		rec(r.hostRxq(), "sum by (instance) ("+r.deviceRxq()+")"),
-		rec(r.hostPhyRx(), "sum by (instance) ("+r.phyRx()+")"),
-		rec(r.hostDiscards(), "sum by (instance) ("+r.phyDiscards()+")"),
-		rec(r.hostOOB(), "sum by (instance) ("+r.outOfBuffer()+")"),
-		rec(r.hostActions(), "sum by (instance, action) ("+r.xdpActions()+")"),
-		rec(r.hostExc(), "sum by (instance) ("+r.exceptions()+")"),
-		rec(r.hostRedirErr(), "sum by (instance) ("+r.redirectErrs()+")"),
-		rec(r.hostCacheMiss(), "max by (instance) ("+rxOnly(r.cacheMiss())+")"),
-		rec(r.hostNAPIExh(), "sum by (instance) ("+r.napiExhausted()+")\n/\nsum by (instance) ("+r.napiPolls()+")"),
-		rec(r.hostNAPIKsi(), `sum by (instance) (`+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by (instance) ("+r.napiPolls()+")"),
+		// Without the rxq collector (it is opt-in) the driver's XDP counters,
+		// else the attached programs' run counts, stand in for it.
+		rec(r.hostRxq(), "sum by ("+h+") ("+r.deviceRxq()+")\nor\nsum by ("+h+") ("+r.xdpActions()+")\nor\n"+
+			sumRate(h, "xdp_bpf_prog_runs_total")),
+		rec(r.hostPhyRx(), "sum by ("+h+") ("+r.phyRx()+")"),
+		rec(r.hostDiscards(), "sum by ("+h+") ("+r.phyDiscards()+")"),
+		rec(r.hostOOB(), "sum by ("+h+") ("+r.outOfBuffer()+")"),
+		rec(r.hostActions(), "sum by ("+h+", action) ("+r.xdpActions()+")"),
+		rec(r.hostExc(), "sum by ("+h+") ("+r.exceptions()+")"),
+		rec(r.hostRedirErr(), "sum by ("+h+") ("+r.redirectErrs()+")"),
+		rec(r.hostCacheMiss(), "max by ("+h+") ("+rxOnly(r.cacheMiss())+")"),
+		rec(r.hostNAPIExh(), "sum by ("+h+") ("+r.napiExhausted()+")\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
+		rec(r.hostNAPIKsi(), "sum by ("+h+") ("+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 	}
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.recording", Rules: rules}}}
 }
@@ -157,6 +170,8 @@ const (
 	AlertPCIeStalled       = "XDPPCIeOutboundStalled"
 	AlertDDIOCacheMiss     = "XDPDDIOCacheMissHigh"
 	AlertRSSImbalance      = "XDPRSSImbalance"
+	AlertRXQueuesShareCPU  = "XDPRXQueuesShareCPU"
+	AlertExporterDown      = "XDPExporterDown"
 	AlertExceptions        = "XDPExceptions"
 	AlertRedirectErrors    = "XDPRedirectErrors"
 	AlertDevmapDrops       = "XDPDevmapXmitDrops"
@@ -175,6 +190,7 @@ func queryValue(format, args, fn string) string {
 // AlertingRules returns the alerts with the thresholds of cfg.
 func AlertingRules(cfg Config) RuleFile {
 	r := recorded{cfg.RateWindow}
+	h, sel := cfg.hostLabels(), cfg.Selector
 	alert := func(name, expr, forDur, severity, summary, description string) Rule {
 		return Rule{
 			Alert:  name,
@@ -195,7 +211,7 @@ func AlertingRules(cfg Config) RuleFile {
 	nicDrops := alert(AlertNICDropsWhileIdle,
 		"(\n  "+r.phyDiscards()+" > "+num(c.MinDiscards)+
 			"\n  and\n  "+r.phyDiscards()+" / "+r.phyRx()+" > "+num(c.MinRatio)+
-			"\n)\nand on (instance)\n"+r.rxIdle()+" > "+num(c.MinIdleRatio),
+			"\n)\nand on ("+h+")\n"+r.rxIdle()+" > "+num(c.MinIdleRatio),
 		c.For, c.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} discards packets at the port while its RX CPUs are idle",
 		"The NIC discards {{ $value | humanize }} packets/s at the port (rx_discards_phy) out of "+
@@ -212,14 +228,17 @@ func AlertingRules(cfg Config) RuleFile {
 		"{{ $labels.device }} on {{ $labels.instance }} drops packets for lack of RX buffers",
 		"The NIC found no posted RX descriptor for {{ $value | humanize }} packets/s (rx_out_of_buffer) out of "+
 			queryValue(r.phyRx()+instDev, "$labels.instance $labels.device", "humanize")+
-			" packets/s at the port: the driver does not refill its RX rings in time. "+
-			"The page cache or page_pool is probably starved (see "+AlertPageCacheStarved+"), typically because redirected or transmitted pages come back late.")
+			" packets/s at the port: the driver does not refill its RX rings in time. Average idle of the RX CPUs: "+
+			queryValue(r.rxIdle()+inst, "$labels.instance", "humanizePercentage")+
+			". Busy RX CPUs (little idle) mean CPU overload: the offered load is above what the program costs per packet on these cores, "+
+			"so add RX queues and CPUs or lower the per-packet cost (on a benchmark at line rate this is the measured limit, not a fault). "+
+			"Idle RX CPUs mean the refill starves: the page cache or page_pool (see "+AlertPageCacheStarved+"), typically because redirected or transmitted pages come back late.")
 
 	p := cfg.PageCacheStarved
-	slowCache := `sum by (instance, device) (` + r.pageCache() + `{event="empty"})`
-	allCache := `sum by (instance, device) (` + r.pageCache() + `{event=~"empty|reuse"})`
-	slowPool := `sum by (instance, device) (` + r.pagePool() + `{path=~"slow|slow_high_order"})`
-	allPool := `sum by (instance, device) (` + r.pagePool() + `{path=~"fast|slow|slow_high_order"})`
+	slowCache := `sum by (` + h + `, device) (` + r.pageCache() + `{event="empty"})`
+	allCache := `sum by (` + h + `, device) (` + r.pageCache() + `{event=~"empty|reuse"})`
+	slowPool := `sum by (` + h + `, device) (` + r.pagePool() + `{path=~"slow|slow_high_order"})`
+	allPool := `sum by (` + h + `, device) (` + r.pagePool() + `{path=~"fast|slow|slow_high_order"})`
 	page := alert(AlertPageCacheStarved,
 		"(\n  "+slowCache+" / "+allCache+" > "+num(p.MinRatio)+"\n  and\n  "+slowCache+" > "+num(p.MinSlow)+
 			"\n)\nor\n(\n  "+slowPool+" / "+allPool+" > "+num(p.MinRatio)+"\n  and\n  "+slowPool+" > "+num(p.MinSlow)+"\n)",
@@ -231,8 +250,8 @@ func AlertingRules(cfg Config) RuleFile {
 
 	s := cfg.PCIeStalled
 	pcie := alert(AlertPCIeStalled,
-		"max by (instance, device, direction) (avg_over_time(xdp_ethtool_pci_outbound_stalled_ratio["+s.Window+"])) > "+num(s.MaxAvgRatio)+
-			"\nor\nsum by (instance, device, direction) (rate(xdp_ethtool_pci_outbound_stalled_seconds_total["+s.Window+"])) > "+num(s.MaxStalledSeconds),
+		"max by ("+h+", device, direction) (avg_over_time(xdp_ethtool_pci_outbound_stalled_ratio{"+sel+"}["+s.Window+"])) > "+num(s.MaxAvgRatio)+
+			"\nor\nsum by ("+h+", device, direction) (rate(xdp_ethtool_pci_outbound_stalled_seconds_total{"+sel+"}["+s.Window+"])) > "+num(s.MaxStalledSeconds),
 		s.For, s.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} stalls on PCIe {{ $labels.direction }}s",
 		"The NIC could not issue outbound PCIe {{ $labels.direction }}s for lack of credits (mlx5 outbound_pci_stalled_rd/wr): "+
@@ -242,8 +261,8 @@ func AlertingRules(cfg Config) RuleFile {
 	d := cfg.DDIOCacheMiss
 	ddio := alert(AlertDDIOCacheMiss,
 		r.cacheMiss()+" > "+num(d.MaxRatio)+
-			"\nand on (instance, cpu)\n"+r.cacheRefs()+" > "+num(d.MinReferences)+
-			"\nand on (instance, cpu)\n"+r.rxCPU(),
+			"\nand on ("+h+", cpu)\n"+r.cacheRefs()+" > "+num(d.MinReferences)+
+			"\nand on ("+h+", cpu)\n"+r.rxCPU(),
 		d.For, d.Severity,
 		"RX CPU {{ $labels.cpu }} on {{ $labels.instance }} misses the last-level cache",
 		"{{ $value | humanizePercentage }} of the last-level cache references on RX CPU {{ $labels.cpu }} miss (IPC "+
@@ -253,49 +272,65 @@ func AlertingRules(cfg Config) RuleFile {
 			"(the seed's fix: ethtool -G DEV rx 512 tx 512, or fewer RX queues).")
 
 	b := cfg.RSSImbalance
-	active := "(" + r.cpuRxq() + " > " + num(cfg.RXCPU.MinPackets) + ")"
+	busyQ := "(" + r.queueRxq() + " > " + num(b.MinQueuePackets) + ")"
 	rss := alert(AlertRSSImbalance,
-		r.cpuRxq()+"\n> on (instance) group_left ()\n"+num(b.MaxOverMean)+" * avg by (instance) "+active+
-			"\nand on (instance)\ncount by (instance) "+active+" >= "+strconv.Itoa(b.MinCPUs),
+		r.queueRxq()+"\n> on ("+h+", device) group_left ()\n"+num(b.MaxOverMean)+" * avg by ("+h+", device) "+busyQ+
+			"\nand on ("+h+", device)\ncount by ("+h+", device) "+busyQ+" >= "+strconv.Itoa(b.MinQueues),
 		b.For, b.Severity,
-		"RSS imbalance on {{ $labels.instance }}: CPU {{ $labels.cpu }} carries more than its share",
-		"RX CPU {{ $labels.cpu }} processes {{ $value | humanize }} packets/s, more than "+num(b.MaxOverMean)+"x the mean of the RX CPUs ("+
-			`{{ with printf "avg(`+r.cpuRxq()+`{instance='%s'} > `+num(cfg.RXCPU.MinPackets)+`)" $labels.instance | query }}{{ . | first | value | humanize }}{{ end }}`+
-			" packets/s). The RSS hash spreads the flows unevenly (few flows, or an indirection table or IRQ affinity that maps several queues to one CPU). "+
-			"This CPU saturates first and drops while others idle.")
+		"RSS imbalance on {{ $labels.device }} ({{ $labels.instance }}): RX queue {{ $labels.queue }} carries more than its share",
+		"RX queue {{ $labels.queue }} of {{ $labels.device }} receives {{ $value | humanize }} packets/s, more than "+num(b.MaxOverMean)+"x the mean of its busy queues ("+
+			queryValue(`avg(`+r.queueRxq()+`{instance='%s',device='%s'} > `+num(b.MinQueuePackets)+`)`, "$labels.instance $labels.device", "humanize")+
+			" packets/s). The RSS hash or the indirection table (ethtool -x) spreads the flows unevenly, or the queues that get less are served by a CPU that also serves others: "+
+			"see "+AlertRXQueuesShareCPU+" and the run view's RX queue x CPU table.")
+
+	sc := cfg.RXQueuesShareCPU
+	sharing := "count by (" + h + ", device, cpu) (" + r.queueCPURxq() + " > " + num(sc.MinQueuePackets) + ")"
+	share := alert(AlertRXQueuesShareCPU,
+		sharing+" >= "+strconv.Itoa(sc.MinQueues)+
+			"\nand on ("+h+")\n(\n  count by ("+h+") (count by ("+h+", device, queue) ("+r.queueCPURxq()+" > "+num(sc.MinQueuePackets)+"))"+
+			"\n  <= on ("+h+")\n  count by ("+h+") ("+r.cpuMode()+`{mode="idle"}`+")\n)",
+		sc.For, sc.Severity,
+		"{{ $value }} busy RX queues of {{ $labels.device }} share CPU {{ $labels.cpu }} ({{ $labels.instance }})",
+		"CPU {{ $labels.cpu }} processes {{ $value }} RX queues of {{ $labels.device }} above "+num(sc.MinQueuePackets)+" packets/s each, although the host has a CPU for every busy queue. "+
+			"Those queues share one CPU's time and get worse service than a queue with a CPU of its own (seed 002: five queues at 180 kpps on CPU 0, one at 907 kpps on CPU 2). "+
+			"The IRQ affinity (/proc/irq/N/smp_affinity_list, irqbalance) or XPS/RPS maps them together: spread the queues' IRQs over the CPUs.")
 
 	event := func(name string, e EventConfig, expr, summary, description string) Rule {
 		return alert(name, "(\n"+expr+"\n) > "+num(e.MaxPerSecond), e.For, e.Severity, summary, description)
 	}
 	ex := cfg.Exceptions
 	exc := event(AlertExceptions, ex,
-		"sum by (instance, device, action) (rate(xdp_exceptions_total["+ex.Window+"]))",
+		"sum by ("+h+", device, action) (rate(xdp_exceptions_total{"+sel+"}["+ex.Window+"]))",
 		"XDP exceptions on {{ $labels.device }} ({{ $labels.instance }})",
 		"{{ $value | humanize }} packets/s hit xdp:xdp_exception with action {{ $labels.action }}: the program returned XDP_ABORTED or an invalid verdict, "+
 			"or the driver failed an XDP_TX/XDP_REDIRECT. Those packets are dropped.")
 	re := cfg.RedirectErrors
 	redir := event(AlertRedirectErrors, re,
-		"sum by (instance, device, errno) (rate(xdp_redirect_errors_total["+re.Window+"]))",
+		"sum by ("+h+", device, errno) (rate(xdp_redirect_errors_total{"+sel+"}["+re.Window+"]))",
 		"XDP redirects fail on {{ $labels.device }} ({{ $labels.instance }}) with {{ $labels.errno }}",
 		"{{ $value | humanize }} redirects/s fail with {{ $labels.errno }} (xdp:xdp_redirect_err). "+
 			"ENETDOWN: the target is down; EINVAL/ENXIO: empty map slot or no ndo_xdp_xmit (no XDP program on the target veth); EOPNOTSUPP: the target driver lacks XDP redirect support; ENOSPC/EBUSY: queue full.")
 	dm := cfg.DevmapDrops
 	devmap := event(AlertDevmapDrops, dm,
-		"sum by (instance, from_device, to_device) (\n  rate(xdp_devmap_xmit_drops_total["+dm.Window+"])\n  + rate(xdp_devmap_xmit_errors_total["+dm.Window+"])\n)",
+		"sum by ("+h+", from_device, to_device) (\n  rate(xdp_devmap_xmit_drops_total{"+sel+"}["+dm.Window+"])\n  + rate(xdp_devmap_xmit_errors_total{"+sel+"}["+dm.Window+"])\n)",
 		"XDP redirect from {{ $labels.from_device }} to {{ $labels.to_device }} drops frames ({{ $labels.instance }})",
 		"Bulk transmit of redirected frames (xdp:xdp_devmap_xmit) drops or fails {{ $value | humanize }}/s: the target's ndo_xdp_xmit refused them, usually a full TX ring on the egress device.")
 	cm := cfg.CpumapDrops
+	// Enqueue drops and kthread drops of the same CPU carry the same labels
+	// here, so "A or B" would keep A (even at 0) and hide B: add them where
+	// both exist, and take whichever exists otherwise.
+	enq := "sum by (" + h + ", map_id, to_cpu) (rate(xdp_cpumap_enqueue_drops_total{" + sel + "}[" + cm.Window + "]))"
+	kth := "sum by (" + h + ", map_id, to_cpu) (label_replace(rate(xdp_cpumap_kthread_drops_total{" + sel + "}[" + cm.Window + "]), \"to_cpu\", \"$1\", \"cpu\", \"(.*)\"))"
 	cpumap := event(AlertCpumapDrops, cm,
-		"sum by (instance, map_id, to_cpu) (rate(xdp_cpumap_enqueue_drops_total["+cm.Window+"]))\nor\n"+
-			"sum by (instance, map_id, to_cpu) (label_replace(rate(xdp_cpumap_kthread_drops_total["+cm.Window+"]), \"to_cpu\", \"$1\", \"cpu\", \"(.*)\"))",
+		"  ("+enq+"\n  + "+kth+")\nor\n  "+enq+"\nor\n  "+kth,
 		"cpumap drops frames for CPU {{ $labels.to_cpu }} ({{ $labels.instance }})",
 		"{{ $value | humanize }} frames/s are dropped on the way to CPU {{ $labels.to_cpu }} of cpumap {{ $labels.map_id }}: its queue is full (xdp:xdp_cpumap_enqueue) or its kthread drops them (xdp:xdp_cpumap_kthread). The target CPU cannot keep up; spread the load over more CPUs or raise the cpumap qsize.")
 
 	n := cfg.NAPIOverload
-	polls := "sum by (instance, device) (" + r.napiPolls() + ")"
+	polls := "sum by (" + h + ", device) (" + r.napiPolls() + ")"
 	napi := alert(AlertNAPIOverload,
-		"sum by (instance, device) ("+r.napiExhausted()+") / "+polls+" > "+num(n.MinExhaustedRatio)+
-			"\nand\nsum by (instance, device) ("+r.napiPolls()+`{context="ksoftirqd"}) / `+polls+" > "+num(n.MinKsoftirqdRatio),
+		"sum by ("+h+", device) ("+r.napiExhausted()+") / "+polls+" > "+num(n.MinExhaustedRatio)+
+			"\nand\nsum by ("+h+", device) ("+r.napiPolls()+`{context="ksoftirqd"}) / `+polls+" > "+num(n.MinKsoftirqdRatio),
 		n.For, n.Severity,
 		"NAPI on {{ $labels.device }} ({{ $labels.instance }}) runs out of budget and falls back to ksoftirqd",
 		"{{ $value | humanizePercentage }} of the NAPI polls of {{ $labels.device }} use their whole budget and "+
@@ -305,10 +340,10 @@ func AlertingRules(cfg Config) RuleFile {
 
 	pr := cfg.ProgramNotRunning
 	prog := alert(AlertProgramNotRunning,
-		"group by (instance, device, prog_id, name) (xdp_bpf_prog_info)\n"+
-			"and on (instance, prog_id)\n(sum by (instance, prog_id) (rate(xdp_bpf_prog_runs_total["+pr.Window+"])) == 0)\n"+
-			"and on (instance, device)\n("+r.deviceRx()+" > "+num(pr.MinPackets)+")\n"+
-			"and on (instance)\n(max by (instance) (xdp_bpf_stats_enabled) == 1)",
+		"group by ("+h+", device, prog_id, name) ("+withSelector("xdp_bpf_prog_info", sel)+")\n"+
+			"and on ("+h+", prog_id)\n(sum by ("+h+", prog_id) (rate(xdp_bpf_prog_runs_total{"+sel+"}["+pr.Window+"])) == 0)\n"+
+			"and on ("+h+", device)\n("+r.deviceRx()+" > "+num(pr.MinPackets)+")\n"+
+			"and on ("+h+")\n(max by ("+h+") ("+withSelector("xdp_bpf_stats_enabled", sel)+") == 1)",
 		pr.For, pr.Severity,
 		"XDP program {{ $labels.name }} (id {{ $labels.prog_id }}) on {{ $labels.device }} does not run ({{ $labels.instance }})",
 		"BPF statistics are on and {{ $labels.device }} receives "+
@@ -317,21 +352,41 @@ func AlertingRules(cfg Config) RuleFile {
 			"Traffic bypasses it: it may be attached in a mode the traffic does not take (generic vs native), to the wrong device, or the packets arrive on queues steered elsewhere.")
 
 	f := cfg.CollectorFailing
-	sel := ""
+	success := withSelector("xdp_scrape_collector_success", sel)
 	if len(f.IgnoredCollectors) > 0 {
-		sel = `{collector!~"` + strings.Join(f.IgnoredCollectors, "|") + `"}`
+		success = withSelector(success, `collector!~"`+strings.Join(f.IgnoredCollectors, "|")+`"`)
 	}
 	coll := alert(AlertCollectorFailing,
-		"xdp_scrape_collector_success"+sel+" == 0",
+		success+" == 0",
 		f.For, f.Severity,
 		"xdp_exporter collector {{ $labels.collector }} fails on {{ $labels.instance }}",
 		"The {{ $labels.collector }} collector has reported failure for "+f.For+"; its metrics are missing or partial. The exporter log says why. "+
 			"What the host's kernel lacks (BTF, AF_XDP socket diag, the netdev netlink family) is not a failure and does not fire this alert: "+
 			"it shows as xdp_scrape_collector_unsupported 1.")
 
+	d2 := cfg.ExporterDown
+	down := alert(AlertExporterDown,
+		"up{"+sel+"} == 0\nor\nabsent(up{"+sel+"})",
+		d2.For, d2.Severity,
+		"{{ with $labels.instance }}xdp_exporter on {{ . }} cannot be scraped{{ else }}no xdp_exporter target matches "+sel+"{{ end }}",
+		"Prometheus has not scraped xdp_exporter ("+sel+") for "+d2.For+": the target is down, or no target of the job exists at all (absent). "+
+			"Every other XDP alert is silent while this fires, because their series are gone. Check the exporter's process and log, and the scrape configuration.")
+
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: []Rule{
-		nicDrops, oob, page, pcie, ddio, rss, exc, redir, devmap, cpumap, napi, prog, coll,
+		down, nicDrops, oob, page, pcie, ddio, rss, share, exc, redir, devmap, cpumap, napi, prog, coll,
 	}}}}
+}
+
+// withSelector adds the configured selector to a series selector
+// (xdp_foo or xdp_foo{a="b"}).
+func withSelector(series, sel string) string {
+	if sel == "" {
+		return series
+	}
+	if i := strings.IndexByte(series, '{'); i >= 0 {
+		return series[:i+1] + sel + "," + series[i+1:]
+	}
+	return series + "{" + sel + "}"
 }
 
 // marshalRules renders a rule file with a header saying where it comes from.

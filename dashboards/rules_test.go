@@ -73,14 +73,7 @@ func TestEveryAlertTestedAndDocumented(t *testing.T) {
 			}
 		}
 	}
-	runbook, err := os.ReadFile("../docs/runbook.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	anchors := map[string]bool{}
-	for _, m := range regexp.MustCompile(`(?m)^## (\S+)\s*$`).FindAllStringSubmatch(string(runbook), -1) {
-		anchors[strings.ToLower(m[1])] = true
-	}
+	anchors := runbookSections(t)
 	for _, r := range AlertingRules(DefaultConfig()).Groups[0].Rules {
 		if !firing[r.Alert] {
 			t.Errorf("%s: no firing test case", r.Alert)
@@ -106,14 +99,14 @@ func TestEveryAlertTestedAndDocumented(t *testing.T) {
 func TestConfigOverride(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
-	if err := os.WriteFile(good, []byte("rss_imbalance:\n  max_over_mean: 1.5\ncollector_failing:\n  ignored_collectors: [perf, napi]\n"), 0o644); err != nil {
+	if err := os.WriteFile(good, []byte("rss_imbalance:\n  max_over_mean: 1.7\ncollector_failing:\n  ignored_collectors: [perf, napi]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := LoadConfig(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.RSSImbalance.MaxOverMean != 1.5 || cfg.RSSImbalance.For != DefaultConfig().RSSImbalance.For {
+	if cfg.RSSImbalance.MaxOverMean != 1.7 || cfg.RSSImbalance.For != DefaultConfig().RSSImbalance.For {
 		t.Errorf("override not merged onto defaults: %+v", cfg.RSSImbalance)
 	}
 	var rss, coll string
@@ -125,7 +118,7 @@ func TestConfigOverride(t *testing.T) {
 			coll = r.Expr
 		}
 	}
-	if !strings.Contains(rss, "1.5 * avg by (instance)") {
+	if !strings.Contains(rss, "1.7 * avg by (cluster, job, instance, device)") {
 		t.Errorf("RSS threshold not applied:\n%s", rss)
 	}
 	if !strings.Contains(coll, `collector!~"perf|napi"`) {
@@ -138,4 +131,18 @@ func TestConfigOverride(t *testing.T) {
 	if _, err := LoadConfig(bad); err == nil || !strings.Contains(err.Error(), "max_over_men") {
 		t.Errorf("LoadConfig(misspelt key) = %v, want an error naming it", err)
 	}
+}
+
+// runbookSections are the anchors of docs/runbook.md's "## Name" sections.
+func runbookSections(t *testing.T) map[string]bool {
+	t.Helper()
+	runbook, err := os.ReadFile("../docs/runbook.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^## (\S+)\s*$`).FindAllStringSubmatch(string(runbook), -1) {
+		anchors[strings.ToLower(m[1])] = true
+	}
+	return anchors
 }

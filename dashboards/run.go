@@ -4,11 +4,37 @@ func sumBy(by, metric, matchers string) string {
 	return "sum by (" + by + ") (" + rate(metric, matchers) + ")"
 }
 
+// queueCPU is packets/s per RX queue and CPU: xdp_rxq_info's RXQ:CPU rows.
+var queueCPU = sumBy("device, queue, cpu", "xdp_rxq_packets_total", selInstDev)
+
+// rxCPUsKnown keeps a per-CPU expression to the CPUs the rxq program
+// counts packets on, and to every CPU when there is no rxq data to tell.
+func rxCPUsKnown(expr string) string {
+	busy := "(" + sumBy("cpu", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ")"
+	return "(" + expr + " and on (cpu) " + busy + ") or (" + expr + " unless on () " + busy + ")"
+}
+
+// changedStats is every ethtool counter of the devices that moved over the
+// rate window, per second. rate() would drop the family name the table
+// needs, so the name is copied into a "stat" label and the increase is
+// taken by hand (a counter reset shows as a negative change and is left
+// out by the > 0).
+var changedStats = func() string {
+	sel := `{__name__=~"xdp_ethtool_.+_total|xdp_ethtool_(queue_)?stat_.+",` + selInstDev + `}`
+	named := func(v string) string { return `label_replace(` + v + `, "stat", "$1", "__name__", "xdp_ethtool_(.+)")` }
+	return "(" + named(sel) + " - " + named(sel+" offset $__rate_interval") + ") / ($__rate_interval_ms / 1000) > 0"
+}()
+
+func withTitle(p panel, title string) panel {
+	p.title = title
+	return p
+}
+
 func runBoard() board {
 	f0 := 0.0
 	perCPUShare := func(mode string) string {
-		return sumBy("cpu", "xdp_cpu_seconds_total", selInst+`,mode="`+mode+`"`) +
-			" / " + sumBy("cpu", "xdp_cpu_seconds_total", selInst)
+		return rxCPUsKnown(sumBy("cpu", "xdp_cpu_seconds_total", selInst+`,mode="`+mode+`"`) +
+			" / " + sumBy("cpu", "xdp_cpu_seconds_total", selInst))
 	}
 	const eventNote = "The series exist only after the first event; no data means none happened."
 	return board{
@@ -18,7 +44,7 @@ func runBoard() board {
 		description: "One host during a benchmark run: what xdp_rxq_info, xdp_monitor, napi_monitor, ethtool_stats.pl and mpstat showed in five terminals. " +
 			"Pick one instance; devices are a multi-select.",
 		rows: []row{
-			{title: "Packet rates (xdp_rxq_info)", panels: []panel{
+			{title: "Packet rates (xdp_rxq_info)", tool: "xdp_rxq_info", panels: []panel{
 				{
 					title:       "XDP packets per CPU",
 					description: "Packets/s the rxq program saw on each CPU (xdp_rxq_info 'XDP-RX CPU'). Uneven lines are RSS imbalance.",
@@ -32,11 +58,22 @@ func runBoard() board {
 					targets: []target{{refID: "A", expr: sumBy("device, queue", "xdp_rxq_packets_total", selInstDev), legend: "{{device}} rxq {{queue}}"}},
 				},
 				{
-					title:       "RSS imbalance: busiest RX CPU / mean",
-					description: "The busiest RX CPU's packet rate over the mean of the RX CPUs (CPUs above 1 kpps). 1 is perfectly even; the paper's RXQ=4 run with two CPUs at 21 Mpps and two at 12 Mpps is 1.27.",
-					unit:        "short", min: &f0,
-					targets: []target{{refID: "A", expr: "max(" + sumBy("cpu", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ") / avg(" +
-						sumBy("cpu", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ")", legend: "max / mean"}},
+					title: "RX queue x CPU: which CPU serves which queue",
+					description: "xdp_rxq_info's RXQ:CPU rows as a table: packets/s of each RX queue on each CPU, with the queue's NAPI id, IRQ and the CPUs its IRQ runs on (xdp_netdev_queue_info, where the driver reports them). " +
+						"Several busy queues on one CPU while other CPUs idle is seed 002's RSS/IRQ-affinity imbalance.",
+					kind: kindTable, unit: "pps", width: 12, runbook: AlertRXQueuesShareCPU,
+					targets: []target{{refID: "A", instant: true, expr: "(" + queueCPU + " * on (cluster, job, instance, device, queue) group_left (napi_id, irq, effective_cpus) " +
+						`max by (cluster, job, instance, device, queue, napi_id, irq, effective_cpus) (xdp_netdev_queue_info{` + selInstDev + `,type="rx"})) or ` + queueCPU}},
+				},
+				{
+					title:       "RSS imbalance: busiest RX queue / mean, and busy queues per CPU",
+					description: "The busiest RX queue's packet rate over the mean of the busy queues (above 1 kpps): 1 is even, seed 002's five queues at 180 kpps and one at 907 kpps is 3.0. And the number of busy queues each CPU serves.",
+					unit:        "short", min: &f0, runbook: AlertRSSImbalance,
+					targets: []target{
+						{refID: "A", expr: "max(" + sumBy("device, queue", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ") / avg(" +
+							sumBy("device, queue", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ")", legend: "queue max / mean"},
+						{refID: "B", expr: "count by (cpu) (" + queueCPU + " > " + activePPS + ")", legend: "cpu {{cpu}} busy queues"},
+					},
 				},
 				{
 					title:       "Packets the rxq program could not attribute",
@@ -45,12 +82,22 @@ func runBoard() board {
 					targets: []target{{refID: "A", expr: sumBy("device, reason", "xdp_rxq_issues_total", selInstDev), legend: "{{device}} {{reason}}"}},
 				},
 			}},
-			{title: "XDP verdicts and errors (xdp_monitor)", panels: []panel{
+			{title: "XDP verdicts and errors (xdp_monitor)", tool: "xdp_monitor", panels: []panel{
 				{
-					title:       "XDP action rates (driver counters)",
-					description: "Packets/s by the verdict the driver counted (ethtool -S rx*_xdp_drop/_tx/_redirect/_pass).",
+					title:       "XDP action rates per RX queue (driver counters)",
+					description: "Packets/s by RX queue and the verdict the driver counted (ethtool -S rx<N>_xdp_drop/_tx/_redirect/_pass, veth rx_queue_<N>_xdp_*): the per-queue XDP counters without the rxq program.",
 					unit:        "pps", min: &f0,
-					targets: []target{{refID: "A", expr: sumBy("device, action", "xdp_ethtool_rx_xdp_packets_total", selInstDev), legend: "{{device}} {{action}}"}},
+					targets: []target{{refID: "A", expr: sumBy("device, queue, action", "xdp_ethtool_rx_xdp_packets_total", selInstDev), legend: "{{device}} rxq {{queue}} {{action}}"}},
+				},
+				{
+					title:       "XDP_TX failures",
+					description: "XDP_TX frames the driver could not send back out, per RX queue and reason (ethtool -S mlx5 rx<N>_xdp_tx_full/_err, veth rx_queue_<N>_xdp_tx_errors), and the drops and errors of XDP_TX bulk flushes (xdp:xdp_bulk_tx). " + eventNote,
+					unit:        "pps", min: &f0, needs: "an XDP_TX frame the driver cannot send",
+					targets: []target{
+						{refID: "A", expr: sumBy("device, queue, reason", "xdp_ethtool_rx_xdp_tx_failures_total", selInstDev), legend: "{{device}} rxq {{queue}} {{reason}}"},
+						{refID: "B", expr: sumBy("device", "xdp_bulk_tx_drops_total", selInstDev), legend: "{{device}} bulk tx drops"},
+						{refID: "C", expr: sumBy("device", "xdp_bulk_tx_errors_total", selInstDev), legend: "{{device}} bulk tx errors"},
+					},
 				},
 				{
 					title:       "XDP exceptions",
@@ -72,7 +119,7 @@ func runBoard() board {
 						{refID: "A", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} sent"},
 						{refID: "B", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_drops_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} drops"},
 						{refID: "C", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`) + " / " +
-							sumBy("from_device, to_device", "xdp_devmap_xmit_bulks_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} bulk average"},
+							sumBy("from_device, to_device", "xdp_devmap_xmit_bulks_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} bulk average", unit: "short", unitLabel: "frames per bulk"},
 					},
 				},
 				{
@@ -81,7 +128,7 @@ func runBoard() board {
 					unit:        "pps", min: &f0, needs: "--collector.xdp.xmit and XDP_TX on veth (--collector.rxq.action=tx)",
 					targets: []target{
 						{refID: "A", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev), legend: "{{device}} sent"},
-						{refID: "B", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev) + " / " + sumBy("device", "xdp_bulk_tx_bulks_total", selInstDev), legend: "{{device}} bulk average"},
+						{refID: "B", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev) + " / " + sumBy("device", "xdp_bulk_tx_bulks_total", selInstDev), legend: "{{device}} bulk average", unit: "short", unitLabel: "frames per bulk"},
 					},
 				},
 				{
@@ -92,11 +139,11 @@ func runBoard() board {
 						{refID: "A", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst), legend: "to cpu {{to_cpu}} enqueued"},
 						{refID: "B", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_drops_total", selInst), legend: "to cpu {{to_cpu}} enqueue drops"},
 						{refID: "C", expr: sumBy("cpu", "xdp_cpumap_kthread_drops_total", selInst), legend: "kthread cpu {{cpu}} drops"},
-						{refID: "D", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst) + " / " + sumBy("to_cpu", "xdp_cpumap_enqueue_bulks_total", selInst), legend: "to cpu {{to_cpu}} bulk average"},
+						{refID: "D", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst) + " / " + sumBy("to_cpu", "xdp_cpumap_enqueue_bulks_total", selInst), legend: "to cpu {{to_cpu}} bulk average", unit: "short", unitLabel: "frames per bulk"},
 					},
 				},
 			}},
-			{title: "NAPI and softirq (napi_monitor, mpstat)", panels: []panel{
+			{title: "NAPI and softirq (napi_monitor, mpstat)", tool: "napi_monitor and mpstat", panels: []panel{
 				{
 					title:       "NAPI bulk: packets per poll",
 					description: "How many packets each NAPI poll processed (napi:napi_poll work), as a heatmap over time: napi_monitor's bulk[00]..bulk[64]. A loaded NIC sits at 64, the budget.",
@@ -120,14 +167,18 @@ func runBoard() board {
 					},
 				},
 				{
-					title:       "%soft and %idle per CPU",
-					description: "Share of each CPU's time in softirq and idle (mpstat %soft, %idle). RX CPUs with idle time while the NIC discards point at PCIe or memory, not the CPU.",
-					unit:        "percentunit", min: &f0,
+					title: "%soft, %irq and %idle per RX CPU",
+					description: "Share of each RX CPU's time in softirq, hard interrupts and idle (mpstat %soft, %irq, %idle). The RX CPUs are the ones the rxq program counts packets on (the queue -> CPU map); without the rxq collector every CPU is shown. " +
+						"RX CPUs with idle time while the NIC discards point at PCIe or memory, not the CPU.",
+					unit: "percentunit", min: &f0, runbook: AlertNICDropsWhileIdle,
 					targets: []target{
 						{refID: "A", expr: perCPUShare("softirq"), legend: "cpu {{cpu}} %soft"},
-						{refID: "B", expr: perCPUShare("idle"), legend: "cpu {{cpu}} %idle"},
+						{refID: "B", expr: perCPUShare("irq"), legend: "cpu {{cpu}} %irq"},
+						{refID: "C", expr: perCPUShare("idle"), legend: "cpu {{cpu}} %idle"},
 					},
 				},
+				withTitle(cacheMissPanel(), "Cache-miss ratio per RX CPU (perf stat)"),
+				withTitle(ipcPanel(), "Instructions per cycle per RX CPU (perf stat)"),
 				{
 					title:       "NET_RX softirqs and squeezed runs per CPU",
 					description: "NET_RX softirq runs per CPU (/proc/softirqs) and softnet time_squeeze (the softirq ran out of budget or time with work left).",
@@ -138,7 +189,22 @@ func runBoard() board {
 					},
 				},
 			}},
-			{title: "NIC counters (ethtool_stats.pl)", panels: []panel{
+			{title: "NIC counters (ethtool_stats.pl)", tool: "ethtool -S / ethtool_stats.pl", panels: []panel{
+				{
+					title: "Every driver stat that changed, per second",
+					description: "ethtool_stats.pl's view: each ethtool -S counter of the selected devices that moved over the rate window, per second, by its exporter family (stat) and labels. " +
+						"Curated families (rx_xdp_packets, phy_packets, ...) appear under their name; the driver's other stats as stat_<name> and queue_stat_<name>.",
+					kind: kindTable, unit: "ops", width: 12, height: 10,
+					targets: []target{{refID: "A", instant: true, expr: changedStats}},
+				},
+				{
+					title:       "Channels, rings and private flags",
+					description: "What the seed's experiments change: channels (ethtool -l), ring sizes (ethtool -g) and driver private flags such as mlx5 rx_cqe_compress (ethtool --show-priv-flags). The value is the count, the descriptors, or 1/0 for a flag.",
+					kind:        kindTable, width: 12, height: 10,
+					targets: []target{{refID: "A", instant: true, expr: `label_replace(xdp_ethtool_channels{` + selInstDev + `}, "setting", "channels $1", "type", "(.+)")` +
+						` or label_replace(xdp_ethtool_ring_descriptors{` + selInstDev + `}, "setting", "ring $1", "ring", "(.+)")` +
+						` or label_replace(xdp_ethtool_private_flag_enabled{` + selInstDev + `}, "setting", "flag $1", "flag", "(.+)")`}},
+				},
 				{
 					title:       "PHY received vs delivered",
 					description: "Packets/s at the physical port (rx_packets_phy) against packets the driver delivered to XDP and the stack (netdev qstats rx-packets). The gap is what the NIC dropped.",
@@ -152,7 +218,7 @@ func runBoard() board {
 				{
 					title:       "Port discards and out-of-buffer drops",
 					description: "rx_discards_phy (the port had nowhere to put the packet: PCIe/host back-pressure) and rx_out_of_buffer (no RX descriptor posted: the driver did not refill in time).",
-					unit:        "pps", min: &f0, exempt: exemptPHY,
+					unit:        "pps", min: &f0, exempt: exemptPHY, runbook: AlertRxOutOfBuffer,
 					targets: []target{
 						{refID: "A", expr: sumBy("device", "xdp_ethtool_phy_discards_total", selInstDev+`,direction="rx"`), legend: "{{device}} rx_discards_phy"},
 						{refID: "B", expr: sumBy("device", "xdp_ethtool_rx_out_of_buffer_total", selInstDev), legend: "{{device}} rx_out_of_buffer"},
@@ -177,6 +243,7 @@ func runBoard() board {
 					},
 				},
 				{
+					runbook:     AlertPCIeStalled,
 					title:       "PCIe outbound stalls",
 					description: "Share of the last second the NIC could not issue PCIe reads/writes for lack of credits (outbound_pci_stalled_rd/wr), and seconds per second above 30% (the *_events counters).",
 					unit:        "percentunit", min: &f0, exempt: exemptPCIe,

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"github.com/vishvananda/netlink"
 	"go.yaml.in/yaml/v3"
@@ -44,18 +43,26 @@ type phase struct {
 	rate   float64
 	// checkRate compares Prometheus' rate() with the generator's rate.
 	checkRate bool
+	// read has the rxq program read packet data (--collector.rxq.read).
+	read bool
 }
 
 var phases = []phase{
-	{lab.Drop, 1, 100_000, false},
-	{lab.Drop, 2, 200_000, true},
-	{lab.TX, 1, 100_000, false},
-	{lab.TX, 2, 200_000, true},
-	{lab.Redirect, 1, 100_000, false},
-	{lab.Redirect, 2, 200_000, true},
+	{lab.Drop, 1, 100_000, false, false},
+	{lab.Drop, 2, 200_000, true, false},
+	{lab.Drop, 2, 200_000, false, true},
+	{lab.TX, 1, 100_000, false, false},
+	{lab.TX, 2, 200_000, true, false},
+	{lab.Redirect, 1, 100_000, false, false},
+	{lab.Redirect, 2, 200_000, true, false},
+	{lab.Pass, 2, 200_000, true, false},
+	// No XDP program: the Linux series of the XDP_PASS figure.
+	{lab.Linux, 2, 200_000, false, false},
 }
 
-const phaseDuration = 8 * time.Second
+// phaseDuration holds each step long enough for the figures' steady
+// points: two rate windows (2 x 4s) inside the step, plus scrape delays.
+const phaseDuration = 14 * time.Second
 
 // TestLabWithPrometheus drives the lab through a short sweep with the real
 // exporter attached to the DUT and a real Prometheus scraping it every
@@ -83,7 +90,7 @@ func TestLabWithPrometheus(t *testing.T) {
 	})
 	addr := exportertest.FreeAddr(t)
 	prom := promtest.Start(t, []string{addr}, ruleFiles...)
-	vars := dashboards.Vars{Instance: addr, Device: ".*", RateInterval: "4s"}
+	vars := dashboards.Vars{Instance: addr, Device: ".*", RateInterval: 4 * time.Second}
 	queries := dashboards.Queries()
 	seen := make([]bool, len(queries))
 	ctx := context.Background()
@@ -101,17 +108,29 @@ func TestLabWithPrometheus(t *testing.T) {
 		}
 	}
 
-	figures := map[string][][]string{}
+	sweepStart := time.Now()
 	for _, ph := range phases {
 		name := fmt.Sprintf("%s-%dq", ph.sc, ph.queues)
-		args := []string{"--collector.rxq", "--collector.rxq.device=" + lab.DUT, "--collector.rxq.action=" + string(ph.sc), "--collector.perf", "--collector.xdp.xmit"}
+		if ph.read {
+			name += "-read"
+		}
+		args := []string{"--collector.perf", "--collector.xdp.xmit"}
+		if ph.sc != lab.Linux {
+			args = append(args, "--collector.rxq", "--collector.rxq.device="+lab.DUT, "--collector.rxq.action="+string(ph.sc))
+		}
 		if ph.sc == lab.Redirect {
 			args = append(args, "--collector.rxq.redirect-device="+lab.Egress)
 		}
+		if ph.read {
+			args = append(args, "--collector.rxq.read")
+		}
 		exp := exportertest.Run(t, addr, args...)
-		waitFor(t, prom, fmt.Sprintf(`xdp_rxq_info{instance=%q,action=%q}`, addr, ph.sc))
+		if ph.sc == lab.Linux {
+			waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="napi"}`, addr))
+		} else {
+			waitFor(t, prom, fmt.Sprintf(`xdp_rxq_info{instance=%q,action=%q}`, addr, ph.sc))
+		}
 
-		start := time.Now()
 		res, err := lab.Run(ctx, lab.RunConfig{Scenario: ph.sc, Queues: ph.queues, Rate: ph.rate,
 			Size: trafficgen.MinFrameSize, Duration: phaseDuration})
 		if err != nil {
@@ -120,7 +139,7 @@ func TestLabWithPrometheus(t *testing.T) {
 		end := time.Now()
 		// The exporter attached its program just before the run and the
 		// lab is quiet otherwise: its counters must equal what was sent.
-		if got := exp.Sum(t, "xdp_rxq_packets_total", "device", lab.DUT); got != float64(res.Sent) {
+		if got := exp.Sum(t, "xdp_rxq_packets_total", "device", lab.DUT); ph.sc != lab.Linux && got != float64(res.Sent) {
 			t.Errorf("%s: exporter counted %v frames, generator sent %d", name, got, res.Sent)
 		}
 		time.Sleep(2 * time.Second) // two more scrapes cover the end of the run
@@ -136,17 +155,18 @@ func TestLabWithPrometheus(t *testing.T) {
 			}
 		}
 		evaluate(name)
-		for _, fig := range figurePoints(t, prom, queries, vars, start.Add(4*time.Second), end) {
-			figures[fig[0]] = append(figures[fig[0]], fig[1:])
-		}
 		exp.Stop(t)
 	}
+	figures := xyCharts(t, prom, vars, sweepStart, time.Now())
 
 	eventsPhase(t, addr, prom, evaluate)
 	evaluateRules(t, prom)
 
 	for i, q := range queries {
-		if seen[i] || q.Exempt != "" {
+		// A figure's live series has points only inside a step of the
+		// sweep (steady points), not at the step's end where the panels
+		// are evaluated; xyCharts requires its points over the sweep.
+		if seen[i] || q.Exempt != "" || q.Figure {
 			continue
 		}
 		if reason, ok := noDataHere[q.Panel]; ok {
@@ -236,51 +256,8 @@ func evaluateRules(t *testing.T, prom *promtest.Server) {
 	}
 }
 
-// figurePoints evaluates the paper-figure series over [from, to] at 1s
-// steps and pairs x and y of the same series by timestamp. Each result is
-// {figure, series, x, y}.
-func figurePoints(t *testing.T, prom *promtest.Server, queries []dashboards.Query, vars dashboards.Vars, from, to time.Time) [][]string {
-	type key struct{ panel, series string }
-	xs, ys := map[key]map[int64]float64{}, map[key]map[int64]float64{}
-	for _, q := range queries {
-		if !q.Figure || q.Exempt != "" {
-			continue
-		}
-		v, _, _, err := prom.API.QueryRange(context.Background(), q.Expand(vars), v1.Range{Start: from, End: to, Step: time.Second})
-		if err != nil {
-			t.Errorf("figure %s / %s: %v", q.Panel, q.Series, err)
-			continue
-		}
-		m, ok := v.(model.Matrix)
-		if !ok || len(m) == 0 {
-			continue
-		}
-		dst := xs
-		if q.Axis == "y" {
-			dst = ys
-		}
-		k := key{q.Panel, q.Series}
-		if dst[k] == nil {
-			dst[k] = map[int64]float64{}
-		}
-		for _, p := range m[0].Values {
-			dst[k][int64(p.Timestamp)] = float64(p.Value)
-		}
-	}
-	var out [][]string
-	for k, x := range xs {
-		for ts, xv := range x {
-			if yv, ok := ys[k][ts]; ok {
-				out = append(out, []string{k.panel, k.series, fmt.Sprintf("%g", xv), fmt.Sprintf("%.4f", yv)})
-			}
-		}
-	}
-	return out
-}
-
-// writeFigures writes each figure's points as CSV under
-// $XDP_EXPORTER_FIGURES (default: the test's temp dir) and fails when a
-// figure that needs no hardware has no points.
+// writeFigures writes each XY chart's live points, as Grafana draws them,
+// as CSV under $XDP_EXPORTER_FIGURES (default: the test's temp dir).
 func writeFigures(t *testing.T, figures map[string][][]string) {
 	dir := os.Getenv("XDP_EXPORTER_FIGURES")
 	if dir == "" {
@@ -289,18 +266,7 @@ func writeFigures(t *testing.T, figures map[string][][]string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{}
-	for _, q := range dashboards.Queries() {
-		if q.Figure && q.Exempt == "" {
-			want[q.Panel] = true
-		}
-	}
-	for panel := range want {
-		rows := figures[panel]
-		if len(rows) == 0 {
-			t.Errorf("figure %q has no points", panel)
-			continue
-		}
+	for panel, rows := range figures {
 		sort.Slice(rows, func(i, j int) bool { return strings.Join(rows[i], ",") < strings.Join(rows[j], ",") })
 		path := filepath.Join(dir, slug(panel)+".csv")
 		f, err := os.Create(path)

@@ -17,14 +17,15 @@ import (
 func main() {
 	config := flag.String("config", "", "YAML file overriding thresholds of dashboards.DefaultConfig (see dashboards/config.go)")
 	out := flag.String("out", ".", "directory to write the dashboards (*.json) and rules (rules/*.yml) to")
+	docs := flag.String("docs", "", "docs/dashboards.md to rewrite the per-panel section of")
 	flag.Parse()
-	if err := run(*config, *out); err != nil {
+	if err := run(*config, *out, *docs); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
 }
 
-func run(config, out string) error {
+func run(config, out, docs string) error {
 	cfg := dashboards.DefaultConfig()
 	if config != "" {
 		var err error
@@ -50,5 +51,16 @@ func run(config, out string) error {
 			return err
 		}
 	}
-	return nil
+	if docs == "" {
+		return nil
+	}
+	doc, err := os.ReadFile(docs)
+	if err != nil {
+		return err
+	}
+	updated, err := dashboards.WithPanelDocs(string(doc))
+	if err != nil {
+		return fmt.Errorf("%s: %w", docs, err)
+	}
+	return os.WriteFile(docs, []byte(updated), 0o644)
 }

@@ -1,0 +1,110 @@
+package grafana
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Dashboard is the part of a dashboard JSON file the tests read.
+type Dashboard struct {
+	UID    string   `json:"uid"`
+	Title  string   `json:"title"`
+	Links  []Link   `json:"links"`
+	Panels []*Panel `json:"panels"`
+}
+
+// Link is a dashboard link.
+type Link struct {
+	Title string   `json:"title"`
+	Type  string   `json:"type"`
+	Tags  []string `json:"tags"`
+	URL   string   `json:"url"`
+}
+
+// Panel is a dashboard panel.
+type Panel struct {
+	ID              int              `json:"id"`
+	Type            string           `json:"type"`
+	Title           string           `json:"title"`
+	PluginVersion   string           `json:"pluginVersion"`
+	Datasource      Datasource       `json:"datasource"`
+	Targets         []Target         `json:"targets"`
+	Transformations []Transformation `json:"transformations"`
+	Options         PanelOptions     `json:"options"`
+	FieldConfig     FieldConfig      `json:"fieldConfig"`
+	Links           []Link           `json:"links"`
+}
+
+// Datasource is a datasource reference.
+type Datasource struct {
+	Type string `json:"type"`
+	UID  string `json:"uid"`
+}
+
+// Target is one query of a panel: Prometheus (Expr) or TestData CSV
+// content (CSVContent).
+type Target struct {
+	RefID        string     `json:"refId"`
+	Datasource   Datasource `json:"datasource"`
+	Expr         string     `json:"expr"`
+	LegendFormat string     `json:"legendFormat"`
+	Format       string     `json:"format"`
+	Instant      bool       `json:"instant"`
+	ScenarioID   string     `json:"scenarioId"`
+	CSVContent   string     `json:"csvContent"`
+}
+
+// PanelOptions holds the xychart options (mapping, series) and is empty
+// for the other panel types the tests read.
+type PanelOptions struct {
+	Mapping string         `json:"mapping"`
+	Series  []SeriesConfig `json:"series"`
+	// SeriesMapping is the pre-10.4 name of Mapping; a panel that still
+	// has it is migrated (see Migrate).
+	SeriesMapping string `json:"seriesMapping"`
+}
+
+// SeriesConfig is one manual xychart series.
+type SeriesConfig struct {
+	Frame *MatcherRef `json:"frame"`
+	X     *MatcherRef `json:"x"`
+	Y     *MatcherRef `json:"y"`
+}
+
+// MatcherRef wraps a matcher as xychart's series config does.
+type MatcherRef struct {
+	Matcher Matcher `json:"matcher"`
+}
+
+// FieldConfig is a panel's field configuration.
+type FieldConfig struct {
+	Defaults  map[string]any `json:"defaults"`
+	Overrides []Override     `json:"overrides"`
+}
+
+// Override is one field override.
+type Override struct {
+	Matcher    Matcher    `json:"matcher"`
+	Properties []Property `json:"properties"`
+}
+
+// Property is one overridden field config property.
+type Property struct {
+	ID    string `json:"id"`
+	Value any    `json:"value"`
+}
+
+// LoadDashboard reads a dashboard JSON file. Panels of rows come first in
+// Panels as Grafana lays out expanded rows (rows are panels of type "row").
+func LoadDashboard(path string) (*Dashboard, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var d Dashboard
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &d, nil
+}
