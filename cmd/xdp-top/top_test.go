@@ -79,7 +79,11 @@ func number(t *testing.T, s string) float64 {
 }
 
 // checkRxq reads the rxq view's total and per-queue sums: the total must
-// be within 2% of want and the queues must add up to it.
+// be within 5% of want and the queues must add up to it. The view shows
+// one 1 s interval, timed by the starts of two scrapes: tens of
+// milliseconds of jitter on this shared VM are a few percent of it, and
+// the generator's pacing catches up after stalls. The summary, over
+// several seconds, is held to 2%.
 func checkRxq(t *testing.T, screen string, want float64) {
 	t.Helper()
 	m := totalRow.FindStringSubmatch(screen)
@@ -87,7 +91,7 @@ func checkRxq(t *testing.T, screen string, want float64) {
 		t.Fatalf("no XDP-RX total in:\n%s", screen)
 	}
 	total := number(t, m[1])
-	if d := (total - want) / want; d > 0.02 || d < -0.02 {
+	if d := (total - want) / want; d > 0.05 || d < -0.05 {
 		t.Errorf("rxq total %v pps, generator %.0f pps (%+.2f%%):\n%s", total, want, 100*d, screen)
 	}
 	var queues float64
@@ -176,10 +180,16 @@ func TestTopLive(t *testing.T) {
 		t.Fatalf("xdp-top --plain: %v", err)
 	}
 	after := napiHistogram(t, exp, dev)
-	summary, err := exec.Command(top, "--endpoint", url, "--summary", "csv", "--duration", "3500ms").Output()
+	// The summary is checked against the packets the driver counted over
+	// the same run (ethtool -S, read in milliseconds around it): the
+	// generator's pacing catches up after a stall, so a few seconds of it
+	// can run a few percent above its long-run average.
+	sumBefore, sumStart := xdpPackets(t, dev), time.Now()
+	summary, err := exec.Command(top, "--endpoint", url, "--summary", "csv", "--duration", "5500ms").Output()
 	if err != nil {
 		t.Fatalf("xdp-top --summary csv: %v", err)
 	}
+	sumRate := (xdpPackets(t, dev) - sumBefore) / time.Since(sumStart).Seconds()
 
 	// An exporter that goes away shows as unreachable; one that comes
 	// back is read again, its restarted counters without a negative rate.
@@ -218,16 +228,32 @@ func TestTopLive(t *testing.T) {
 		t.Errorf("napi view: most packets in bulk[%s], the exporter's histogram has them at le=%s:\n%s", got, want, last["napi"])
 	}
 	// The summary's rxq rows are means over its run: they add up to the
-	// offered rate.
+	// rate the exporter counted over it.
 	var means float64
 	for _, line := range strings.Split(string(summary), "\n") {
 		if f := strings.Split(line, ","); len(f) == 6 && f[1] == "rxq" && f[2] == dev {
 			means += number(t, f[5])
 		}
 	}
-	if d := (means - achieved) / achieved; d > 0.02 || d < -0.02 {
-		t.Errorf("summary: rxq rows add up to %.0f pps, generator %.0f:\n%s", means, achieved, summary)
+	t.Logf("summary: rxq rows add up to %.0f pps, the driver counted %.0f pps over the run", means, sumRate)
+	if d := (means - sumRate) / sumRate; d > 0.02 || d < -0.02 {
+		t.Errorf("summary: rxq rows add up to %.0f pps, the driver counted %.0f pps over the run:\n%s", means, sumRate, summary)
 	}
+}
+
+// xdpPackets is the packets an XDP program ran on, over every RX queue of
+// the veth dev (ethtool -S rx_queue_N_xdp_packets).
+func xdpPackets(t *testing.T, dev string) float64 {
+	var n float64
+	for k, v := range labtest.EthtoolS(t, "", dev) {
+		if strings.HasPrefix(k, "rx_queue_") && strings.HasSuffix(k, "_xdp_packets") {
+			n += float64(v)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("ethtool -S %s has no rx_queue_N_xdp_packets", dev)
+	}
+	return n
 }
 
 // TestTopHTTPConfig reads an exporter served over TLS with basic auth
