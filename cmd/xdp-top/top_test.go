@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -78,30 +79,50 @@ func number(t *testing.T, s string) float64 {
 	return v
 }
 
-// checkRxq reads the rxq view's total and per-queue sums: the total must
-// be within 5% of want and the queues must add up to it. The view shows
-// one 1 s interval, timed by the starts of two scrapes: tens of
-// milliseconds of jitter on this shared VM are a few percent of it, and
-// the generator's pacing catches up after stalls. The summary, over
-// several seconds, is held to 2%.
-func checkRxq(t *testing.T, screen string, want float64) {
+// One refresh of a view shows one 1 s interval, timed like Prometheus'
+// samples by the start of each scrape. On this shared VM a scrape now and
+// then answers 50-100 ms late, and that interval shows 5-10% low and the
+// next as much high (CI saw both): the views are right to show it, since
+// the packets are conserved. So a view is checked over several refreshes,
+// at least one of which must show the rate within tolerance; the summary,
+// over seconds, is held to 2% of the driver's own count.
+
+// anyWithin checks that value(screen) is within tol of want for at least
+// one of the screens.
+func anyWithin(t *testing.T, what string, screens []string, value func(string) float64, want, tol float64) {
 	t.Helper()
-	m := totalRow.FindStringSubmatch(screen)
-	if m == nil {
-		t.Fatalf("no XDP-RX total in:\n%s", screen)
+	best := math.Inf(1)
+	for _, screen := range screens {
+		v := value(screen)
+		d := (v - want) / want
+		t.Logf("%s %.0f, generator %.0f pps (%+.2f%%)", what, v, want, 100*d)
+		best = min(best, math.Abs(d))
 	}
-	total := number(t, m[1])
-	if d := (total - want) / want; d > 0.05 || d < -0.05 {
-		t.Errorf("rxq total %v pps, generator %.0f pps (%+.2f%%):\n%s", total, want, 100*d, screen)
+	if best > tol {
+		t.Errorf("no %s within %.0f%% of the generator's %.0f pps in %d refreshes:\n%s", what, 100*tol, want, len(screens), strings.Join(screens, "\n"))
 	}
-	var queues float64
-	for _, q := range queueRow.FindAllStringSubmatch(screen, -1) {
-		queues += number(t, q[2])
-	}
-	// Each row is rounded to a packet.
-	if d := queues - total; d > 2 || d < -2 {
-		t.Errorf("per-queue rows add up to %v, the total is %v:\n%s", queues, total, screen)
-	}
+}
+
+// checkRxq: in every refresh the rxq view's per-queue rows add up to its
+// total, and a total is within 2% of want.
+func checkRxq(t *testing.T, screens []string, want float64) {
+	t.Helper()
+	anyWithin(t, "rxq total", screens, func(screen string) float64 {
+		m := totalRow.FindStringSubmatch(screen)
+		if m == nil {
+			t.Fatalf("no XDP-RX total in:\n%s", screen)
+		}
+		total := number(t, m[1])
+		var queues float64
+		for _, q := range queueRow.FindAllStringSubmatch(screen, -1) {
+			queues += number(t, q[2])
+		}
+		// Each row is rounded to a packet.
+		if d := queues - total; d > 2 || d < -2 {
+			t.Errorf("per-queue rows add up to %v, the total is %v:\n%s", queues, total, screen)
+		}
+		return total
+	}, want, 0.02)
 }
 
 // tmux runs xdp-top in a detached tmux session of 160x60 cells.
@@ -167,10 +188,18 @@ func TestTopLive(t *testing.T) {
 	stop := offered(t, pair, rate)
 	tm := newTmux(t, top, "--endpoint", url, "--view", "rxq", "--device", dev)
 	time.Sleep(3 * time.Second) // the generator's pacing has settled
-	rxq := tm.screen(`XDP-RX CPU\s+total`)
+	var rxq []string
+	for range 4 {
+		rxq = append(rxq, tm.screen(`XDP-RX CPU\s+total`))
+		time.Sleep(1100 * time.Millisecond) // the next refresh
+	}
 
 	tm.keys("4") // napi
-	napi := tm.screen(`NAPI ` + regexp.QuoteMeta(dev))
+	var napi []string
+	for range 3 {
+		napi = append(napi, tm.screen(`NAPI `+regexp.QuoteMeta(dev)))
+		time.Sleep(1100 * time.Millisecond) // the next refresh
+	}
 	tm.keys("5") // nic
 	nic := tm.screen(`rx_xdp_processed_packets_total`)
 
@@ -204,16 +233,21 @@ func TestTopLive(t *testing.T) {
 
 	achieved := stop()
 	t.Logf("generator: %.0f pps", achieved)
-	// The last interval of each view printed by --plain.
-	last := map[string]string{}
+	// Every interval of each view printed by --plain, and the last one.
+	blocks, last := map[string][]string{}, map[string]string{}
 	for _, block := range strings.Split(string(plain), "--- ")[1:] {
 		if f := strings.Fields(block); len(f) > 1 {
+			blocks[f[1]] = append(blocks[f[1]], block)
 			last[f[1]] = block
 		}
 	}
-	for _, c := range []struct{ where, rxq, napi, nic string }{
+	for _, c := range []struct {
+		where     string
+		rxq, napi []string
+		nic       string
+	}{
 		{"terminal", rxq, napi, nic},
-		{"--plain", last["rxq"], last["napi"], last["nic"]},
+		{"--plain", blocks["rxq"], blocks["napi"], last["nic"]},
 	} {
 		t.Run(c.where, func(t *testing.T) {
 			checkRxq(t, c.rxq, achieved)
@@ -297,19 +331,19 @@ func TestTopHTTPConfig(t *testing.T) {
 }
 
 // checkNapi: the napi view's device lines carry the offered packets.
-func checkNapi(t *testing.T, screen string, want float64) {
+func checkNapi(t *testing.T, screens []string, want float64) {
 	t.Helper()
-	m := regexp.MustCompile(`NAPI \S+ \([a-z]+\): [0-9,]+ polls/s, ([0-9,]+) pkts/s`).FindAllStringSubmatch(screen, -1)
-	if m == nil {
-		t.Fatalf("napi view has no device line:\n%s", screen)
-	}
-	var pkts float64
-	for _, l := range m {
-		pkts += number(t, l[1])
-	}
-	if d := (pkts - want) / want; d > 0.05 || d < -0.05 {
-		t.Errorf("napi view: %v pkts/s in polls, generator %.0f:\n%s", pkts, want, screen)
-	}
+	anyWithin(t, "napi pkts/s", screens, func(screen string) float64 {
+		m := regexp.MustCompile(`NAPI \S+ \([a-z]+\): [0-9,]+ polls/s, ([0-9,]+) pkts/s`).FindAllStringSubmatch(screen, -1)
+		if m == nil {
+			t.Fatalf("napi view has no device line:\n%s", screen)
+		}
+		var pkts float64
+		for _, l := range m {
+			pkts += number(t, l[1])
+		}
+		return pkts
+	}, want, 0.05)
 }
 
 // checkNIC: the nic view lists the veth's per-queue XDP counters and only

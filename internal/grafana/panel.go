@@ -14,21 +14,16 @@ type Dashboard struct {
 	Panels []*Panel `json:"panels"`
 }
 
-// Link is a dashboard link.
+// Link is a dashboard or panel link.
 type Link struct {
-	Title string   `json:"title"`
-	Type  string   `json:"type"`
-	Tags  []string `json:"tags"`
-	URL   string   `json:"url"`
+	URL string `json:"url"`
 }
 
 // Panel is a dashboard panel.
 type Panel struct {
-	ID              int              `json:"id"`
 	Type            string           `json:"type"`
 	Title           string           `json:"title"`
 	PluginVersion   string           `json:"pluginVersion"`
-	Datasource      Datasource       `json:"datasource"`
 	Targets         []Target         `json:"targets"`
 	Transformations []Transformation `json:"transformations"`
 	Options         PanelOptions     `json:"options"`
@@ -39,7 +34,6 @@ type Panel struct {
 // Datasource is a datasource reference.
 type Datasource struct {
 	Type string `json:"type"`
-	UID  string `json:"uid"`
 }
 
 // Target is one query of a panel: Prometheus (Expr) or TestData CSV
@@ -49,9 +43,6 @@ type Target struct {
 	Datasource   Datasource `json:"datasource"`
 	Expr         string     `json:"expr"`
 	LegendFormat string     `json:"legendFormat"`
-	Format       string     `json:"format"`
-	Instant      bool       `json:"instant"`
-	ScenarioID   string     `json:"scenarioId"`
 	CSVContent   string     `json:"csvContent"`
 }
 
