@@ -20,7 +20,7 @@ func fleetBoard(cfg Config) board {
 				{
 					title: "XDP packets per host (top 20)", unit: "pps", min: &f0,
 					description: "Packets/s XDP processed per host: the rxq program's count where it runs (it is opt-in), else the driver's per-queue XDP counters, else the attached programs' run counts (with BPF stats on).",
-					targets:     []target{{refID: "A", expr: top(r.hostRxq() + inst), legend: "{{instance}}"}},
+					targets:     []target{{refID: "A", expr: top(r.hostXDP() + inst), legend: "{{instance}}"}},
 				},
 				{
 					title: "XDP verdicts across the fleet", unit: "pps", min: &f0,
@@ -29,8 +29,8 @@ func fleetBoard(cfg Config) board {
 				},
 				{
 					title: "Busiest devices (top 20)", unit: "pps", min: &f0,
-					description: "Per-device XDP packets/s.",
-					targets:     []target{{refID: "A", expr: top(r.deviceRxq() + "{" + selInstDev + "}"), legend: "{{instance}} {{device}}"}},
+					description: "Per-device packets/s XDP processed: the rxq program's count, else the driver's per-queue XDP counters.",
+					targets:     []target{{refID: "A", expr: top(r.deviceXDP() + "{" + selInstDev + "}"), legend: "{{instance}} {{device}}"}},
 				},
 				{
 					title: "Port discards per host (top 20)", unit: "pps", min: &f0, exempt: exemptPHY,

@@ -49,7 +49,10 @@ func (r recorded) queueCPURxq() string {
 	return r.rate("instance_device_queue_cpu", "xdp_rxq_packets")
 }
 func (r recorded) deviceRxq() string { return r.rate("instance_device", "xdp_rxq_packets") }
-func (r recorded) hostRxq() string   { return r.rate("instance", "xdp_rxq_packets") }
+func (r recorded) hostXDP() string   { return r.rate("instance", "xdp_processed_packets") }
+func (r recorded) deviceXDP() string {
+	return r.rate("instance_device", "xdp_processed_packets")
+}
 func (r recorded) cpuMode() string   { return r.ratio("instance_cpu_mode", "xdp_cpu_seconds") }
 func (r recorded) rxCPU() string     { return "instance_cpu:xdp_rx_cpu:active" }
 func (r recorded) rxIdle() string    { return "instance:xdp_rx_cpus_idle:avg_ratio" }
@@ -145,10 +148,11 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.redirectErrs(), sumRate(h+", device", "xdp_redirect_errors_total")),
 
 		// Per-host roll-ups for the fleet view.
-		// Without the rxq collector (it is opt-in) the driver's XDP counters,
-		// else the attached programs' run counts, stand in for it.
-		rec(r.hostRxq(), "sum by ("+h+") ("+r.deviceRxq()+")\nor\nsum by ("+h+") ("+r.xdpActions()+")\nor\n"+
-			sumRate(h, "xdp_bpf_prog_runs_total")),
+		// Packets XDP processed: without the rxq collector (it is opt-in)
+		// the driver's per-queue XDP counters stand in for it, and per host
+		// the attached programs' run counts for both.
+		rec(r.deviceXDP(), r.deviceRxq()+"\nor\nsum by ("+h+", device) ("+r.xdpActions()+")"),
+		rec(r.hostXDP(), "sum by ("+h+") ("+r.deviceXDP()+")\nor\n"+sumRate(h, "xdp_bpf_prog_runs_total")),
 		rec(r.hostPhyRx(), "sum by ("+h+") ("+r.phyRx()+")"),
 		rec(r.hostDiscards(), "sum by ("+h+") ("+r.phyDiscards()+")"),
 		rec(r.hostOOB(), "sum by ("+h+") ("+r.outOfBuffer()+")"),
