@@ -30,7 +30,9 @@ type Config struct {
 	// ClusterLabel is the label that tells clusters apart (kubernetes-mixin's
 	// clusterLabel). Recording rules aggregate by it, job and instance, so
 	// series of several clusters or jobs behind one Prometheus (federation,
-	// remote write) stay apart; hosts without it aggregate as before.
+	// remote write) stay apart; hosts without it aggregate as before. The
+	// fleet view aggregates by it too; the dashboards' $cluster variable
+	// reads the label named cluster.
 	ClusterLabel string `yaml:"cluster_label"`
 	// RateWindow is the range of the rate() in every recording rule. Keep it
 	// at least four scrape intervals.

@@ -55,7 +55,7 @@ func fleetBoard(cfg Config) board {
 				{
 					title: "RSS imbalance per host (top 20)", unit: "short", min: &f0, runbook: AlertRSSImbalance,
 					description: "Each host's most uneven device: its busiest RX queue over the mean of its busy queues; alert " + AlertRSSImbalance + " fires above " + num(cfg.RSSImbalance.MaxOverMean) + ".",
-					targets:     []target{{refID: "A", expr: top("max by (cluster, job, instance) (" + r.rxImbalance() + inst + ")"), legend: "{{instance}}"}},
+					targets:     []target{{refID: "A", expr: top("max by (" + cfg.hostLabels() + ") (" + r.rxImbalance() + inst + ")"), legend: "{{instance}}"}},
 				},
 				{
 					title: "Worst RX CPU cache-miss ratio per host (top 20)", unit: "percentunit", min: &f0, exempt: exemptPerf,

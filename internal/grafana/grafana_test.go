@@ -119,8 +119,14 @@ func TestConcatenate(t *testing.T) {
 	if named[0].Fields[1].Name != "paper · cores (paper)" {
 		t.Errorf("default mode name %q", named[0].Fields[1].Name)
 	}
-	if _, err := Transform([]Transformation{{ID: "organize"}}, []*Frame{one}); err == nil {
-		t.Error("an unmodelled transformation passed")
+	for _, tr := range []Transformation{
+		{ID: "organize"},
+		{ID: "concatenate", Options: map[string]any{"frameNameMode": "label"}},
+		{ID: "joinByField"}, // of named frames
+	} {
+		if _, err := Transform([]Transformation{tr}, []*Frame{one, two}); err == nil {
+			t.Errorf("unmodelled %+v passed", tr)
+		}
 	}
 }
 
@@ -139,8 +145,8 @@ func TestPrepSeries(t *testing.T) {
 	if len(series) != 1 || series[0].Name != "Mpps" || series[0].Points() != 1 {
 		t.Errorf("series %+v", series)
 	}
-	if len(errs) != 3 {
-		t.Errorf("errors %v, want 3 (string y, frame index out of range, no frame matcher)", errs)
+	if len(errs) != 3 || errs[1] == nil || errs[2] == nil || errs[3] == nil {
+		t.Errorf("errors %v, want configs 1 (string y), 2 (frame index out of range), 3 (no frame matcher)", errs)
 	}
 }
 

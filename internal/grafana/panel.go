@@ -51,9 +51,6 @@ type Target struct {
 type PanelOptions struct {
 	Mapping string         `json:"mapping"`
 	Series  []SeriesConfig `json:"series"`
-	// SeriesMapping is the pre-10.4 name of Mapping; a panel that still
-	// has it is migrated (see Migrate).
-	SeriesMapping string `json:"seriesMapping"`
 }
 
 // SeriesConfig is one manual xychart series.

@@ -125,8 +125,9 @@ func apply(t Transformation, frames []*Frame) ([]*Frame, error) {
 // frames are joined on the field named byField (by display name; the first
 // time field when unset), "outer" keeping every key and "inner" only keys
 // all frames have, sorted ascending. A single frame passes unchanged.
-// Fields keep their config and labels; a "Value" field of a named frame
-// takes the frame's name, another field gets it as a "name" label.
+// Fields keep their config and labels. joinDataFrames also renames the
+// fields of named frames; our frames have no names, so a named one is an
+// error here.
 func joinByField(opts map[string]any, frames []*Frame) ([]*Frame, error) {
 	if len(frames) < 2 {
 		return frames, nil
@@ -146,6 +147,9 @@ func joinByField(opts map[string]any, frames []*Frame) ([]*Frame, error) {
 	}
 	var sides []side
 	for _, fr := range frames {
+		if fr.Name != "" {
+			return nil, fmt.Errorf("joinByField: named frame %q is not modelled", fr.Name)
+		}
 		j := -1
 		for i, f := range fr.Fields {
 			if by == "" && f.Type == TypeTime || by != "" && DisplayName(f, fr, frames) == by {
@@ -184,7 +188,7 @@ func joinByField(opts map[string]any, frames []*Frame) ([]*Frame, error) {
 	joinField := *first
 	joinField.Values = make([]any, len(keys))
 	for i, k := range keys {
-		joinField.Values[i] = keyValue(first.Type, k)
+		joinField.Values[i] = k
 	}
 	out := &Frame{Fields: []*Field{&joinField}}
 	for _, s := range sides {
@@ -199,60 +203,37 @@ func joinByField(opts map[string]any, frames []*Frame) ([]*Frame, error) {
 					c.Values[r] = f.Values[row]
 				}
 			}
-			if s.frame.Name != "" {
-				if c.Name == "Value" {
-					c.Name = s.frame.Name
-				} else if _, ok := c.Labels["name"]; !ok {
-					labels := map[string]string{"name": s.frame.Name}
-					for k, v := range c.Labels {
-						labels[k] = v
-					}
-					c.Labels = labels
-				}
-			}
 			out.Fields = append(out.Fields, &c)
 		}
 	}
 	return []*Frame{out}, nil
 }
 
-// joinKey turns a time or whole-number join value into a map key; the
-// dashboards join on time only.
+// joinKey is a time (milliseconds) as a map key; the dashboards join on
+// time only.
 func joinKey(v any) (int64, error) {
-	switch x := v.(type) {
-	case int64:
-		return x, nil
-	case float64:
-		if x == float64(int64(x)) {
-			return int64(x), nil
-		}
+	if t, ok := v.(int64); ok {
+		return t, nil
 	}
-	return 0, fmt.Errorf("joinByField: join value %v is not modelled", v)
-}
-
-func keyValue(t FieldType, k int64) any {
-	if t == TypeTime {
-		return k
-	}
-	return float64(k)
+	return 0, fmt.Errorf("joinByField: join value %v is not a time: not modelled", v)
 }
 
 // concatenate is packages/grafana-data/src/transformations/transformers/
 // concat.ts: every field of every frame side by side in one frame, shorter
 // fields padded with nulls (undefined in Grafana; neither draws). With
-// frameNameMode "drop" field names stay as they were; the default
-// ("field") and "label" put a named frame's name into the field.
+// frameNameMode "drop" field names stay as they were; the default,
+// "field", puts a named frame's name into the field name.
 func concatenate(opts map[string]any, frames []*Frame) ([]*Frame, error) {
 	if len(frames) < 2 {
 		return frames, nil
 	}
 	mode, _ := opts["frameNameMode"].(string)
-	if mode == "" {
+	switch mode {
+	case "":
 		mode = "field"
-	}
-	label, _ := opts["frameNameLabel"].(string)
-	if label == "" {
-		label = "frame"
+	case "drop", "field":
+	default:
+		return nil, fmt.Errorf("concatenate frameNameMode %q is not modelled", mode)
 	}
 	n := 0
 	for _, fr := range frames {
@@ -262,23 +243,11 @@ func concatenate(opts map[string]any, frames []*Frame) ([]*Frame, error) {
 	for _, fr := range frames {
 		for _, f := range fr.Fields {
 			c := *f
-			if fr.Name != "" {
-				switch mode {
-				case "drop":
-				case "label":
-					labels := map[string]string{label: fr.Name}
-					for k, v := range f.Labels {
-						if k != label {
-							labels[k] = v
-						}
-					}
-					c.Labels = labels
-				default:
-					if c.Name == "" || c.Name == "Value" {
-						c.Name = fr.Name
-					} else {
-						c.Name = fr.Name + " · " + f.Name
-					}
+			if fr.Name != "" && mode == "field" {
+				if c.Name == "" || c.Name == "Value" {
+					c.Name = fr.Name
+				} else {
+					c.Name = fr.Name + " · " + f.Name
 				}
 			}
 			c.Values = append(make([]any, 0, n), f.Values...)

@@ -8,26 +8,21 @@ import (
 // panel: xyChartMigrationHandler in
 // public/app/plugins/panel/xychart/migrations.ts runs whenever the panel has
 // no pluginVersion and rebuilds the options from the pre-10.4 fields
-// (seriesMapping, dims, series with field names). A panel without
-// pluginVersion and without seriesMapping comes out in manual mode with
-// the series it had under the old shape, so our series (already in the
-// new shape, with matchers) would be lost: Migrate reports that as an
-// error instead of modelling the rewrite.
+// (seriesMapping, dims, series with field names). Our series are in the
+// new shape, with matchers, and that rebuild would lose them: Migrate
+// reports it as an error instead of modelling the rewrite.
 func (p *Panel) Migrate() (PanelOptions, error) {
-	if p.Type != "xychart" || p.PluginVersion != "" {
-		return p.Options, nil
+	if p.Type == "xychart" && p.PluginVersion == "" {
+		return PanelOptions{}, fmt.Errorf("panel %q has no pluginVersion: Grafana's xychart migration rewrites it to manual mode with the old-format series it finds (none), so it draws nothing", p.Title)
 	}
-	if p.Options.SeriesMapping == "auto" {
-		return PanelOptions{Mapping: "auto"}, nil
-	}
-	return PanelOptions{Mapping: "manual"}, fmt.Errorf("panel %q has no pluginVersion: Grafana's xychart migration rewrites it to manual mode with the old-format series it finds (none), so it draws nothing", p.Title)
+	return p.Options, nil
 }
 
 // Draw is what an xychart panel draws from its queries' frames: the
 // panel's transformations, the migration its JSON gets on load, and the
 // series preparation. The error is for a panel Grafana cannot draw at
-// all; errs has one entry per series config that found no series.
-func (p *Panel) Draw(frames []*Frame) (series []XYSeries, errs []error, err error) {
+// all; errs has, by index in options.series, why a config found no series.
+func (p *Panel) Draw(frames []*Frame) (series []XYSeries, errs map[int]error, err error) {
 	frames, err = Transform(p.Transformations, frames)
 	if err != nil {
 		return nil, nil, err
@@ -44,7 +39,6 @@ func (p *Panel) Draw(frames []*Frame) (series []XYSeries, errs []error, err erro
 type XYSeries struct {
 	Name   string
 	Config int // index in options.series
-	Frame  *Frame
 	X, Y   *Field
 }
 
@@ -54,64 +48,65 @@ type XYSeries struct {
 // matcher is byIndex (no other frame matcher is implemented there); x is
 // the first number or time field of that frame the x matcher selects (the
 // earlier version took numbers only), y the first other number field the
-// y matcher selects. It returns the series found and,
-// for each config that found none, an error saying why.
-func PrepSeries(opts PanelOptions, frames []*Frame) ([]XYSeries, []error) {
-	var out []XYSeries
-	var errs []error
-	cfgs := opts.Series
+// y matcher selects. It returns the series found and, by config index,
+// why each config that found none did not.
+func PrepSeries(opts PanelOptions, frames []*Frame) ([]XYSeries, map[int]error) {
+	errs := map[int]error{}
 	if opts.Mapping != "manual" {
-		return nil, []error{fmt.Errorf("mapping %q: only manual mapping is checked", opts.Mapping)}
+		errs[-1] = fmt.Errorf("mapping %q: only manual mapping is checked", opts.Mapping)
+		return nil, errs
 	}
-	for i, c := range cfgs {
-		if c.Frame == nil || c.X == nil || c.Y == nil {
-			errs = append(errs, fmt.Errorf("series %d: manual series without frame, x and y matchers is skipped", i))
-			continue
-		}
-		if c.Frame.Matcher.ID != "byIndex" {
-			errs = append(errs, fmt.Errorf("series %d: frame matcher %q matches no frame in xychart", i, c.Frame.Matcher.ID))
-			continue
-		}
-		idx, ok := c.Frame.Matcher.Options.(float64)
-		if !ok || int(idx) < 0 || int(idx) >= len(frames) {
-			errs = append(errs, fmt.Errorf("series %d: frame index %v: the panel has %d frames after its transformations", i, c.Frame.Matcher.Options, len(frames)))
-			continue
-		}
-		fr := frames[int(idx)]
-		xm, err := fieldMatcher(c.X.Matcher, fr, frames)
+	var out []XYSeries
+	for i, c := range opts.Series {
+		s, err := prepOne(c, frames)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("series %d x: %w", i, err))
+			errs[i] = fmt.Errorf("series %d: %w", i, err)
 			continue
 		}
-		ym, err := fieldMatcher(c.Y.Matcher, fr, frames)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("series %d y: %w", i, err))
-			continue
-		}
-		var x, y *Field
-		for _, f := range fr.Fields {
-			if (f.Type == TypeNumber || f.Type == TypeTime) && xm(f) {
-				x = f
-				break
-			}
-		}
-		if x == nil {
-			errs = append(errs, fmt.Errorf("series %d: no number field %v in frame %d (fields: %v)", i, c.X.Matcher.Options, int(idx), names(fr, frames)))
-			continue
-		}
-		for _, f := range fr.Fields {
-			if f != x && f.Type == TypeNumber && ym(f) {
-				y = f
-				break
-			}
-		}
-		if y == nil {
-			errs = append(errs, fmt.Errorf("series %d: no number field %v in frame %d (fields: %v)", i, c.Y.Matcher.Options, int(idx), names(fr, frames)))
-			continue
-		}
-		out = append(out, XYSeries{Name: DisplayName(y, fr, frames), Config: i, Frame: fr, X: x, Y: y})
+		s.Config = i
+		out = append(out, s)
 	}
 	return out, errs
+}
+
+func prepOne(c SeriesConfig, frames []*Frame) (XYSeries, error) {
+	if c.Frame == nil || c.X == nil || c.Y == nil {
+		return XYSeries{}, fmt.Errorf("manual series without frame, x and y matchers is skipped")
+	}
+	if c.Frame.Matcher.ID != "byIndex" {
+		return XYSeries{}, fmt.Errorf("frame matcher %q matches no frame in xychart", c.Frame.Matcher.ID)
+	}
+	idx, ok := c.Frame.Matcher.Options.(float64)
+	if !ok || int(idx) < 0 || int(idx) >= len(frames) {
+		return XYSeries{}, fmt.Errorf("frame index %v: the panel has %d frames after its transformations", c.Frame.Matcher.Options, len(frames))
+	}
+	fr := frames[int(idx)]
+	xm, err := fieldMatcher(c.X.Matcher, fr, frames)
+	if err != nil {
+		return XYSeries{}, fmt.Errorf("x: %w", err)
+	}
+	ym, err := fieldMatcher(c.Y.Matcher, fr, frames)
+	if err != nil {
+		return XYSeries{}, fmt.Errorf("y: %w", err)
+	}
+	x := firstField(fr, func(f *Field) bool { return (f.Type == TypeNumber || f.Type == TypeTime) && xm(f) })
+	if x == nil {
+		return XYSeries{}, fmt.Errorf("no number field %v in frame %d (fields: %v)", c.X.Matcher.Options, int(idx), names(fr, frames))
+	}
+	y := firstField(fr, func(f *Field) bool { return f != x && f.Type == TypeNumber && ym(f) })
+	if y == nil {
+		return XYSeries{}, fmt.Errorf("no number field %v in frame %d (fields: %v)", c.Y.Matcher.Options, int(idx), names(fr, frames))
+	}
+	return XYSeries{Name: DisplayName(y, fr, frames), X: x, Y: y}, nil
+}
+
+func firstField(fr *Frame, match func(*Field) bool) *Field {
+	for _, f := range fr.Fields {
+		if match(f) {
+			return f
+		}
+	}
+	return nil
 }
 
 // Points is the number of rows where both x and y have a value: what the

@@ -148,20 +148,3 @@ func (s *Server) Scalar(ctx context.Context, expr string) (float64, error) {
 	}
 	return 0, fmt.Errorf("%s: unexpected result type %s", expr, v.Type())
 }
-
-// WaitUp waits until every target has been scraped successfully.
-func (s *Server) WaitUp(t testing.TB, targets int) {
-	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v, err := s.Scalar(ctx, `count(up == 1)`)
-		if err == nil && int(v) == targets {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("targets not up after 30s: %v %v", v, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
