@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build image test fuzz deps generate check-generated lint
+.PHONY: all build image test test-kernels fuzz deps generate check-generated lint
 
 all: build
 
@@ -27,7 +27,15 @@ deps:
 # Prometheus' rates with the generator's within 5%, which another package's
 # traffic test on the same two CPUs would disturb.
 test: deps
-	$(GO) test -p 1 -count=1 -timeout 30m ./...
+	$(GO) test -p 1 -count=1 -timeout 45m ./...
+
+# The kernel matrix alone (make test runs it too): Debian's 5.10, 6.1 and
+# 6.12 kernels, fetched with apt into /var/cache/xdp_exporter/kernels and
+# booted in QEMU over this machine's root, each running the real exporter
+# and the kernel-facing test binaries (docs/kernels.md).
+# XDP_EXPORTER_KERNELS=bookworm picks suites.
+test-kernels: deps
+	$(GO) test -count=1 -v -timeout 45m -run TestKernelMatrix ./kernels
 
 # Every Go fuzz target for FUZZTIME (default 60s) each; CI runs it after the tests.
 fuzz:

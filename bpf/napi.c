@@ -11,8 +11,8 @@
 //   softirq_entry/softirq_exit/softirq_raise(unsigned int vec_nr)
 //
 // Each program runs once per poll or per softirq, never per packet. The
-// counters are per CPU, so no update needs an atomic; the only atomic is
-// the one compare-and-swap that claims a histogram slot for a new device.
+// counters are per CPU, so no update needs an atomic; a histogram slot is
+// claimed for a new device once, by one hash map insert (slots.h).
 // The softirq programs are opt-in (--collector.napi.softirq): they fire
 // several times per poll, and the cpu collector reads the same counts
 // from /proc/softirqs.
@@ -64,6 +64,8 @@ struct {
 	__type(value, struct slot_owner);
 } napi_owners SEC(".maps");
 
+SLOT_CLAIMS(napi_claims, NAPI_SLOTS);
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NAPI_SLOTS);
@@ -91,19 +93,33 @@ struct {
 #define COMM_NAPI 0x2f6970616eULL           // "napi/"
 #define MASK_5 0xffffffffffULL
 
-static __always_inline __u32 poll_context(void)
+static __always_inline __u32 classify(__u32 pid, __u64 head, char c8, char c9)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u64 head;
-
-	if (task->pid == 0)
+	if (pid == 0)
 		return CTX_IDLE;
-	head = *(__u64 *)task->comm;
-	if (head == COMM_KSOFTIRQ && task->comm[8] == 'd' && task->comm[9] == '/')
+	if (head == COMM_KSOFTIRQ && c8 == 'd' && c9 == '/')
 		return CTX_KSOFTIRQD;
 	if ((head & MASK_5) == COMM_NAPI)
 		return CTX_THREADED;
 	return CTX_OTHER;
+}
+
+static __always_inline __u32 poll_context(void)
+{
+	// Linux 5.11 and later: direct loads through the BTF-typed current
+	// task. Before, there is no such helper (5.10's verifier rejects the
+	// program that calls it), and two helpers copy the same fields; the
+	// relocation makes the branch a constant, so each kernel's verifier
+	// sees only the branch it can run.
+	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		return classify(task->pid, *(__u64 *)task->comm, task->comm[8], task->comm[9]);
+	}
+	char comm[16];
+
+	bpf_get_current_comm(comm, sizeof(comm));
+	return classify((__u32)bpf_get_current_pid_tgid(), *(__u64 *)comm, comm[8], comm[9]);
 }
 
 // An ifindex this large cannot be packed beside the context; Linux
@@ -133,7 +149,7 @@ int BPF_PROG(napi_poll, struct napi_struct *napi, int work, int budget)
 		count_untracked();
 		return 0;
 	}
-	idx = slot_find(&napi_owners, NAPI_SLOTS, netns, SLOT_K1 | (__u64)ifindex << 2 | poll_context(), &claimed);
+	idx = slot_find(&napi_owners, &napi_claims, NAPI_SLOTS, netns, SLOT_K1 | (__u64)ifindex << 2 | poll_context(), &claimed);
 	if (idx < 0) {
 		count_untracked();
 		return 0;

@@ -45,6 +45,7 @@ type NapiSoftirqVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	NapiMapNapiClaims    = "napi_claims"
 	NapiMapNapiDropped   = "napi_dropped"
 	NapiMapNapiHist      = "napi_hist"
 	NapiMapNapiNames     = "napi_names"
@@ -108,6 +109,7 @@ type NapiProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type NapiMapSpecs struct {
+	NapiClaims  *ebpf.MapSpec `ebpf:"napi_claims"`
 	NapiDropped *ebpf.MapSpec `ebpf:"napi_dropped"`
 	NapiHist    *ebpf.MapSpec `ebpf:"napi_hist"`
 	NapiNames   *ebpf.MapSpec `ebpf:"napi_names"`
@@ -141,6 +143,7 @@ func (o *NapiObjects) Close() error {
 //
 // It can be passed to LoadNapiObjects or ebpf.CollectionSpec.LoadAndAssign.
 type NapiMaps struct {
+	NapiClaims  *ebpf.Map `ebpf:"napi_claims"`
 	NapiDropped *ebpf.Map `ebpf:"napi_dropped"`
 	NapiHist    *ebpf.Map `ebpf:"napi_hist"`
 	NapiNames   *ebpf.Map `ebpf:"napi_names"`
@@ -150,6 +153,7 @@ type NapiMaps struct {
 
 func (m *NapiMaps) Close() error {
 	return _NapiClose(
+		m.NapiClaims,
 		m.NapiDropped,
 		m.NapiHist,
 		m.NapiNames,

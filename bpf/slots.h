@@ -7,12 +7,17 @@
 // probes up to SLOT_PROBES slots. Finding its key costs a few inlined array
 // loads and compares; a per-CPU hash map would cost a helper call, a jhash
 // of the key and a bucket walk on every event. A free slot is claimed once,
-// with one compare-and-swap on the owner's first word, so two CPUs can
-// never count different keys in one slot. The second word is written after
-// the claim: an event that sees a claim in progress probes on and may claim
-// a second slot for the same key, which userspace adds up with the first.
-// When every probed slot belongs to other keys the event is counted as
-// untracked by the caller.
+// by inserting its index into the table's claims hash with BPF_NOEXIST:
+// the kernel admits one insert per key, so two CPUs can never count
+// different keys in one slot. (A compare-and-swap on the owner would claim
+// in one instruction, but BPF_CMPXCHG needs Linux 5.12 and the verifier of
+// 5.10 rejects it; the helper call works on every kernel and runs once per
+// key, never per event.) The owner's words are written after the claim:
+// an event that sees a claim in progress probes on and may claim a second
+// slot for the same key, which userspace adds up with the first. When
+// every probed slot belongs to other keys the event is counted as
+// untracked by the caller. Userspace frees a slot by zeroing its values,
+// clearing its owner and deleting its claim.
 //
 // Keys are two 64-bit words, neither of them 0: 0 in k0 marks a free slot,
 // and 0 in k1 a slot whose claim is still in progress, which matches no
@@ -39,11 +44,20 @@ static __always_inline __u32 slot_hash(__u64 k0, __u64 k1)
 	return h >> 32;
 }
 
+// SLOT_CLAIMS declares the claims hash of a table of slots entries.
+#define SLOT_CLAIMS(name, slots)                  \
+	struct {                                  \
+		__uint(type, BPF_MAP_TYPE_HASH);  \
+		__uint(max_entries, slots);       \
+		__type(key, __u32);               \
+		__type(value, __u64);             \
+	} name SEC(".maps")
+
 // slot_find returns the index of the slot that counts key (k0, k1) in a
 // table of nslots (a power of two) owners, claiming a free one on first
 // use (then *claimed is set), or -1 when the probed slots all belong to
 // other keys.
-static __always_inline int slot_find(void *owners, __u32 nslots, __u64 k0, __u64 k1, bool *claimed)
+static __always_inline int slot_find(void *owners, void *claims, __u32 nslots, __u64 k0, __u64 k1, bool *claimed)
 {
 	__u32 start = slot_hash(k0, k1);
 
@@ -56,7 +70,8 @@ static __always_inline int slot_find(void *owners, __u32 nslots, __u64 k0, __u64
 			return -1;
 		if (o->k0 == k0 && o->k1 == k1)
 			return idx;
-		if (o->k0 == 0 && __sync_val_compare_and_swap(&o->k0, 0, k0) == 0) {
+		if (o->k0 == 0 && bpf_map_update_elem(claims, &idx, &k0, BPF_NOEXIST) == 0) {
+			o->k0 = k0;
 			o->k1 = k1;
 			*claimed = true;
 			return idx;

@@ -109,8 +109,8 @@ struct {
 	__type(value, __u64);
 } redirects SEC(".maps");
 
-// SLOT_TABLE declares a slot table: NAME_owners and the per-CPU values
-// NAME, both of SLOTS entries (a power of two).
+// SLOT_TABLE declares a slot table: NAME_owners, NAME_claims and the
+// per-CPU values NAME, all of SLOTS entries (a power of two).
 #define SLOT_TABLE(name, slots, value_type)                      \
 	struct {                                                  \
 		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
@@ -118,6 +118,7 @@ struct {
 		__type(key, __u32);                               \
 		__type(value, struct slot_owner);                 \
 	} name##_owners SEC(".maps");                             \
+	SLOT_CLAIMS(name##_claims, slots);                        \
 	struct {                                                  \
 		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
 		__uint(max_entries, slots);                       \
@@ -185,11 +186,11 @@ static __always_inline __u64 dev_word(const struct net_device *dev)
 
 // table_value returns this CPU's value of the slot for (k0, k1), or NULL
 // (counted as overflow ovf) when no slot could be had.
-static __always_inline void *table_value(void *owners, __u32 nslots, void *values,
+static __always_inline void *table_value(void *owners, void *claims, __u32 nslots, void *values,
 					 __u64 k0, __u64 k1, __u32 ovf)
 {
 	bool claimed;
-	int idx = slot_find(owners, nslots, k0, k1, &claimed);
+	int idx = slot_find(owners, claims, nslots, k0, k1, &claimed);
 
 	if (idx < 0) {
 		count_overflow(ovf);
@@ -268,7 +269,7 @@ SEC("tp_btf/xdp_devmap_xmit")
 int BPF_PROG(xdp_devmap_xmit, const struct net_device *from_dev,
 	     const struct net_device *to_dev, int sent, int drops, int err)
 {
-	struct xmit_value *v = table_value(&devmap_xmit_owners, DEVMAP_XMIT_SLOTS, &devmap_xmit,
+	struct xmit_value *v = table_value(&devmap_xmit_owners, &devmap_xmit_claims, DEVMAP_XMIT_SLOTS, &devmap_xmit,
 					   dev_word(from_dev), SLOT_K1 | dev_word(to_dev),
 					   OVF_DEVMAP_XMIT);
 
@@ -284,7 +285,7 @@ int BPF_PROG(xdp_devmap_xmit, const struct net_device *from_dev,
 SEC("tp_btf/xdp_bulk_tx")
 int BPF_PROG(xdp_bulk_tx, const struct net_device *dev, int sent, int drops, int err)
 {
-	struct xmit_value *v = table_value(&bulk_tx_owners, BULK_TX_SLOTS, &bulk_tx,
+	struct xmit_value *v = table_value(&bulk_tx_owners, &bulk_tx_claims, BULK_TX_SLOTS, &bulk_tx,
 					   dev_word(dev), SLOT_K1, OVF_BULK_TX);
 
 	if (!v)
@@ -300,7 +301,7 @@ SEC("tp_btf/xdp_cpumap_enqueue")
 int BPF_PROG(xdp_cpumap_enqueue, int map_id, unsigned int processed,
 	     unsigned int drops, int to_cpu)
 {
-	struct enqueue_value *v = table_value(&cpumap_enqueue_owners, CPUMAP_ENQUEUE_SLOTS,
+	struct enqueue_value *v = table_value(&cpumap_enqueue_owners, &cpumap_enqueue_claims, CPUMAP_ENQUEUE_SLOTS,
 					      &cpumap_enqueue, (__u32)map_id,
 					      SLOT_K1 | (__u32)to_cpu, OVF_CPUMAP_ENQUEUE);
 
@@ -316,7 +317,7 @@ SEC("tp_btf/xdp_cpumap_kthread")
 int BPF_PROG(xdp_cpumap_kthread, int map_id, unsigned int processed,
 	     unsigned int drops, int sched, struct xdp_cpumap_stats *xdp_stats)
 {
-	struct kthread_value *v = table_value(&cpumap_kthread_owners, CPUMAP_KTHREAD_SLOTS,
+	struct kthread_value *v = table_value(&cpumap_kthread_owners, &cpumap_kthread_claims, CPUMAP_KTHREAD_SLOTS,
 					      &cpumap_kthread, (__u32)map_id, SLOT_K1,
 					      OVF_CPUMAP_KTHREAD);
 

@@ -72,12 +72,16 @@ type XdpmonXmitValue struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	XdpmonMapBulkTx              = "bulk_tx"
+	XdpmonMapBulkTxClaims        = "bulk_tx_claims"
 	XdpmonMapBulkTxOwners        = "bulk_tx_owners"
 	XdpmonMapCpumapEnqueue       = "cpumap_enqueue"
+	XdpmonMapCpumapEnqueueClaims = "cpumap_enqueue_claims"
 	XdpmonMapCpumapEnqueueOwners = "cpumap_enqueue_owners"
 	XdpmonMapCpumapKthread       = "cpumap_kthread"
+	XdpmonMapCpumapKthreadClaims = "cpumap_kthread_claims"
 	XdpmonMapCpumapKthreadOwners = "cpumap_kthread_owners"
 	XdpmonMapDevmapXmit          = "devmap_xmit"
+	XdpmonMapDevmapXmitClaims    = "devmap_xmit_claims"
 	XdpmonMapDevmapXmitOwners    = "devmap_xmit_owners"
 	XdpmonMapExceptions          = "exceptions"
 	XdpmonMapOverflow            = "overflow"
@@ -151,12 +155,16 @@ type XdpmonProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type XdpmonMapSpecs struct {
 	BulkTx              *ebpf.MapSpec `ebpf:"bulk_tx"`
+	BulkTxClaims        *ebpf.MapSpec `ebpf:"bulk_tx_claims"`
 	BulkTxOwners        *ebpf.MapSpec `ebpf:"bulk_tx_owners"`
 	CpumapEnqueue       *ebpf.MapSpec `ebpf:"cpumap_enqueue"`
+	CpumapEnqueueClaims *ebpf.MapSpec `ebpf:"cpumap_enqueue_claims"`
 	CpumapEnqueueOwners *ebpf.MapSpec `ebpf:"cpumap_enqueue_owners"`
 	CpumapKthread       *ebpf.MapSpec `ebpf:"cpumap_kthread"`
+	CpumapKthreadClaims *ebpf.MapSpec `ebpf:"cpumap_kthread_claims"`
 	CpumapKthreadOwners *ebpf.MapSpec `ebpf:"cpumap_kthread_owners"`
 	DevmapXmit          *ebpf.MapSpec `ebpf:"devmap_xmit"`
+	DevmapXmitClaims    *ebpf.MapSpec `ebpf:"devmap_xmit_claims"`
 	DevmapXmitOwners    *ebpf.MapSpec `ebpf:"devmap_xmit_owners"`
 	Exceptions          *ebpf.MapSpec `ebpf:"exceptions"`
 	Overflow            *ebpf.MapSpec `ebpf:"overflow"`
@@ -190,12 +198,16 @@ func (o *XdpmonObjects) Close() error {
 // It can be passed to LoadXdpmonObjects or ebpf.CollectionSpec.LoadAndAssign.
 type XdpmonMaps struct {
 	BulkTx              *ebpf.Map `ebpf:"bulk_tx"`
+	BulkTxClaims        *ebpf.Map `ebpf:"bulk_tx_claims"`
 	BulkTxOwners        *ebpf.Map `ebpf:"bulk_tx_owners"`
 	CpumapEnqueue       *ebpf.Map `ebpf:"cpumap_enqueue"`
+	CpumapEnqueueClaims *ebpf.Map `ebpf:"cpumap_enqueue_claims"`
 	CpumapEnqueueOwners *ebpf.Map `ebpf:"cpumap_enqueue_owners"`
 	CpumapKthread       *ebpf.Map `ebpf:"cpumap_kthread"`
+	CpumapKthreadClaims *ebpf.Map `ebpf:"cpumap_kthread_claims"`
 	CpumapKthreadOwners *ebpf.Map `ebpf:"cpumap_kthread_owners"`
 	DevmapXmit          *ebpf.Map `ebpf:"devmap_xmit"`
+	DevmapXmitClaims    *ebpf.Map `ebpf:"devmap_xmit_claims"`
 	DevmapXmitOwners    *ebpf.Map `ebpf:"devmap_xmit_owners"`
 	Exceptions          *ebpf.Map `ebpf:"exceptions"`
 	Overflow            *ebpf.Map `ebpf:"overflow"`
@@ -205,12 +217,16 @@ type XdpmonMaps struct {
 func (m *XdpmonMaps) Close() error {
 	return _XdpmonClose(
 		m.BulkTx,
+		m.BulkTxClaims,
 		m.BulkTxOwners,
 		m.CpumapEnqueue,
+		m.CpumapEnqueueClaims,
 		m.CpumapEnqueueOwners,
 		m.CpumapKthread,
+		m.CpumapKthreadClaims,
 		m.CpumapKthreadOwners,
 		m.DevmapXmit,
+		m.DevmapXmitClaims,
 		m.DevmapXmitOwners,
 		m.Exceptions,
 		m.Overflow,

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"regexp"
 	"slices"
 	"sort"
@@ -38,15 +39,20 @@ func TestDeviceNameNotUTF8(t *testing.T) {
 	logger := discardLogger()
 	eth, err := NewEthtoolCollector(EthtoolConfig{}, logger)
 	testenv.Check(t, err, "ethtool collector")
-	nd, err := NewNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
-	testenv.Check(t, err, "netdev collector")
 	bp, err := NewBPFCollector(BPFConfig{}, logger)
 	testenv.Check(t, err, "bpf collector")
 	xd, err := NewXDPCollector(XDPConfig{}, logger)
 	testenv.Check(t, err, "xdp collector")
 	np, err := NewNapiCollector(NapiConfig{}, logger)
 	testenv.Check(t, err, "napi collector")
-	set := NewSet(map[string]Collector{"ethtool": eth, "netdev": nd, "bpf": bp, "xdp": xd, "napi": np}, logger)
+	collectors := map[string]Collector{"ethtool": eth, "bpf": bp, "xdp": xd, "napi": np}
+	// Before Linux 6.3 there is no netdev family, and nothing of it to label.
+	nd, err := NewNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
+	if !errors.Is(err, ErrUnsupported) || !testenv.KernelBefore(t, 6, 3) {
+		testenv.Check(t, err, "netdev collector")
+		collectors["netdev"] = nd
+	}
+	set := NewSet(collectors, logger)
 	t.Cleanup(func() { set.Close() })
 
 	for _, p := range pairs {

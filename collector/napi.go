@@ -212,7 +212,8 @@ func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Me
 	if links == nil {
 		return err
 	}
-	slots, err = reapSlots(c.reaper, owners, hist, slots, napiPolls, func(k slotKey) fate {
+	table := slotTable{owners: owners, claims: c.maps[bpf.NapiMapNapiClaims], values: hist}
+	slots, err = reapSlots(c.reaper, table, slots, napiPolls, func(k slotKey) fate {
 		return deviceFate(links, c.netns, k.k0, uint32(k.k1>>2))
 	})
 	if err != nil {

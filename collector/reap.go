@@ -156,22 +156,28 @@ func deviceFate(links *Links, ownNetns uint64, netns uint64, ifindex uint32) fat
 	return keyGone
 }
 
-// freeSlots returns slots of a slot table (bpf/slots.h) to the free pool:
-// their values are zeroed first, then the owner cleared, so a key that
-// claims the slot afterwards starts from zero. Nothing counts in between:
-// the slots belong to a key whose objects are gone.
-func freeSlots[V any](owners, values *ebpf.Map, slots []uint32) error {
+// slotTable is a slot table's three maps (bpf/slots.h).
+type slotTable struct{ owners, claims, values *ebpf.Map }
+
+// freeSlots returns slots of a slot table to the free pool: their values
+// are zeroed first, then the owner cleared and the claim deleted, so a key
+// that claims the slot afterwards starts from zero. Nothing counts in
+// between: the slots belong to a key whose objects are gone.
+func freeSlots[V any](t slotTable, slots []uint32) error {
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
 		return err
 	}
 	zero := make([]V, cpus)
 	for _, i := range slots {
-		if err := values.Update(i, zero, ebpf.UpdateExist); err != nil {
+		if err := t.values.Update(i, zero, ebpf.UpdateExist); err != nil {
 			return fmt.Errorf("zeroing slot %d: %w", i, err)
 		}
-		if err := owners.Update(i, slotOwner{}, ebpf.UpdateExist); err != nil {
+		if err := t.owners.Update(i, slotOwner{}, ebpf.UpdateExist); err != nil {
 			return fmt.Errorf("freeing slot %d: %w", i, err)
+		}
+		if err := t.claims.Delete(i); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("deleting the claim of slot %d: %w", i, err)
 		}
 	}
 	return nil
@@ -179,7 +185,7 @@ func freeSlots[V any](owners, values *ebpf.Map, slots []uint32) error {
 
 // reapSlots sweeps a slot table read by readSlots and frees the slots of
 // stale keys; it returns the entries to report.
-func reapSlots[V any](r *reaper[slotKey], owners, values *ebpf.Map, entries []slotCounts[V],
+func reapSlots[V any](r *reaper[slotKey], t slotTable, entries []slotCounts[V],
 	activity func(slotCounts[V]) uint64, fateOf func(slotKey) fate) ([]slotCounts[V], error) {
 	keys := make([]slotKey, len(entries))
 	acts := make([]uint64, len(entries))
@@ -194,7 +200,7 @@ func reapSlots[V any](r *reaper[slotKey], owners, values *ebpf.Map, entries []sl
 			kept = append(kept, e)
 			continue
 		}
-		errs = append(errs, freeSlots[V](owners, values, e.index))
+		errs = append(errs, freeSlots[V](t, e.index))
 	}
 	return kept, errors.Join(errs...)
 }

@@ -202,7 +202,7 @@ func attachRxq(name string, cfg RxqConfig, action bpf.XDPAction, flags link.XDPA
 	if d.objs, err = bpf.LoadRxqConfigured(bpf.RxqConfig{
 		Action: action, Read: cfg.Read, CheckIfindex: cfg.CheckIfindex, Ifindex: attrs.Index, Queues: queues,
 	}); err != nil {
-		return d, fmt.Errorf("rxq: device %s: %w", name, err)
+		return d, fmt.Errorf("rxq: device %s: %w", name, bpfDenied("rxq", err))
 	}
 	if target != nil {
 		if err := d.objs.Redirect.Put(uint32(0), uint32(target.Attrs().Index)); err != nil {

@@ -126,7 +126,7 @@ func rxqCells(mfs map[string]*dto.MetricFamily, family, dev string) map[string]m
 // XDP counters agree queue by queue, and that the frames went where the
 // action sends them.
 func TestRxqActions(t *testing.T) {
-	const n = 1_000_000
+	const n = 100_000
 	for _, tc := range []struct {
 		action string
 		read   bool

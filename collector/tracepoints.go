@@ -70,7 +70,7 @@ func loadTracepoints(collector string, logger *slog.Logger, spec *ebpf.Collectio
 	for name, ms := range spec.Maps {
 		m, err := ebpf.NewMap(ms)
 		if err != nil {
-			return nil, s.permission(fmt.Errorf("creating map %s: %w", name, err))
+			return nil, bpfDenied(collector, fmt.Errorf("creating map %s: %w", name, err))
 		}
 		s.maps[name] = m
 	}
@@ -101,7 +101,7 @@ func loadTracepoints(collector string, logger *slog.Logger, spec *ebpf.Collectio
 		}
 		if err := s.attach(spec, ps, name, cache); err != nil {
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-				return nil, s.permission(err)
+				return nil, bpfDenied(collector, err)
 			}
 			logger.Warn("tracepoint program failed to load or attach; its counters are disabled", "tracepoint", name, "err", err)
 			s.attached[name] = false
@@ -139,14 +139,6 @@ func (s *tracepointSet) attach(spec *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, 
 	}
 	s.progs = append(s.progs, attachedTracepoint{tracepoint: tracepoint, prog: prog, link: l})
 	return nil
-}
-
-// permission names the capabilities when err is a permission error.
-func (s *tracepointSet) permission(err error) error {
-	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-		return fmt.Errorf("BPF not permitted: the %s collector needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN): %w", s.collector, err)
-	}
-	return err
 }
 
 // emitAttached sends one gauge per tracepoint tried: 1 attached, 0 not.

@@ -351,7 +351,8 @@ func readTable[V any](c *xdpCollector, owners, values string, activity func(slot
 	if err != nil {
 		return nil, err
 	}
-	entries, err = reapSlots(c.tables[values], c.maps[owners], c.maps[values], entries, activity, fateOf)
+	table := slotTable{owners: c.maps[owners], claims: c.maps[values+"_claims"], values: c.maps[values]}
+	entries, err = reapSlots(c.tables[values], table, entries, activity, fateOf)
 	if err != nil {
 		return entries, fmt.Errorf("freeing the %s slots of gone devices or maps: %w", values, err)
 	}

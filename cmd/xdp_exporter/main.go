@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/cilium/ebpf/rlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
@@ -67,6 +68,15 @@ func run(args []string) int {
 
 	logger := promslog.New(logConfig)
 	logger.Info("starting "+program, "version", version.Info(), "collectors", selection.Enabled())
+
+	// Kernels before 5.11 charge BPF maps and programs to RLIMIT_MEMLOCK,
+	// whose default (64 KiB or 8 MiB) is too low for the collectors' maps;
+	// lift it before any BPF object is made. On later kernels this does
+	// nothing. Without CAP_SYS_RESOURCE it fails, and a collector the
+	// kernel then refuses names the limit as the cause.
+	if err := rlimit.RemoveMemlock(); err != nil {
+		logger.Warn("cannot lift RLIMIT_MEMLOCK, which this kernel charges BPF memory to; BPF collectors may be refused", "err", err)
+	}
 
 	set := collector.NewSet(selection.Build(logger), logger)
 	defer func() {

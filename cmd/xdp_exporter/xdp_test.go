@@ -46,7 +46,7 @@ func TestXDPWithoutBPFCapabilities(t *testing.T) {
 	if !xdpHasLine(body, `xdp_scrape_collector_success{collector="xdp"} 0`) {
 		t.Fatalf("xdp collector did not report success 0 without CAP_BPF:\n%s", body)
 	}
-	if !strings.Contains(e.Stderr.String(), "BPF not permitted: the xdp collector needs CAP_BPF and CAP_PERFMON") {
+	if !strings.Contains(e.Stderr.String(), "BPF not permitted for the xdp collector: missing CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)") {
 		t.Fatalf("no clear log line about the missing capability:\n%s", e.Stderr)
 	}
 	if !strings.Contains(body, "process_open_fds") {

@@ -34,11 +34,19 @@ var (
 	buildErr  error
 )
 
+// BinaryEnv names a prebuilt exporter binary for Build to return instead
+// of building one: the kernel matrix builds it once on the host, and its
+// guests, which have no time to run the Go toolchain, test that binary.
+const BinaryEnv = "XDP_EXPORTER_BINARY"
+
 // Build compiles cmd/xdp_exporter once per test binary, as `make build`
 // does: without cgo, so the binary is static and capability changes reach
 // every thread.
 func Build(t testing.TB) string {
 	t.Helper()
+	if bin := os.Getenv(BinaryEnv); bin != "" {
+		return bin
+	}
 	buildOnce.Do(func() {
 		_, here, _, _ := runtime.Caller(0)
 		pkg := filepath.Join(filepath.Dir(here), "..", "..", "cmd", "xdp_exporter")

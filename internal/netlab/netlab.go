@@ -201,8 +201,9 @@ func DisableIPv6(dev string) error {
 
 // XDP verdicts (enum xdp_action) for AttachVerdict and AttachVerdictTo.
 const (
-	XDPDrop uint32 = 1
-	XDPPass uint32 = 2
+	XDPAborted uint32 = 0
+	XDPDrop    uint32 = 1
+	XDPPass    uint32 = 2
 )
 
 // AttachVerdictTo attaches to ifindex, through a bpf_link, a program that

@@ -6,6 +6,7 @@ package testenv
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -53,4 +54,21 @@ func Check(t testing.TB, err error, what string) {
 		return
 	}
 	t.Fatalf("%s: %v", what, err)
+}
+
+// KernelBefore reports whether the running kernel is older than
+// major.minor: a test of a feature that kernel predates checks what the
+// exporter says there (unsupported) instead of the feature itself. On a
+// newer kernel the feature must work, so an "unsupported" there fails.
+func KernelBefore(t testing.TB, major, minor int) bool {
+	t.Helper()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var maj, mnr int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &maj, &mnr); err != nil {
+		t.Fatalf("parsing the kernel release: %v", err)
+	}
+	return maj < major || maj == major && mnr < minor
 }

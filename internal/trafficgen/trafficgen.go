@@ -3,6 +3,11 @@
 // xdp-tools' xdp-trafficgen uses. One worker per CPU, each pinned; on veth
 // the receiving RX queue is the sending CPU modulo the peer's queue count,
 // so pinning spreads flows over RX queues deterministically.
+//
+// Kernels before 5.18 have no live-frame mode; there a worker sends the
+// same frames through an AF_PACKET socket with PACKET_QDISC_BYPASS, whose
+// transmit queue is also the sending CPU modulo the queue count (see
+// afpacket.go).
 package trafficgen
 
 import (
@@ -13,6 +18,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -58,8 +64,15 @@ type Config struct {
 
 // Generator owns the loaded generator program.
 type Generator struct {
-	objs bpf.TrafficgenObjects
+	objs       bpf.TrafficgenObjects
+	packetSent atomic.Uint64
+	packetUsed atomic.Bool
 }
+
+// UsesPacketSocket reports whether a run has sent through AF_PACKET
+// because the kernel has no live frames: the frames then reach the peer
+// as skbs, which some counters (veth's XDP bytes) measure differently.
+func (g *Generator) UsesPacketSocket() bool { return g.packetUsed.Load() }
 
 // New loads the generator program. It needs CAP_BPF (or root).
 func New() (*Generator, error) {
@@ -130,7 +143,7 @@ func (g *Generator) Run(ctx context.Context, cfg Config) (uint64, error) {
 		}
 		frame := Frame(cfg.SrcMAC, cfg.DstMAC, uint16(1024+i), cfg.Size)
 		w := worker{prog: g.objs.XdpTrafficgen, cfg: cfg, cpu: cpu, count: count,
-			rate: cfg.Rate / float64(len(cfg.CPUs)), frame: frame}
+			rate: cfg.Rate / float64(len(cfg.CPUs)), frame: frame, packetSent: &g.packetSent, packetUsed: &g.packetUsed}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -142,7 +155,7 @@ func (g *Generator) Run(ctx context.Context, cfg Config) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return after - before, errors.Join(errs...)
+	return after - before + g.packetSent.Swap(0), errors.Join(errs...)
 }
 
 type worker struct {
@@ -152,6 +165,10 @@ type worker struct {
 	count uint64 // 0: until ctx ends
 	rate  float64
 	frame []byte
+	// packetSent counts the frames sent through AF_PACKET, which the
+	// program's counter does not see; packetUsed says one was.
+	packetSent *atomic.Uint64
+	packetUsed *atomic.Bool
 }
 
 func (w worker) run(ctx context.Context) error {
@@ -216,6 +233,13 @@ func (w worker) loop(ctx context.Context) error {
 		opts.Repeat = uint32(n)
 		callStart := time.Now()
 		if _, err := w.prog.Run(opts); err != nil {
+			if done == 0 && errors.Is(err, unix.EINVAL) {
+				// XDP test runs take no flags before Linux 5.18 ("bpf:
+				// Add "live packet" mode for XDP in BPF_PROG_RUN"):
+				// nothing was sent, so send another way.
+				w.packetUsed.Store(true)
+				return w.packetLoop(ctx)
+			}
 			return fmt.Errorf("BPF_PROG_RUN live frames on ifindex %d, CPU %d: %w", w.cfg.Ifindex, w.cpu, err)
 		}
 		done += n

@@ -1,0 +1,298 @@
+// Package kernels holds the kernel matrix (matrix_test.go): Debian's 5.10,
+// 6.1 and 6.12 kernels booted in QEMU over this machine's root, each
+// running the checks of this file and the test binaries of the packages
+// that touch the kernel. The checks run on the host's kernel too, as part
+// of the ordinary suite.
+package kernels
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+// supportOutEnv names the file TestDefaultExporter writes what it saw to:
+// the matrix sets it in each guest and builds the support table from it.
+const supportOutEnv = "XDP_EXPORTER_SUPPORT_OUT"
+
+// frames is what each exact-count check sends.
+const frames = 20_000
+
+// Support is what the default exporter reported on one kernel.
+type Support struct {
+	Kernel string `json:"kernel"`
+	// Collectors maps each default collector to "works" or
+	// "unsupported: REASON" (the reason it logged once at INFO).
+	Collectors map[string]string `json:"collectors"`
+	// Tracepoints maps "collector group:name" to whether the collector's
+	// program on it attached.
+	Tracepoints map[string]bool `json:"tracepoints"`
+}
+
+// unsupportedLine is the INFO line a collector logs once when the host
+// lacks what it needs (collector/collector.go).
+var unsupportedLine = regexp.MustCompile(`msg="collector not supported on this host[^"]*" collector=(\S+) .*?reason="((?:[^"\\]|\\.)*)"`)
+
+// TestDefaultExporter starts the real binary with no flags, as a user
+// would, and checks that every default collector either works or says,
+// once at INFO, that this kernel lacks what it needs; none fails and no
+// line is an ERROR.
+func TestDefaultExporter(t *testing.T) {
+	testenv.Privileged(t)
+	e := exportertest.Run(t, exportertest.FreeAddr(t))
+	// A second scrape: a collector that fails only once it has state must
+	// show it too.
+	e.Scrape(t)
+	mfs := parse(t, e.Scrape(t))
+	log := e.Stderr.String()
+
+	sup := Support{Kernel: release(t), Collectors: map[string]string{}, Tracepoints: map[string]bool{}}
+	reasons := map[string]string{}
+	for _, m := range unsupportedLine.FindAllStringSubmatch(log, -1) {
+		if _, dup := reasons[m[1]]; dup {
+			t.Errorf("collector %s logged unsupported more than once:\n%s", m[1], log)
+		}
+		reasons[m[1]] = strings.ReplaceAll(m[2], `\"`, `"`)
+	}
+	unsupported := values(mfs, "xdp_scrape_collector_unsupported", "collector")
+	for name, ok := range values(mfs, "xdp_scrape_collector_success", "collector") {
+		switch {
+		case ok == 1 && unsupported[name] == 0:
+			sup.Collectors[name] = "works"
+		case ok == 1 && unsupported[name] == 1:
+			if reasons[name] == "" {
+				t.Errorf("collector %s is unsupported but logged no reason at INFO:\n%s", name, log)
+			}
+			sup.Collectors[name] = "unsupported: " + reasons[name]
+		default:
+			t.Errorf("default collector %s failed on %s; log:\n%s", name, sup.Kernel, log)
+			sup.Collectors[name] = "failed"
+		}
+	}
+	if len(sup.Collectors) == 0 {
+		t.Fatalf("no xdp_scrape_collector_success series; log:\n%s", log)
+	}
+	for _, c := range []string{"xdp", "napi"} {
+		family := "xdp_" + c + "_tracepoint_attached"
+		if c == "xdp" {
+			family = "xdp_monitor_tracepoint_attached"
+		}
+		for tp, v := range values(mfs, family, "tracepoint") {
+			sup.Tracepoints[c+" "+tp] = v == 1
+		}
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("the default exporter logged an error on %s: %s", sup.Kernel, line)
+		}
+	}
+	if out := os.Getenv(supportOutEnv); out != "" {
+		b, err := json.MarshalIndent(sup, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestExactCounts sends exactly frames frames into a two-queue veth whose
+// DUT end runs the rxq collector's XDP_DROP program, and checks every BPF
+// collector against that number: rxq per queue and CPU, the NAPI
+// histogram's work sum, and the bpf collector's listing of the program.
+func TestExactCounts(t *testing.T) {
+	pair := labtest.Pair(t, 2)
+	dut := pair.Host.Name
+	e := exportertest.Run(t, exportertest.FreeAddr(t),
+		"--collector.rxq", "--collector.rxq.device="+dut, "--collector.rxq.action=drop")
+	labtest.SendExactly(t, pair, frames)
+
+	var rxq, work float64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mfs := parse(t, e.Scrape(t))
+		rxq = sum(mfs, "xdp_rxq_packets_total", "device", dut)
+		work = sum(mfs, "xdp_napi_poll_work", "device", dut)
+		if rxq == frames && work == frames || time.Now().After(deadline) {
+			if got := values(mfs, "xdp_bpf_prog_info", "device")[dut]; got != 1 {
+				t.Errorf("the bpf collector does not list the rxq program on %s; log:\n%s", dut, e.Stderr)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rxq != frames {
+		t.Errorf("xdp_rxq_packets_total for %s = %v, want %d", dut, rxq, frames)
+	}
+	if work != frames {
+		t.Errorf("xdp_napi_poll_work_sum for %s = %v, want %d", dut, work, frames)
+	}
+}
+
+// TestXDPExceptionsExact attaches a program that aborts every frame and
+// checks that the default exporter's xdp collector counts each one.
+func TestXDPExceptionsExact(t *testing.T) {
+	pair := labtest.Pair(t, 1)
+	labtest.AttachVerdict(t, pair, netlab.XDPAborted)
+	e := exportertest.Run(t, exportertest.FreeAddr(t))
+	labtest.SendExactly(t, pair, frames)
+	var got float64
+	deadline := time.Now().Add(10 * time.Second)
+	for got != frames && time.Now().Before(deadline) {
+		got = e.Sum(t, "xdp_exceptions_total", "device", pair.Host.Name, "action", "ABORTED")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got != frames {
+		t.Fatalf("xdp_exceptions_total{action=\"ABORTED\"} for %s = %v, want %d; log:\n%s", pair.Host.Name, got, frames, e.Stderr)
+	}
+}
+
+// TestMemlock runs the exporter as a service manager would start it with
+// the distribution's default RLIMIT_MEMLOCK of 64 KiB. Kernels before 5.11
+// charge BPF maps to that limit: with CAP_SYS_RESOURCE the exporter lifts
+// it and every BPF collector works; without, they fail and the log names
+// the limit as the cause. Later kernels do not charge it, and everything
+// works either way.
+func TestMemlock(t *testing.T) {
+	testenv.Privileged(t)
+	for _, tool := range []string{"prlimit", "capsh"} { // util-linux, libcap2-bin
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Unavailable(t, "%s not installed (make deps)", tool)
+			return
+		}
+	}
+	charged := chargesMemlock(t)
+	for _, tc := range []struct {
+		name     string
+		wrap     []string
+		mayLift  bool
+		wantFail bool
+	}{
+		{"with CAP_SYS_RESOURCE", nil, true, false},
+		{"without CAP_SYS_RESOURCE", []string{"capsh", "--drop=cap_sys_resource", "--", "-c", `exec "$0" "$@"`}, false, charged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := exportertest.FreeAddr(t)
+			args := append([]string{"prlimit", "--memlock=65536:65536"}, tc.wrap...)
+			args = append(args, exportertest.Build(t), "--web.listen-address="+addr)
+			e := exportertest.Start(t, addr, exec.Command(args[0], args[1:]...))
+			mfs := parse(t, e.Scrape(t))
+			success := values(mfs, "xdp_scrape_collector_success", "collector")
+			log := e.Stderr.String()
+			for _, c := range []string{"xdp", "napi"} {
+				failed := success[c] == 0
+				if failed != tc.wantFail {
+					t.Errorf("collector %s success %v with memlock 64 KiB, want failure=%v; log:\n%s", c, success[c], tc.wantFail, log)
+				}
+			}
+			if tc.wantFail && !strings.Contains(log, "RLIMIT_MEMLOCK is 64 KiB and this kernel (before 5.11) charges BPF memory to it") {
+				t.Errorf("the failure does not name RLIMIT_MEMLOCK as the cause:\n%s", log)
+			}
+			if strings.Contains(log, "BPF not permitted") && !tc.wantFail {
+				t.Errorf("BPF refused where it should work:\n%s", log)
+			}
+		})
+	}
+}
+
+// chargesMemlock reports whether this kernel charges BPF maps to
+// RLIMIT_MEMLOCK: a map made with the limit at zero fails with EPERM only
+// where it is charged (the probe cilium/ebpf's rlimit package makes).
+func chargesMemlock(t *testing.T) bool {
+	t.Helper()
+	var old unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, nil, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 0, Max: old.Max}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &old, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil {
+		m.Close()
+		return false
+	}
+	if !errors.Is(err, unix.EPERM) {
+		t.Fatalf("probing memlock charging: %v", err)
+	}
+	return true
+}
+
+// release is the running kernel's uname -r.
+func release(t *testing.T) string {
+	t.Helper()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+func parse(t testing.TB, body string) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing the scrape: %v\n%s", err, body)
+	}
+	return mfs
+}
+
+// values maps the value of label to the sample's value, for a family
+// whose samples that label tells apart.
+func values(mfs map[string]*dto.MetricFamily, family, label string) map[string]float64 {
+	v := map[string]float64{}
+	for _, m := range mfs[family].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				v[lp.GetValue()] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return v
+}
+
+// sum adds up the samples (a histogram's sum) of family where label is
+// value.
+func sum(mfs map[string]*dto.MetricFamily, family, label, value string) float64 {
+	var s float64
+	for _, m := range mfs[family].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label && lp.GetValue() == value {
+				s += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return s
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

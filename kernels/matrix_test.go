@@ -1,0 +1,221 @@
+package kernels
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vm"
+)
+
+// suitesEnv picks a subset of the matrix's suites, comma-separated
+// (bullseye,bookworm,trixie); all when unset. The support table is checked
+// only when every suite ran.
+const suitesEnv = "XDP_EXPORTER_KERNELS"
+
+// updateEnv rewrites docs/kernels.md's support table from the run
+// instead of failing when it differs.
+const updateEnv = "XDP_EXPORTER_UPDATE_KERNEL_DOC"
+
+// guestPackages are the packages whose test binaries each guest runs, with
+// the tests left out there and why. Everything else in them runs on every
+// kernel.
+var guestPackages = []struct {
+	pkg, skip string
+}{
+	// The checks of check_test.go; the matrix itself runs on the host.
+	{pkg: "kernels", skip: "TestKernelMatrix"},
+	// The churn tests make 2,000 veth pairs or program replacements: they
+	// test the reaper's bookkeeping, which no kernel changes, and take
+	// minutes under QEMU's emulator.
+	{pkg: "collector", skip: "TestReapChurn|TestEthtoolVethChurn"},
+	{pkg: "bpf"},
+	{pkg: "internal/trafficgen"},
+}
+
+// TestKernelMatrix boots Debian's kernels in QEMU over this machine's root
+// and runs, on each, the real exporter binary (check_test.go) and the
+// test binaries of the packages that touch the kernel, all built here
+// once. A failure in any guest fails the matrix with that guest's log;
+// a kernel that cannot be fetched fails it too. The support table in
+// docs/kernels.md must match what the guests' default exporters reported.
+func TestKernelMatrix(t *testing.T) {
+	testenv.Privileged(t)
+	if err := vm.Available(); err != nil {
+		testenv.Unavailable(t, "kernel matrix: %v", err)
+		return
+	}
+	suites := selectedSuites(t)
+	bin := buildForGuests(t)
+	root := repoRoot()
+
+	results := map[string]Support{}
+	for _, s := range suites {
+		t.Run(s.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+			defer cancel()
+			k, err := vm.Fetch(ctx, s.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := t.TempDir()
+			var console strings.Builder
+			start := time.Now()
+			err = vm.Run(ctx, vm.Config{Kernel: k, Script: guestScript(root, bin), Out: out, Console: &console})
+			t.Logf("Debian %s, Linux %s (%s): booted and checked in %s", s.Name, k.Version, s.Series, time.Since(start).Round(time.Second))
+			for _, p := range guestPackages {
+				logf := filepath.Join(out, logName(p.pkg))
+				b, rerr := os.ReadFile(logf)
+				if rerr != nil {
+					t.Errorf("%s: no log of %s's tests: %v", k.Version, p.pkg, rerr)
+					continue
+				}
+				t.Logf("%s on %s: %s", p.pkg, k.Version, summary(b))
+				if failed := failures(b); failed != "" {
+					t.Errorf("%s's tests failed on %s (Debian %s):\n%s", p.pkg, k.Version, s.Name, failed)
+				}
+			}
+			if err != nil {
+				t.Fatalf("%v\nguest console:\n%s", err, console.String())
+			}
+			b, err := os.ReadFile(filepath.Join(out, "support.json"))
+			if err != nil {
+				t.Fatalf("the guest wrote no support report: %v", err)
+			}
+			var sup Support
+			if err := json.Unmarshal(b, &sup); err != nil {
+				t.Fatal(err)
+			}
+			results[s.Series] = sup
+		})
+	}
+	if len(suites) < len(vm.Suites) || t.Failed() {
+		return
+	}
+	checkSupportTable(t, filepath.Join(root, "docs", "kernels.md"), results)
+}
+
+// guestScript runs each package's test binary in its source directory,
+// as go test does, logging to the shared output directory; it exits
+// non-zero when any failed.
+func guestScript(root, bin string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "export XDP_EXPORTER_REQUIRE_PRIVILEGED=1 XDP_EXPORTER_BINARY=%s/xdp_exporter\n", bin)
+	b.WriteString("export " + supportOutEnv + "=\"$XDPVM_OUT/support.json\"\n")
+	b.WriteString("status=0\n")
+	for _, p := range guestPackages {
+		args := "-test.v -test.count=1 -test.timeout=15m"
+		if p.skip != "" {
+			args += fmt.Sprintf(" -test.skip '%s'", p.skip)
+		}
+		fmt.Fprintf(&b, "echo \"== %s\"\n", p.pkg)
+		fmt.Fprintf(&b, "(cd %s/%s && %s/%s %s) >\"$XDPVM_OUT/%s\" 2>&1 || status=1\n",
+			root, p.pkg, bin, testBinary(p.pkg), args, logName(p.pkg))
+	}
+	b.WriteString("exit $status\n")
+	return b.String()
+}
+
+// buildForGuests builds the exporter and the guest packages' test
+// binaries, static, into one directory the guests see through the shared
+// root.
+func buildForGuests(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "xdp-kernels-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	root := repoRoot()
+	cmds := [][]string{{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"}}
+	for _, p := range guestPackages {
+		cmds = append(cmds, []string{"go", "test", "-c", "-o", filepath.Join(dir, testBinary(p.pkg)), "./" + p.pkg})
+	}
+	for _, c := range cmds {
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	return dir
+}
+
+func selectedSuites(t *testing.T) []struct{ Name, Series string } {
+	t.Helper()
+	want := os.Getenv(suitesEnv)
+	if want == "" {
+		return vm.Suites
+	}
+	var picked []struct{ Name, Series string }
+	for _, name := range strings.Split(want, ",") {
+		found := false
+		for _, s := range vm.Suites {
+			if s.Name == strings.TrimSpace(name) {
+				picked = append(picked, s)
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("%s: unknown suite %q (the matrix has bullseye, bookworm, trixie)", suitesEnv, name)
+		}
+	}
+	return picked
+}
+
+func testBinary(pkg string) string { return filepath.Base(pkg) + ".test" }
+func logName(pkg string) string    { return strings.ReplaceAll(pkg, "/", "_") + ".log" }
+
+// resultLine matches go test's verdict lines in -test.v output.
+var resultLine = regexp.MustCompile(`(?m)^\s*--- (PASS|FAIL|SKIP): `)
+
+// summary counts a test binary's verdicts.
+func summary(log []byte) string {
+	n := map[string]int{}
+	for _, m := range resultLine.FindAllSubmatch(log, -1) {
+		n[string(m[1])]++
+	}
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", n["PASS"], n["FAIL"], n["SKIP"])
+}
+
+// failures returns the output of each failed test (its lines up to its
+// verdict), or "" when the binary passed.
+func failures(log []byte) string {
+	lines := strings.Split(string(log), "\n")
+	var out []string
+	start := 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "=== RUN") && !strings.Contains(l, "/") {
+			start = i
+		}
+		if strings.HasPrefix(strings.TrimSpace(l), "--- FAIL") && !strings.HasPrefix(l, " ") {
+			out = append(out, lines[start:i+1]...)
+		}
+	}
+	ok := false
+	for _, l := range lines {
+		if l == "PASS" {
+			ok = true
+		}
+	}
+	if len(out) == 0 && !ok {
+		tail := lines[max(0, len(lines)-40):]
+		return "the test binary did not finish with PASS:\n" + strings.Join(tail, "\n")
+	}
+	return strings.Join(out, "\n")
+}
+
+func repoRoot() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(here))
+}
