@@ -30,11 +30,17 @@ func init() {
 const (
 	sockDiagByFamily = 20 // SOCK_DIAG_BY_FAMILY, include/uapi/linux/sock_diag.h
 
-	xdpShowInfo  = 1 << 0 // XDP_SHOW_INFO
-	xdpShowStats = 1 << 4 // XDP_SHOW_STATS
+	xdpShowInfo    = 1 << 0 // XDP_SHOW_INFO
+	xdpShowRingCfg = 1 << 1 // XDP_SHOW_RING_CFG
+	xdpShowUmem    = 1 << 2 // XDP_SHOW_UMEM
+	xdpShowStats   = 1 << 4 // XDP_SHOW_STATS
 
-	xdpDiagInfo  = 1 // XDP_DIAG_INFO: struct xdp_diag_info
-	xdpDiagStats = 9 // XDP_DIAG_STATS: struct xdp_diag_stats
+	xdpDiagInfo           = 1 // XDP_DIAG_INFO: struct xdp_diag_info
+	xdpDiagRxRing         = 3 // XDP_DIAG_RX_RING: struct xdp_diag_ring
+	xdpDiagTxRing         = 4 // XDP_DIAG_TX_RING
+	xdpDiagFillRing       = 6 // XDP_DIAG_UMEM_FILL_RING
+	xdpDiagCompletionRing = 7 // XDP_DIAG_UMEM_COMPLETION_RING
+	xdpDiagStats          = 9 // XDP_DIAG_STATS: struct xdp_diag_stats
 
 	xdpDiagReqLen   = 20 // sizeof(struct xdp_diag_req)
 	xdpDiagMsgLen   = 16 // sizeof(struct xdp_diag_msg)
@@ -55,6 +61,17 @@ var xskStatNames = [...]struct{ field, metric, help string }{
 
 var xskStats [len(xskStatNames)]*Family
 
+// xskRings are the rings sock_diag reports the size of, by attribute.
+var xskRings = map[uint16]string{
+	xdpDiagRxRing: "rx", xdpDiagTxRing: "tx", xdpDiagFillRing: "fill", xdpDiagCompletionRing: "completion",
+}
+
+var xskRingEntries = newFamily("xsk", "ring_entries",
+	"Size in descriptors of an AF_XDP socket's ring (rx, tx, and its UMEM's fill and completion rings), "+
+		"from sock_diag XDP_DIAG_RX_RING, XDP_DIAG_TX_RING, XDP_DIAG_UMEM_FILL_RING and XDP_DIAG_UMEM_COMPLETION_RING; "+
+		"a ring the socket has not set up has no series.",
+	Gauge, "device", "queue", "inode", "ring")
+
 func init() {
 	for i, s := range xskStatNames {
 		xskStats[i] = newFamily("xsk", s.metric, "AF_XDP socket "+s.help+", from sock_diag XDP_DIAG_STATS.",
@@ -70,6 +87,7 @@ type xskSocket struct {
 	hasInfo  bool
 	stats    [len(xskStatNames)]uint64
 	hasStats bool
+	rings    map[string]uint32 // ring -> entries
 }
 
 // xskSource dumps every AF_XDP socket's diag message; tests replay
@@ -81,12 +99,12 @@ type xskSource interface {
 
 type sockDiagSource struct{ conn *netlink.Conn }
 
-// xdpDiagRequest is struct xdp_diag_req asking for info and stats of every
-// socket.
+// xdpDiagRequest is struct xdp_diag_req asking for info, ring sizes and
+// stats of every socket.
 func xdpDiagRequest() []byte {
 	b := make([]byte, xdpDiagReqLen)
 	b[0] = unix.AF_XDP
-	binary.NativeEndian.PutUint32(b[8:], xdpShowInfo|xdpShowStats)
+	binary.NativeEndian.PutUint32(b[8:], xdpShowInfo|xdpShowRingCfg|xdpShowUmem|xdpShowStats)
 	return b
 }
 
@@ -156,6 +174,9 @@ func (c *XSKCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 		for i, v := range s.stats {
 			ch <- xskStats[i].Must(float64(v), dev, queue, inode)
 		}
+		for ring, n := range s.rings {
+			ch <- xskRingEntries.Must(float64(n), dev, queue, inode, ring)
+		}
 	}
 	return err
 }
@@ -186,6 +207,18 @@ func decodeXDPDiag(msgs []netlink.Message) ([]xskSocket, error) {
 					s.ifindex = binary.NativeEndian.Uint32(b)
 					s.queue = binary.NativeEndian.Uint32(b[4:])
 					s.hasInfo = true
+					return nil
+				})
+			case xdpDiagRxRing, xdpDiagTxRing, xdpDiagFillRing, xdpDiagCompletionRing:
+				ring := xskRings[ad.Type()]
+				ad.Do(func(b []byte) error {
+					if len(b) < 4 {
+						return fmt.Errorf("%s ring attribute of %d bytes", ring, len(b))
+					}
+					if s.rings == nil {
+						s.rings = map[string]uint32{}
+					}
+					s.rings[ring] = binary.NativeEndian.Uint32(b)
 					return nil
 				})
 			case xdpDiagStats:

@@ -150,7 +150,10 @@ func TestExactCounts(t *testing.T) {
 // TestXDPExceptionsExact attaches a program that aborts every frame and
 // checks that the default exporter's xdp collector counts each one.
 func TestXDPExceptionsExact(t *testing.T) {
-	pair := labtest.Pair(t, 1)
+	// Two queues, one per sending CPU: with one, both CPUs fill the same
+	// 256-frame ring, and when its NAPI runs on the other CPU, veth drops
+	// frames at transmit before any XDP program sees them.
+	pair := labtest.Pair(t, 2)
 	labtest.AttachVerdict(t, pair, netlab.XDPAborted)
 	e := exportertest.Run(t, exportertest.FreeAddr(t))
 	labtest.SendExactly(t, pair, frames)
@@ -161,7 +164,15 @@ func TestXDPExceptionsExact(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if got != frames {
-		t.Fatalf("xdp_exceptions_total{action=\"ABORTED\"} for %s = %v, want %d; log:\n%s", pair.Host.Name, got, frames, e.Stderr)
+		var series []string
+		for _, line := range strings.Split(e.Scrape(t), "\n") {
+			if strings.HasPrefix(line, "xdp_exceptions_total") || strings.HasPrefix(line, "xdp_monitor_") {
+				series = append(series, line)
+			}
+		}
+		veth := labtest.EthtoolS(t, "", pair.Host.Name)
+		t.Fatalf("xdp_exceptions_total{action=\"ABORTED\"} for %s = %v, want %d; veth counted %d XDP drops; series:\n%s\nlog:\n%s",
+			pair.Host.Name, got, frames, veth["rx_queue_0_xdp_drops"]+veth["rx_queue_1_xdp_drops"], strings.Join(series, "\n"), e.Stderr)
 	}
 }
 

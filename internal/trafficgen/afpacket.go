@@ -42,15 +42,8 @@ func (w worker) packetLoop(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if w.rate > 0 {
-				due := start.Add(time.Duration(float64(done) / w.rate * float64(time.Second)))
-				if d := time.Until(due); d > 0 {
-					select {
-					case <-ctx.Done():
-						return nil
-					case <-time.After(d):
-					}
-				}
+			if w.rate > 0 && !pace(ctx, start, done, w.rate) {
+				return nil
 			}
 		}
 		err := unix.Sendto(fd, w.frame, 0, to)

@@ -250,16 +250,26 @@ func (w worker) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		due := start.Add(time.Duration(float64(done) / w.rate * float64(time.Second)))
-		if d := time.Until(due); d > 0 {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(d):
-			}
+		if !pace(ctx, start, done, w.rate) {
+			return nil
 		}
 	}
 	return nil
+}
+
+// pace waits until done frames are due at rate frames per second since
+// start; false when ctx ends first.
+func pace(ctx context.Context, start time.Time, done uint64, rate float64) bool {
+	d := time.Until(start.Add(time.Duration(float64(done) / rate * float64(time.Second))))
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 // Frame builds an Ethernet/IPv4/UDP frame of size bytes (without FCS) from

@@ -122,10 +122,13 @@ func Run(ctx context.Context, cfg Config) error {
 		"-serial", "stdio",
 		"-fsdev", "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap",
 		"-device", "virtio-9p-pci,fsdev=root,mount_tag=root",
-		// eth0: a virtio_net NIC on a hub of its own, which reaches
-		// nothing; the netdev collector's qstats test reads it.
+		// eth0 and eth1: virtio_net NICs on a hub of their own, which
+		// reaches nothing else; the netdev collector's qstats test reads
+		// eth0, which receives what eth1 sends.
 		"-netdev", "hubport,id=nic0,hubid=0",
 		"-device", "virtio-net-pci,netdev=nic0",
+		"-netdev", "hubport,id=nic1,hubid=0",
+		"-device", "virtio-net-pci,netdev=nic1",
 	}
 	args = append(args, accel()...)
 	cmdline := []string{"console=ttyS0", "panic=-1", "loglevel=4",
@@ -183,13 +186,18 @@ func accel() []string {
 		f.Close()
 		return []string{"-accel", "kvm", "-cpu", "host"}
 	}
-	return []string{"-accel", "tcg", "-cpu", "max"}
+	// One host thread runs every vCPU: with a thread per vCPU (QEMU's
+	// default), a guest kernel patching its own code while another vCPU
+	// runs it (text_poke_bp, as when a tracepoint is enabled) now and then
+	// hits a stale int3 and oopses (seen on Debian's 6.12 in __napi_poll).
+	return []string{"-accel", "tcg,thread=single", "-cpu", "max"}
 }
 
 // initModules are what guestinit needs to mount the host root: the virtio
-// transport, 9p and overlayfs. Debian builds some of them into the kernel
+// transport, 9p and overlayfs; and the driver of eth0, which no udev loads
+// in the guest. Debian builds some of them into the kernel
 // (modules.builtin), which is fine.
-var initModules = []string{"virtio_pci", "9pnet_virtio", "9p", "overlay"}
+var initModules = []string{"virtio_pci", "9pnet_virtio", "9p", "overlay", "virtio_net"}
 
 // buildInitramfs writes a newc cpio archive holding guestinit as /init and
 // initModules with their dependencies (decompressed: not every kernel of

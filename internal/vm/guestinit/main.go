@@ -140,8 +140,18 @@ func setup() error {
 			return err
 		}
 	}
-	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		return fmt.Errorf("ip link set lo up: %v: %s", err, out)
+	// lo, and the NICs the host gave the guest: they share a QEMU hub
+	// that reaches nothing else, so the IPv6 neighbour discovery each one
+	// multicasts when it comes up is the traffic the others receive (with
+	// allmulticast, as virtio-net filters multicast a host did not join).
+	links, err := os.ReadDir("/sys/class/net")
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if out, err := exec.Command("ip", "link", "set", l.Name(), "allmulticast", "on", "up").CombinedOutput(); err != nil {
+			return fmt.Errorf("ip link set %s up: %v: %s", l.Name(), err, out)
+		}
 	}
 	return nil
 }
