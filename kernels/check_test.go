@@ -44,7 +44,15 @@ type Support struct {
 	// Tracepoints maps "collector group:name" to whether the collector's
 	// program on it attached.
 	Tracepoints map[string]bool `json:"tracepoints"`
+	// Commands maps "collector command" to the hint a collector logged
+	// once at INFO for a part of its source this kernel lacks (the netdev
+	// family's commands).
+	Commands map[string]string `json:"commands"`
 }
+
+// commandLine is the INFO line of a netdev command the kernel lacks
+// (collector/netdev.go).
+var commandLine = regexp.MustCompile(`msg="netdev command not supported[^"]*" collector=(\S+) command=(\S+) hint="([^"]*)"`)
 
 // unsupportedLine is the INFO line a collector logs once when the host
 // lacks what it needs (collector/collector.go).
@@ -63,7 +71,10 @@ func TestDefaultExporter(t *testing.T) {
 	mfs := parse(t, e.Scrape(t))
 	log := e.Stderr.String()
 
-	sup := Support{Kernel: release(t), Collectors: map[string]string{}, Tracepoints: map[string]bool{}}
+	sup := Support{Kernel: release(t), Collectors: map[string]string{}, Tracepoints: map[string]bool{}, Commands: map[string]string{}}
+	for _, m := range commandLine.FindAllStringSubmatch(log, -1) {
+		sup.Commands[m[1]+" "+m[2]] = m[3]
+	}
 	reasons := map[string]string{}
 	for _, m := range unsupportedLine.FindAllStringSubmatch(log, -1) {
 		if _, dup := reasons[m[1]]; dup {

@@ -129,10 +129,11 @@ func guestScript(root, bin string) string {
 	// net_rx_action's time and packet budgets, made for hardware, run out
 	// every few polls: it re-raises NET_RX (softnet_stat's time_squeeze:
 	// 1,132 in six runs of the rxq, ethtool and napi tests on 6.1), and
-	// kernels before 6.6 then leave the rest to ksoftirqd, behind the
-	// sender that keeps filling veth's 256-frame ring: now and then a
-	// frame is dropped there, and an exact count is off. Budgets that do
-	// not run out: 0 squeezes in six more runs.
+	// older kernels (until the revert of "softirq: Let ksoftirqd do its
+	// job") then leave the rest to ksoftirqd, behind the sender that keeps
+	// filling veth's 256-frame ring: now and then a frame is dropped
+	// there, and an exact count is off (seen on 6.1). Budgets that do not
+	// run out: 0 squeezes in six more runs.
 	b.WriteString("sysctl -qw net.core.netdev_budget=1000000 net.core.netdev_budget_usecs=1000000\n")
 	// eth0 receives what eth1 sends when it comes up (IPv6 neighbour
 	// discovery): wait for it, as the qstats test needs traffic.

@@ -16,7 +16,8 @@ const (
 )
 
 // supportTable renders what the default exporter reported on each kernel
-// series: a row per collector, then a row per tracepoint program.
+// series: a row per collector, a row per tracepoint program, and a row per
+// netdev command that some kernel lacks.
 func supportTable(results map[string]Support) string {
 	var b strings.Builder
 	b.WriteString("| collector or part |")
@@ -28,13 +29,16 @@ func supportTable(results map[string]Support) string {
 		b.WriteString("---|")
 	}
 	b.WriteString("\n")
-	collectors, tracepoints := map[string]bool{}, map[string]bool{}
+	collectors, tracepoints, commands := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, r := range results {
 		for c := range r.Collectors {
 			collectors[c] = true
 		}
 		for tp := range r.Tracepoints {
 			tracepoints[tp] = true
+		}
+		for cmd := range r.Commands {
+			commands[cmd] = true
 		}
 	}
 	for _, c := range sortedKeys(collectors) {
@@ -64,6 +68,23 @@ func supportTable(results map[string]Support) string {
 				b.WriteString(" attached |")
 			default:
 				b.WriteString(" absent, counters off |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	for _, cmd := range sortedKeys(commands) {
+		collector, name, _ := strings.Cut(cmd, " ")
+		fmt.Fprintf(&b, "| %s: `%s` |", collector, name)
+		for _, s := range vm.Suites {
+			r := results[s.Series]
+			hint, lacks := r.Commands[cmd]
+			switch {
+			case lacks:
+				fmt.Fprintf(&b, " unsupported: %s |", hint)
+			case r.Collectors[collector] == "works":
+				b.WriteString(" works |")
+			default:
+				b.WriteString(" — |")
 			}
 		}
 		b.WriteString("\n")
