@@ -93,11 +93,13 @@ struct {
 #define COMM_NAPI 0x2f6970616eULL           // "napi/"
 #define MASK_5 0xffffffffffULL
 
-static __always_inline __u32 classify(__u32 pid, __u64 head, char c8, char c9)
+// comm_context tells a poll's context from the running task's comm,
+// reading its bytes only as far as needed.
+static __always_inline __u32 comm_context(const char *comm)
 {
-	if (pid == 0)
-		return CTX_IDLE;
-	if (head == COMM_KSOFTIRQ && c8 == 'd' && c9 == '/')
+	__u64 head = *(const __u64 *)comm;
+
+	if (head == COMM_KSOFTIRQ && comm[8] == 'd' && comm[9] == '/')
 		return CTX_KSOFTIRQD;
 	if ((head & MASK_5) == COMM_NAPI)
 		return CTX_THREADED;
@@ -110,16 +112,20 @@ static __always_inline __u32 poll_context(void)
 	// task. Before, there is no such helper (5.10's verifier rejects the
 	// program that calls it), and two helpers copy the same fields; the
 	// relocation makes the branch a constant, so each kernel's verifier
-	// sees only the branch it can run.
+	// sees, and its JIT compiles, only the branch it can run.
 	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_task_btf)) {
 		struct task_struct *task = bpf_get_current_task_btf();
 
-		return classify(task->pid, *(__u64 *)task->comm, task->comm[8], task->comm[9]);
+		if (task->pid == 0)
+			return CTX_IDLE;
+		return comm_context(task->comm);
 	}
 	char comm[16];
 
+	if ((__u32)bpf_get_current_pid_tgid() == 0)
+		return CTX_IDLE;
 	bpf_get_current_comm(comm, sizeof(comm));
-	return classify((__u32)bpf_get_current_pid_tgid(), *(__u64 *)comm, comm[8], comm[9]);
+	return comm_context(comm);
 }
 
 // An ifindex this large cannot be packed beside the context; Linux
