@@ -40,6 +40,8 @@ var guestPackages = []struct {
 	{pkg: "collector", skip: "TestReapChurn|TestEthtoolVethChurn"},
 	{pkg: "bpf"},
 	{pkg: "internal/trafficgen"},
+	// The lab: namespaces, veth pairs, iptables' raw table, exact runs.
+	{pkg: "internal/lab"},
 }
 
 // required are tests of check_test.go and xsk_test.go that must pass, not

@@ -4,16 +4,17 @@
 //
 // The guest's root is the host's / shared read-only over virtio 9p, under
 // a tmpfs overlay; the initramfs holds only guestinit (PID 1) and the
-// modules needed to mount that root. KVM is used where /dev/kvm opens,
-// TCG (QEMU's emulator) otherwise: nested KVM hangs on the machines this
-// project is developed on, and TCG boots Debian's 6.1 to its first command
-// in about 8 s.
+// modules needed to mount that root. KVM is used where /dev/kvm opens and
+// the guest reaches its init within a minute, TCG (QEMU's emulator)
+// otherwise: nested KVM hangs on the machines this project is developed
+// on, and TCG boots Debian's 6.1 to its first command in about 3 s.
 package vm
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Kernel is one of Debian's kernels unpacked by scripts/fetch-kernel.
@@ -61,11 +64,10 @@ func Fetch(ctx context.Context, suite string) (Kernel, error) {
 // ModulesDir is the kernel's /lib/modules/VERSION tree on the host.
 func (k Kernel) ModulesDir() string { return filepath.Join(k.Dir, "lib", "modules", k.Version) }
 
-// Config is one guest.
+// Config is one guest: two CPUs, 2 GiB, the host's root, and two NICs on
+// a QEMU hub of their own.
 type Config struct {
 	Kernel Kernel
-	CPUs   int // 2 when zero
-	Memory int // MiB, 2048 when zero
 	// Script runs in the guest with /bin/sh -e, as root, in the host's
 	// file system; XDPVM_OUT names the directory Out is shared as.
 	Script string
@@ -73,8 +75,6 @@ type Config struct {
 	Out string
 	// Console receives everything the guest prints.
 	Console io.Writer
-	// QEMUArgs are added to QEMU's command line (devices, topology).
-	QEMUArgs []string
 }
 
 // ExitError is a guest whose script exited non-zero or that never said.
@@ -90,10 +90,24 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("%s guest (%s): script exited with status %d", e.Kernel.Suite, e.Kernel.Version, e.Status)
 }
 
-// exitMarker is what guestinit prints before the script's exit status.
-const exitMarker = "XDPVM-EXIT:"
+// Markers guestinit prints on the console: upMarker when it starts, and
+// exitMarker before the script's exit status.
+const (
+	upMarker   = "XDPVM-UP"
+	exitMarker = "XDPVM-EXIT:"
+)
+
+// kvmBootTimeout is how long a KVM guest may take to reach guestinit.
+// Nested KVM hangs for good after the kernel's decompressor on the
+// machines this project is developed on; TCG then takes over.
+const kvmBootTimeout = 60 * time.Second
+
+// errNoBoot is a KVM guest that never reached guestinit.
+var errNoBoot = errors.New("the guest did not reach its init")
 
 // Run boots the guest, runs the script and returns nil when it exited 0.
+// It boots with KVM where /dev/kvm opens and falls back to TCG when KVM
+// does not bring the guest up.
 func Run(ctx context.Context, cfg Config) error {
 	work, err := os.MkdirTemp("", "xdpvm-")
 	if err != nil {
@@ -108,16 +122,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.WriteFile(script, []byte(cfg.Script), 0o644); err != nil {
 		return err
 	}
-	cpus, mem := cfg.CPUs, cfg.Memory
-	if cpus == 0 {
-		cpus = 2
-	}
-	if mem == 0 {
-		mem = 2048
-	}
 	args := []string{
 		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
-		"-machine", "q35", "-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(mem),
+		"-machine", "q35", "-smp", "2", "-m", "2048",
 		"-kernel", filepath.Join(cfg.Kernel.Dir, "vmlinuz"), "-initrd", initrd,
 		"-serial", "stdio",
 		"-fsdev", "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap",
@@ -130,7 +137,6 @@ func Run(ctx context.Context, cfg Config) error {
 		"-netdev", "hubport,id=nic1,hubid=0",
 		"-device", "virtio-net-pci,netdev=nic1",
 	}
-	args = append(args, accel()...)
 	cmdline := []string{"console=ttyS0", "panic=-1", "loglevel=4",
 		"xdpvm.modules=" + cfg.Kernel.ModulesDir(), "xdpvm.run=" + script}
 	if cfg.Out != "" {
@@ -140,12 +146,34 @@ func Run(ctx context.Context, cfg Config) error {
 		cmdline = append(cmdline, "xdpvm.out=1")
 	}
 	args = append(args, "-append", strings.Join(cmdline, " "))
-	args = append(args, cfg.QEMUArgs...)
+	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
+		f.Close()
+		err := boot(ctx, cfg, append(args, "-accel", "kvm", "-cpu", "host"), kvmBootTimeout)
+		if !errors.Is(err, errNoBoot) {
+			return err
+		}
+		if cfg.Console != nil {
+			fmt.Fprintf(cfg.Console, "vm: KVM did not bring the %s guest up (%v); booting it with TCG\n", cfg.Kernel.Suite, err)
+		}
+	}
+	// One host thread runs every vCPU: with a thread per vCPU (QEMU's
+	// default), a guest kernel patching its own code while another vCPU
+	// runs it (text_poke_bp, as when a tracepoint is enabled) now and then
+	// hits a stale int3 and oopses (seen on Debian's 6.12 in __napi_poll).
+	return boot(ctx, cfg, append(args, "-accel", "tcg,thread=single", "-cpu", "max"), 0)
+}
 
-	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
+// boot runs QEMU with args until the guest powers off. With upWithin set,
+// a guest that has not printed upMarker by then is stopped and errNoBoot
+// returned, as is one whose QEMU ends before it.
+func boot(ctx context.Context, cfg Config, args []string, upWithin time.Duration) error {
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(qctx, "qemu-system-x86_64", args...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	status := -1
+	var up atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -157,6 +185,9 @@ func Run(ctx context.Context, cfg Config) error {
 			if cfg.Console != nil {
 				fmt.Fprintln(cfg.Console, line)
 			}
+			if line == upMarker {
+				up.Store(true)
+			}
 			if s, ok := strings.CutPrefix(line, exitMarker); ok {
 				if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
 					status = n
@@ -165,9 +196,20 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		io.Copy(io.Discard, pr)
 	}()
+	if upWithin > 0 {
+		timer := time.AfterFunc(upWithin, func() {
+			if !up.Load() {
+				cancel()
+			}
+		})
+		defer timer.Stop()
+	}
 	runErr := cmd.Run()
 	pw.Close()
 	wg.Wait()
+	if upWithin > 0 && !up.Load() && ctx.Err() == nil {
+		return fmt.Errorf("%w: qemu: %v", errNoBoot, runErr)
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s guest (%s): %w", cfg.Kernel.Suite, cfg.Kernel.Version, ctx.Err())
 	}
@@ -178,19 +220,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return &ExitError{Kernel: cfg.Kernel, Status: status}
 	}
 	return nil
-}
-
-// accel is KVM where /dev/kvm opens, TCG otherwise.
-func accel() []string {
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
-		f.Close()
-		return []string{"-accel", "kvm", "-cpu", "host"}
-	}
-	// One host thread runs every vCPU: with a thread per vCPU (QEMU's
-	// default), a guest kernel patching its own code while another vCPU
-	// runs it (text_poke_bp, as when a tracepoint is enabled) now and then
-	// hits a stale int3 and oopses (seen on Debian's 6.12 in __napi_poll).
-	return []string{"-accel", "tcg,thread=single", "-cpu", "max"}
 }
 
 // initModules are what guestinit needs to mount the host root: the virtio

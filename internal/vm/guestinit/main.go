@@ -30,15 +30,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ExitMarker starts the console line that carries the command's exit
-// status; the host harness (package vm) looks for it.
-const exitMarker = "XDPVM-EXIT:"
+// The host harness (package vm) reads these console lines: upMarker, that
+// the guest reached its init; exitMarker, before the command's exit status.
+const (
+	upMarker   = "XDPVM-UP"
+	exitMarker = "XDPVM-EXIT:"
+)
 
 // path is the script's PATH, and guestinit's own for the tools it runs.
 const path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin"
 
 func main() {
 	os.Setenv("PATH", path)
+	fmt.Printf("\n%s\n", upMarker)
 	status := run()
 	fmt.Printf("\n%s %d\n", exitMarker, status)
 	unix.Sync()
