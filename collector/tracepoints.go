@@ -44,12 +44,11 @@ type attachedTracepoint struct {
 // logged once and only its counters go missing; missing permission fails
 // the whole set.
 type tracepointSet struct {
-	collector string
-	maps      map[string]*ebpf.Map
-	progs     []attachedTracepoint
-	attached  map[string]bool // tracepoint -> attached, for those tried
-	absent    []string        // tracepoints this kernel does not have
-	failed    []string        // tracepoints it has that did not attach
+	maps     map[string]*ebpf.Map
+	progs    []attachedTracepoint
+	attached map[string]bool // tracepoint -> attached, for those tried
+	absent   []string        // tracepoints this kernel does not have
+	failed   []string        // tracepoints it has that did not attach
 }
 
 // loadTracepoints creates spec's maps and attaches every program in progs
@@ -61,7 +60,7 @@ func loadTracepoints(collector string, logger *slog.Logger, spec *ebpf.Collectio
 	if err != nil {
 		return nil, err
 	}
-	s := &tracepointSet{collector: collector, maps: map[string]*ebpf.Map{}, attached: map[string]bool{}}
+	s := &tracepointSet{maps: map[string]*ebpf.Map{}, attached: map[string]bool{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Close())

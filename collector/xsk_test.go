@@ -22,16 +22,24 @@ import (
 var constructedXSK = []struct {
 	inode, ifindex, queue uint32
 	bound                 bool
+	rings                 map[string]uint32 // ring -> entries; rx/tx, then the UMEM's
 	stats                 [len(xskStatNames)]uint64
 }{
-	{inode: 40123, ifindex: 4, queue: 3, bound: true, stats: [...]uint64{1200, 0, 35000, 981234, 0, 77}},
-	{inode: 40124, ifindex: 99, queue: 0, bound: true, stats: [...]uint64{0, 2, 0, 5, 1, 0}},
+	{inode: 40123, ifindex: 4, queue: 3, bound: true, rings: map[string]uint32{"rx": 2048, "fill": 4096, "completion": 2048},
+		stats: [...]uint64{1200, 0, 35000, 981234, 0, 77}},
+	{inode: 40124, ifindex: 99, queue: 0, bound: true, rings: map[string]uint32{"rx": 64, "tx": 64, "fill": 64, "completion": 64},
+		stats: [...]uint64{0, 2, 0, 5, 1, 0}},
 	{inode: 40125},
 }
 
+// xdpDiagUmemLen is sizeof(struct xdp_diag_umem), which the collector skips.
+const xdpDiagUmemLen = 40
+
 // xskFixture builds the reply the way net/xdp/xsk_diag.c fills it for a
-// request with XDP_SHOW_INFO|XDP_SHOW_STATS: struct xdp_diag_msg, then
-// XDP_DIAG_INFO, XDP_DIAG_UID and XDP_DIAG_STATS.
+// request with XDP_SHOW_INFO|XDP_SHOW_RING_CFG|XDP_SHOW_UMEM|XDP_SHOW_STATS:
+// struct xdp_diag_msg, then XDP_DIAG_INFO, XDP_DIAG_UID, XDP_DIAG_RX_RING
+// and XDP_DIAG_TX_RING (those set up), XDP_DIAG_UMEM with the fill and
+// completion rings, and XDP_DIAG_STATS.
 func xskFixture(t testing.TB) []netlink.Message {
 	var out []netlink.Message
 	for _, s := range constructedXSK {
@@ -47,6 +55,17 @@ func xskFixture(t testing.TB) []netlink.Message {
 			binary.NativeEndian.PutUint32(info[4:], s.queue)
 			ae.Bytes(xdpDiagInfo, info)
 			ae.Uint32(2, 0) // XDP_DIAG_UID: root
+		}
+		for _, r := range []struct {
+			typ  uint16
+			name string
+		}{{xdpDiagRxRing, "rx"}, {xdpDiagTxRing, "tx"}, {5, ""}, {xdpDiagFillRing, "fill"}, {xdpDiagCompletionRing, "completion"}} {
+			if r.typ == 5 && s.rings != nil { // XDP_DIAG_UMEM
+				ae.Bytes(5, make([]byte, xdpDiagUmemLen))
+			}
+			if n, ok := s.rings[r.name]; ok {
+				ae.Uint32(r.typ, n) // struct xdp_diag_ring
+			}
 		}
 		st := make([]byte, xdpDiagStatsLen)
 		for i, v := range s.stats {
@@ -133,6 +152,14 @@ func TestXSKDecode(t *testing.T) {
 		for i, st := range xskStatNames {
 			if v := value(t, mfs, "xdp_xsk_"+st.metric, "inode", itoa(s.inode), "device", dev, "queue", queue); v != float64(s.stats[i]) {
 				t.Errorf("socket %d %s = %v, want %v", s.inode, st.field, v, s.stats[i])
+			}
+		}
+		if _, n := sumFamily(mfs, "xdp_xsk_ring_entries", "inode", itoa(s.inode)); n != len(s.rings) {
+			t.Errorf("socket %d: %d ring series, want %d", s.inode, n, len(s.rings))
+		}
+		for ring, want := range s.rings {
+			if v := value(t, mfs, "xdp_xsk_ring_entries", "inode", itoa(s.inode), "device", dev, "queue", queue, "ring", ring); v != float64(want) {
+				t.Errorf("socket %d %s ring = %v entries, want %d", s.inode, ring, v, want)
 			}
 		}
 	}
