@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vm"
 )
 
@@ -127,16 +128,9 @@ func guestScript(root, bin string) string {
 	fmt.Fprintf(&b, "export XDP_EXPORTER_REQUIRE_PRIVILEGED=1 XDP_EXPORTER_BINARY=%s/xdp_exporter\n", bin)
 	b.WriteString("export " + supportOutEnv + "=\"$XDPVM_OUT/support.json\"\n")
 	b.WriteString("status=0\n")
-	// Under QEMU's emulator a packet takes ~50 times longer, so
-	// net_rx_action's time and packet budgets, made for hardware, run out
-	// every few polls: it re-raises NET_RX (softnet_stat's time_squeeze:
-	// 1,132 in six runs of the rxq, ethtool and napi tests on 6.1), and
-	// older kernels (until the revert of "softirq: Let ksoftirqd do its
-	// job") then leave the rest to ksoftirqd, behind the sender that keeps
-	// filling veth's 256-frame ring: now and then a frame is dropped
-	// there, and an exact count is off (seen on 6.1). Budgets that do not
-	// run out: 0 squeezes in six more runs.
-	b.WriteString("sysctl -qw net.core.netdev_budget=1000000 net.core.netdev_budget_usecs=1000000\n")
+	// Frames through AF_PACKET (trafficgen.MethodEnv): under the emulator,
+	// live frames outrun NAPI on 6.1 and lose some at veth's ring.
+	b.WriteString("export " + trafficgen.MethodEnv + "=packet\n")
 	// eth0 receives what eth1 sends when it comes up (IPv6 neighbour
 	// discovery): wait for it, as the qstats test needs traffic.
 	b.WriteString("for i in $(seq 100); do [ \"$(cat /sys/class/net/eth0/statistics/rx_packets)\" -gt 0 ] && break; sleep 0.1; done\n")
