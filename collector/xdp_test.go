@@ -343,9 +343,9 @@ func TestXDPXmitOptIn(t *testing.T) {
 	testenv.Privileged(t)
 	failures := []string{"xdp_exception", "xdp_redirect_err"}
 	success := []string{"xdp_redirect"}
-	// Older kernels (6.1 of the matrix, not 6.12) still have the map
-	// variants, which newer ones folded into the tracepoints above; the
-	// collector attaches them too.
+	// Kernels that still have the map variants (6.1 and 6.12 of the
+	// matrix, not 6.18), which newer ones folded into the tracepoints
+	// above: the collector attaches them too.
 	kernel, err := btf.LoadKernelSpec()
 	if err != nil {
 		t.Fatal(err)
