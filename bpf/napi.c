@@ -53,10 +53,6 @@ struct napi_val {
 	__u64 over_budget;         // work > budget
 };
 
-struct napi_name {
-	__u64 dev[2]; // net_device.name when the slot was claimed, as two words
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NAPI_SLOTS);
@@ -70,7 +66,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NAPI_SLOTS);
 	__type(key, __u32);
-	__type(value, struct napi_name);
+	__type(value, struct dev_name);
 } napi_names SEC(".maps");
 
 struct {
@@ -163,7 +159,7 @@ int BPF_PROG(napi_poll, struct napi_struct *napi, int work, int budget)
 	if (claimed) {
 		// The name, once per slot. Two direct loads through the BTF
 		// pointer: the verifier makes them faulting-safe, no helper.
-		struct napi_name *n = bpf_map_lookup_elem(&napi_names, &idx);
+		struct dev_name *n = bpf_map_lookup_elem(&napi_names, &idx);
 
 		if (n) {
 			n->dev[0] = *(__u64 *)&dev->name[0];

@@ -13,7 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type NapiNapiName struct {
+type NapiDevName struct {
 	_   structs.HostLayout
 	Dev [2]uint64
 }

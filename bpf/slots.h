@@ -53,6 +53,30 @@ static __always_inline __u32 slot_hash(__u64 k0, __u64 k1)
 		__type(value, __u64);             \
 	} name SEC(".maps")
 
+// SLOT_TABLE declares a slot table: NAME_owners, NAME_claims and the
+// per-CPU values NAME, all of SLOTS entries (a power of two).
+#define SLOT_TABLE(name, slots, value_type)                      \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
+		__uint(max_entries, slots);                       \
+		__type(key, __u32);                               \
+		__type(value, struct slot_owner);                 \
+	} name##_owners SEC(".maps");                             \
+	SLOT_CLAIMS(name##_claims, slots);                        \
+	struct {                                                  \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
+		__uint(max_entries, slots);                       \
+		__type(key, __u32);                               \
+		__type(value, value_type);                        \
+	} name SEC(".maps")
+
+// A device's name as a program records it, once per slot, for devices
+// of namespaces userspace cannot name itself: net_device.name as two
+// words.
+struct dev_name {
+	__u64 dev[2];
+};
+
 // slot_find returns the index of the slot that counts key (k0, k1) in a
 // table of nslots (a power of two) owners, claiming a free one on first
 // use (then *claimed is set), or -1 when the probed slots all belong to

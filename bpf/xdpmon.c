@@ -109,23 +109,6 @@ struct {
 	__type(value, __u64);
 } redirects SEC(".maps");
 
-// SLOT_TABLE declares a slot table: NAME_owners, NAME_claims and the
-// per-CPU values NAME, all of SLOTS entries (a power of two).
-#define SLOT_TABLE(name, slots, value_type)                      \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_ARRAY);                 \
-		__uint(max_entries, slots);                       \
-		__type(key, __u32);                               \
-		__type(value, struct slot_owner);                 \
-	} name##_owners SEC(".maps");                             \
-	SLOT_CLAIMS(name##_claims, slots);                        \
-	struct {                                                  \
-		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);          \
-		__uint(max_entries, slots);                       \
-		__type(key, __u32);                               \
-		__type(value, value_type);                        \
-	} name SEC(".maps")
-
 // Keys: devmap_xmit (from device, to device), bulk_tx (device),
 // cpumap_enqueue (map id, target CPU), cpumap_kthread (map id).
 #define DEVMAP_XMIT_SLOTS 256

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
 )
@@ -227,11 +227,11 @@ func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Me
 		} else {
 			// The exporter cannot see names in another namespace: the
 			// name the device had when its slot was claimed.
-			var n bpf.NapiNapiName
+			var n bpf.NapiDevName
 			if err := c.maps[bpf.NapiMapNapiNames].Lookup(e.index[0], &n); err != nil {
 				return fmt.Errorf("reading a napi device name: %w", err)
 			}
-			s.device = foreignLabel(e.key.k0, deviceLabel(napiName(n.Dev)))
+			s.device = foreignLabel(e.key.k0, deviceLabel(recordedName(n.Dev)))
 		}
 		if ctx := int(e.key.k1 & 3); ctx < len(napiContexts) {
 			s.context = napiContexts[ctx]
@@ -333,14 +333,12 @@ func napiSum(xs []uint64) uint64 {
 	return t
 }
 
-// napiName turns the two words of struct napi_name back into the
-// NUL-terminated name they hold (the programs are little endian only).
-func napiName(words [2]uint64) string {
+// recordedName turns the two words of a device name a program recorded
+// (struct dev_name of bpf/slots.h) back into the NUL-terminated name
+// they hold (the programs are little endian only).
+func recordedName(words [2]uint64) string {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:8], words[0])
 	binary.LittleEndian.PutUint64(b[8:], words[1])
-	if i := bytes.IndexByte(b[:], 0); i >= 0 {
-		return string(b[:i])
-	}
-	return string(b[:])
+	return unix.ByteSliceToString(b[:])
 }

@@ -57,6 +57,7 @@ type Config struct {
 	NAPIOverload      NAPIConfig           `yaml:"napi_softirq_overload"`
 	ProgramNotRunning ProgramConfig        `yaml:"program_not_running"`
 	CollectorFailing  CollectorFailConfig  `yaml:"collector_failing"`
+	StackDrops        StackDropsConfig     `yaml:"stack_drops"`
 }
 
 // RXCPUConfig: a CPU is an RX CPU when the rxq collector sees at least
@@ -180,6 +181,20 @@ type NAPIConfig struct {
 	Severity          string  `yaml:"severity"`
 }
 
+// StackDropsConfig: the stack drops packets on a device for a reason that
+// means the host is overloaded (its backlog, a socket's receive buffer or
+// a listen queue is full, protocol memory is exhausted) or misconfigured
+// (no socket listens, a netfilter rule drops): more than MinPerSecond of
+// one of Reasons (kernel drop reason names, as the drop collector labels
+// them) over Window, sustained for For. Needs --collector.drop.
+type StackDropsConfig struct {
+	Reasons      []string `yaml:"reasons"`
+	MinPerSecond float64  `yaml:"min_per_second"`
+	Window       string   `yaml:"window"`
+	For          string   `yaml:"for"`
+	Severity     string   `yaml:"severity"`
+}
+
 // ProgramConfig: an attached XDP program whose run count does not move
 // while its device receives MinPackets packets/s. Only evaluated while
 // BPF run-time statistics are on (xdp_bpf_stats_enabled == 1).
@@ -230,6 +245,11 @@ func DefaultConfig() Config {
 		NAPIOverload:      NAPIConfig{MinExhaustedRatio: 0.5, MinKsoftirqdRatio: 0.1, For: "10m", Severity: "warning"},
 		ProgramNotRunning: ProgramConfig{MinPackets: 100, Window: "5m", For: "10m", Severity: "warning"},
 		CollectorFailing:  CollectorFailConfig{For: "15m", Severity: "info"},
+		StackDrops: StackDropsConfig{
+			Reasons: []string{"CPU_BACKLOG", "SOCKET_BACKLOG", "SOCKET_RCVBUFF", "TCP_LISTEN_OVERFLOW", "PROTO_MEM",
+				"NO_SOCKET", "NETFILTER_DROP"},
+			MinPerSecond: 100, Window: "5m", For: "10m", Severity: "warning",
+		},
 	}
 }
 

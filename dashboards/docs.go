@@ -14,6 +14,7 @@ var collectorPrefixes = []struct{ prefix, collector string }{
 	{"xdp_ethtool_", "ethtool"}, {"xdp_napi_", "napi"}, {"xdp_netdev_", "netdev"},
 	{"xdp_bpf_", "bpf"}, {"xdp_xsk_", "xsk"}, {"xdp_scrape_", "the exporter itself"},
 	{"xdp_exceptions", "xdp"}, {"xdp_redirect_", "xdp"},
+	{"xdp_skb_drop", "drop --collector.drop"},
 	{"xdp_devmap_", "xdp --collector.xdp.xmit"}, {"xdp_cpumap_", "xdp --collector.xdp.xmit"}, {"xdp_bulk_tx_", "xdp --collector.xdp.xmit"},
 	{"ALERTS", "the alert rules"},
 	// Series the recording rules derive from several families.

@@ -183,6 +183,7 @@ const (
 	AlertNAPIOverload      = "XDPNAPISoftirqOverload"
 	AlertProgramNotRunning = "XDPProgramNotRunning"
 	AlertCollectorFailing  = "XDPExporterCollectorFailing"
+	AlertStackDrops        = "XDPStackDrops"
 )
 
 // queryValue renders, inside an alert annotation, the first value of a
@@ -368,6 +369,13 @@ func AlertingRules(cfg Config) RuleFile {
 			"What the host's kernel lacks (BTF, AF_XDP socket diag, the netdev netlink family) is not a failure and does not fire this alert: "+
 			"it shows as xdp_scrape_collector_unsupported 1.")
 
+	sd := cfg.StackDrops
+	stackDrops := alert(AlertStackDrops,
+		"sum by ("+h+", device, reason) (rate(xdp_skb_drops_total{"+sel+`,reason=~"`+strings.Join(sd.Reasons, "|")+`"}[`+sd.Window+"]))\n> "+num(sd.MinPerSecond),
+		sd.For, sd.Severity,
+		"The stack drops packets on {{ $labels.device }} as {{ $labels.reason }} ({{ $labels.instance }})",
+		"{{ $value | humanize }} packets/s are dropped on {{ $labels.device }} with reason {{ $labels.reason }} (skb:kfree_skb).")
+
 	d2 := cfg.ExporterDown
 	down := alert(AlertExporterDown,
 		"up{"+sel+"} == 0\nor\nabsent(up{"+sel+"})",
@@ -377,7 +385,7 @@ func AlertingRules(cfg Config) RuleFile {
 			"Every other XDP alert is silent while this fires, because their series are gone. Check the exporter's process and log, and the scrape configuration.")
 
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: []Rule{
-		down, nicDrops, oob, page, pcie, ddio, rss, share, exc, redir, devmap, cpumap, napi, prog, coll,
+		down, nicDrops, oob, page, pcie, ddio, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
 	}}}}
 }
 

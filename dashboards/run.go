@@ -143,6 +143,15 @@ func runBoard() board {
 					},
 				},
 			}},
+			{title: "Stack drops (dropwatch)", tool: "dropwatch, pwru", panels: []panel{
+				{
+					title: "Packets the stack dropped, by reason",
+					description: "Packets/s the kernel freed as dropped after XDP passed them on or without XDP (skb:kfree_skb), by device and the kernel's drop reason: NETFILTER_DROP for a firewall rule, NO_SOCKET for a closed port, CPU_BACKLOG or SOCKET_RCVBUFF for overload. " +
+						"Frames XDP drops are not skbs and do not show here. " + eventNote,
+					unit: "pps", min: &f0, runbook: AlertStackDrops, needs: "--collector.drop and packets the stack drops (the lab's linux scenario)",
+					targets: []target{{refID: "A", expr: sumBy("device, reason", "xdp_skb_drops_total", selInst+`,device=~"$device|"`), legend: "{{device}} {{reason}}"}},
+				},
+			}},
 			{title: "NAPI and softirq (napi_monitor, mpstat)", tool: "napi_monitor and mpstat", panels: []panel{
 				{
 					title:       "NAPI bulk: packets per poll",

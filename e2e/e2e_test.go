@@ -115,7 +115,10 @@ func TestLabWithPrometheus(t *testing.T) {
 			name += "-read"
 		}
 		args := []string{"--collector.perf", "--collector.xdp.xmit"}
-		if ph.sc != lab.Linux {
+		if ph.sc == lab.Linux {
+			// The stack drops every frame (NETFILTER_DROP): the drop panel's data.
+			args = append(args, "--collector.drop")
+		} else {
 			args = append(args, "--collector.rxq", "--collector.rxq.device="+lab.DUT, "--collector.rxq.action="+string(ph.sc))
 		}
 		if ph.sc == lab.Redirect {

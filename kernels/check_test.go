@@ -6,6 +6,7 @@
 package kernels
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -23,9 +24,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/lab"
 	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
 
 // supportOutEnv names the file TestDefaultExporter writes what it saw to:
@@ -58,47 +61,26 @@ var commandLine = regexp.MustCompile(`msg="netdev command not supported[^"]*" co
 // lacks what it needs (collector/collector.go).
 var unsupportedLine = regexp.MustCompile(`msg="collector not supported on this host[^"]*" collector=(\S+) .*?reason="((?:[^"\\]|\\.)*)"`)
 
+// optIn are the kernel-facing collectors that are off by default but need
+// nothing but the kernel (no device or program named on the command
+// line): the support table lists them too, each from an exporter started
+// with it alone.
+var optIn = []string{"drop"}
+
 // TestDefaultExporter starts the real binary with no flags, as a user
 // would, and checks that every default collector either works or says,
 // once at INFO, that this kernel lacks what it needs; none fails and no
-// line is an ERROR.
+// line is an ERROR. Each opt-in collector of optIn gets the same check in
+// an exporter of its own.
 func TestDefaultExporter(t *testing.T) {
 	testenv.Privileged(t)
-	e := exportertest.Run(t, exportertest.FreeAddr(t))
-	// A second scrape: a collector that fails only once it has state must
-	// show it too.
-	e.Scrape(t)
-	mfs := parse(t, e.Scrape(t))
-	log := e.Stderr.String()
-
 	sup := Support{Kernel: release(t), Collectors: map[string]string{}, Tracepoints: map[string]bool{}, Commands: map[string]string{}}
-	for _, m := range commandLine.FindAllStringSubmatch(log, -1) {
-		sup.Commands[m[1]+" "+m[2]] = m[3]
-	}
-	reasons := map[string]string{}
-	for _, m := range unsupportedLine.FindAllStringSubmatch(log, -1) {
-		if _, dup := reasons[m[1]]; dup {
-			t.Errorf("collector %s logged unsupported more than once:\n%s", m[1], log)
-		}
-		reasons[m[1]] = strings.ReplaceAll(m[2], `\"`, `"`)
-	}
-	unsupported := values(mfs, "xdp_scrape_collector_unsupported", "collector")
-	for name, ok := range values(mfs, "xdp_scrape_collector_success", "collector") {
-		switch {
-		case ok == 1 && unsupported[name] == 0:
-			sup.Collectors[name] = "works"
-		case ok == 1 && unsupported[name] == 1:
-			if reasons[name] == "" {
-				t.Errorf("collector %s is unsupported but logged no reason at INFO:\n%s", name, log)
-			}
-			sup.Collectors[name] = "unsupported: " + reasons[name]
-		default:
-			t.Errorf("default collector %s failed on %s; log:\n%s", name, sup.Kernel, log)
-			sup.Collectors[name] = "failed"
-		}
-	}
+	mfs, log := checkCollectors(t, sup, "")
 	if len(sup.Collectors) == 0 {
 		t.Fatalf("no xdp_scrape_collector_success series; log:\n%s", log)
+	}
+	for _, m := range commandLine.FindAllStringSubmatch(log, -1) {
+		sup.Commands[m[1]+" "+m[2]] = m[3]
 	}
 	for _, c := range []string{"xdp", "napi"} {
 		family := "xdp_" + c + "_tracepoint_attached"
@@ -109,10 +91,8 @@ func TestDefaultExporter(t *testing.T) {
 			sup.Tracepoints[c+" "+tp] = v == 1
 		}
 	}
-	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "level=ERROR") {
-			t.Errorf("the default exporter logged an error on %s: %s", sup.Kernel, line)
-		}
+	for _, name := range optIn {
+		checkCollectors(t, sup, name)
 	}
 	if out := os.Getenv(supportOutEnv); out != "" {
 		b, err := json.MarshalIndent(sup, "", "  ")
@@ -123,6 +103,58 @@ func TestDefaultExporter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// checkCollectors runs the exporter (the default set, or the opt-in
+// collector optIn alone), scrapes it twice (a collector that fails only
+// once it has state must show it too), and records in sup whether each
+// collector works or is unsupported, with the reason it logged once at
+// INFO; a failure or an ERROR line fails the test. It returns the second
+// scrape and the log.
+func checkCollectors(t *testing.T, sup Support, optIn string) (map[string]*dto.MetricFamily, string) {
+	t.Helper()
+	var args []string
+	if optIn != "" {
+		args = []string{"--collector.disable-defaults", "--collector." + optIn}
+	}
+	e := exportertest.Run(t, exportertest.FreeAddr(t), args...)
+	e.Scrape(t)
+	mfs := parse(t, e.Scrape(t))
+	e.Stop(t)
+	log := e.Stderr.String()
+
+	reasons := map[string]string{}
+	for _, m := range unsupportedLine.FindAllStringSubmatch(log, -1) {
+		if _, dup := reasons[m[1]]; dup {
+			t.Errorf("collector %s logged unsupported more than once:\n%s", m[1], log)
+		}
+		reasons[m[1]] = strings.ReplaceAll(m[2], `\"`, `"`)
+	}
+	unsupported := values(mfs, "xdp_scrape_collector_unsupported", "collector")
+	for name, ok := range values(mfs, "xdp_scrape_collector_success", "collector") {
+		row := name
+		if optIn != "" {
+			row = name + " (--collector." + name + ")"
+		}
+		switch {
+		case ok == 1 && unsupported[name] == 0:
+			sup.Collectors[row] = "works"
+		case ok == 1 && unsupported[name] == 1:
+			if reasons[name] == "" {
+				t.Errorf("collector %s is unsupported but logged no reason at INFO:\n%s", name, log)
+			}
+			sup.Collectors[row] = "unsupported: " + reasons[name]
+		default:
+			t.Errorf("collector %s failed on %s; log:\n%s", name, sup.Kernel, log)
+			sup.Collectors[row] = "failed"
+		}
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("the exporter logged an error on %s: %s", sup.Kernel, line)
+		}
+	}
+	return mfs, log
 }
 
 // TestExactCounts sends exactly frames frames into a two-queue veth whose
@@ -317,4 +349,60 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestDropReasonsExact runs the lab's two scenarios without XDP, each
+// with frames frames, under the exporter with its drop collector: the
+// Linux baseline (`iptables -t raw -j DROP`) must count every frame as
+// NETFILTER_DROP on the DUT, and the whole receive path to a UDP port
+// with no socket every frame as NO_SOCKET. Before 5.17 the collector must
+// say unsupported.
+func TestDropReasonsExact(t *testing.T) {
+	testenv.Privileged(t)
+	testenv.Check(t, lab.Down(), "clearing an old lab")
+	testenv.Check(t, lab.Up(1), "bringing the lab up")
+	t.Cleanup(func() {
+		if err := lab.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	e := exportertest.Run(t, exportertest.FreeAddr(t), "--collector.drop")
+	if testenv.KernelBefore(t, 5, 17) {
+		mfs := parse(t, e.Scrape(t))
+		if values(mfs, "xdp_scrape_collector_unsupported", "collector")["drop"] != 1 ||
+			values(mfs, "xdp_scrape_collector_success", "collector")["drop"] != 1 {
+			t.Errorf("before 5.17 the drop collector must report unsupported, not fail; log:\n%s", e.Stderr)
+		}
+		return
+	}
+	for _, tc := range []struct {
+		scenario lab.Scenario
+		reason   string
+	}{{lab.Linux, "NETFILTER_DROP"}, {lab.NoSocket, "NO_SOCKET"}} {
+		t.Run(string(tc.scenario), func(t *testing.T) {
+			before := e.Sum(t, "xdp_skb_drops_total", "device", lab.DUT, "reason", tc.reason)
+			res, err := lab.Run(context.Background(), lab.RunConfig{Scenario: tc.scenario, Queues: 1,
+				Count: frames, Size: trafficgen.MinFrameSize})
+			testenv.Check(t, err, "lab run")
+			if res.Sent < frames || res.Received != res.Sent {
+				t.Fatalf("sent %d (asked %d), DUT received %d", res.Sent, frames, res.Received)
+			}
+			var got float64
+			deadline := time.Now().Add(10 * time.Second)
+			for got != float64(res.Sent) && time.Now().Before(deadline) {
+				got = e.Sum(t, "xdp_skb_drops_total", "device", lab.DUT, "reason", tc.reason) - before
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got != float64(res.Sent) {
+				var series []string
+				for _, line := range strings.Split(e.Scrape(t), "\n") {
+					if strings.HasPrefix(line, "xdp_skb_drops") {
+						series = append(series, line)
+					}
+				}
+				t.Fatalf("xdp_skb_drops_total{device=%q,reason=%q} rose by %v, want %d; series:\n%s",
+					lab.DUT, tc.reason, got, res.Sent, strings.Join(series, "\n"))
+			}
+		})
+	}
 }

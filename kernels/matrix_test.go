@@ -45,10 +45,13 @@ var guestPackages = []struct {
 	{pkg: "internal/lab"},
 }
 
-// required are tests of check_test.go and xsk_test.go that must pass, not
-// skip, on a suite: what its kernel has where others do not.
-var required = map[string][]string{
-	"trixie": {"TestXSKRealSocket"}, // xsk_diag is a module of Debian's 6.12
+// required are tests that must pass, not skip, on a suite, by package:
+// what its kernel has where others do not.
+var required = map[string]map[string][]string{
+	"trixie": {
+		"kernels":   {"TestXSKRealSocket"},            // xsk_diag is a module of Debian's 6.12
+		"collector": {"TestDropSubsystemReasonNames"}, // and openvswitch, with drop reasons (6.8+)
+	},
 }
 
 // TestKernelMatrix boots Debian's kernels in QEMU over this machine's root
@@ -89,11 +92,9 @@ func TestKernelMatrix(t *testing.T) {
 					continue
 				}
 				t.Logf("%s on %s: %s", p.pkg, k.Version, summary(b))
-				if p.pkg == "kernels" {
-					for _, name := range required[s.Name] {
-						if !strings.Contains(string(b), "--- PASS: "+name+" ") {
-							t.Errorf("%s must pass on %s, which has what it needs; it did not:\n%s", name, k.Version, b)
-						}
+				for _, name := range required[s.Name][p.pkg] {
+					if !strings.Contains(string(b), "--- PASS: "+name+" ") {
+						t.Errorf("%s must pass on %s, which has what it needs; it did not:\n%s", name, k.Version, b)
 					}
 				}
 				if failed := failures(b); failed != "" {

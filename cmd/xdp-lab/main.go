@@ -37,7 +37,7 @@ func run(args []string, out io.Writer) error {
 	app.Command("down", "Remove everything the lab made, and only that.")
 
 	runCmd := app.Command("run", "Drive one scenario against the DUT.")
-	scenario := runCmd.Flag("scenario", "drop, pass, tx, redirect, or linux (iptables raw DROP, no XDP).").Default("drop").String()
+	scenario := runCmd.Flag("scenario", "drop, pass, tx, redirect, linux (iptables raw DROP, no XDP), or nosocket (no XDP: the whole stack, to a UDP port with no socket).").Default("drop").String()
 	queues := runCmd.Flag("queues", "RX queues to load: one generator pinned to each CPU 0..N-1.").Default("1").Int()
 	size := runCmd.Flag("size", "Frame size in bytes without FCS (60 = 64-byte frames).").Default("60").Int()
 	rate := runCmd.Flag("rate", "Offered frames per second in total, or max.").Default("max").String()

@@ -26,18 +26,21 @@ import (
 // Scenario is what the DUT does with the frames it receives.
 type Scenario string
 
-// The paper's scenarios, plus the Linux baseline: no XDP, frames dropped by
-// iptables in the raw table (`iptables -t raw -j DROP`), as the seed did.
+// The paper's scenarios, plus two without XDP: the Linux baseline, frames
+// dropped by iptables in the raw table (`iptables -t raw -j DROP`) as the
+// seed did, and the whole receive path, frames delivered to the DUT's UDP
+// port 9, where no socket listens, and dropped there.
 const (
 	Drop     Scenario = "drop"
 	Pass     Scenario = "pass"
 	TX       Scenario = "tx"
 	Redirect Scenario = "redirect"
 	Linux    Scenario = "linux"
+	NoSocket Scenario = "nosocket"
 )
 
 // Scenarios lists every scenario in display order.
-var Scenarios = []Scenario{Drop, Pass, TX, Redirect, Linux}
+var Scenarios = []Scenario{Drop, Pass, TX, Redirect, Linux, NoSocket}
 
 // ParseScenario validates a scenario name.
 func ParseScenario(s string) (Scenario, error) {
@@ -46,7 +49,7 @@ func ParseScenario(s string) (Scenario, error) {
 			return sc, nil
 		}
 	}
-	return "", fmt.Errorf("unknown scenario %q (want one of drop, pass, tx, redirect, linux)", s)
+	return "", fmt.Errorf("unknown scenario %q (want one of drop, pass, tx, redirect, linux, nosocket)", s)
 }
 
 // AttachFunc attaches the DUT's XDP program for an XDP scenario to DUT
@@ -223,13 +226,16 @@ func progress(cfg RunConfig, g *trafficgen.Generator, cpus []int, done <-chan er
 // Linux baseline.
 func prepare(cfg RunConfig, ns netns.NsHandle, et *ethtool.Ethtool) ([]io.Closer, error) {
 	var closers []io.Closer
-	if cfg.Scenario == Linux {
+	if cfg.Scenario == Linux || cfg.Scenario == NoSocket {
 		// Without XDP, veth only runs NAPI (and so accepts XDP frames from
 		// its peer) with GRO on.
 		if err := et.Change(DUT, map[string]bool{"rx-gro": true}); err != nil {
 			return closers, fmt.Errorf("enabling GRO on %s: %w", DUT, err)
 		}
 		closers = append(closers, closerFunc(func() error { return et.Change(DUT, map[string]bool{"rx-gro": false}) }))
+		if cfg.Scenario == NoSocket {
+			return closers, nil
+		}
 		rule, err := addRawDrop()
 		if err != nil {
 			return closers, err

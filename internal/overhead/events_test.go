@@ -42,14 +42,14 @@ func stats(b *testing.B, p *ebpf.Program) progCount {
 	return progCount{runs: st.RunCount, ns: uint64(st.Runtime.Nanoseconds())}
 }
 
-// exporterPrograms finds the tracepoint programs of the xdp and napi
-// collectors among the kernel's links, by the names bpf/xdpmon.c and
-// bpf/napi.c give them, and attaches an empty program to each one's
-// tracepoint.
+// exporterPrograms finds the tracepoint programs of the xdp, napi and
+// drop collectors among the kernel's links, by the names bpf/xdpmon.c,
+// bpf/napi.c and bpf/drop.c give them, and attaches an empty program to
+// each one's tracepoint.
 func exporterPrograms(b *testing.B) []*tracedProgram {
 	b.Helper()
 	byName := map[string]string{} // program name -> tracepoint
-	for _, load := range []func() (*ebpf.CollectionSpec, error){bpf.LoadXdpmon, bpf.LoadNapi} {
+	for _, load := range []func() (*ebpf.CollectionSpec, error){bpf.LoadXdpmon, bpf.LoadNapi, bpf.LoadDrop} {
 		spec, err := load()
 		if err != nil {
 			b.Fatal(err)
@@ -94,9 +94,8 @@ func exporterPrograms(b *testing.B) []*tracedProgram {
 
 // BenchmarkCollectorEventCost reads the kernel's own run-time statistics
 // (BPF_ENABLE_STATS) of every tracepoint program of the exporter (the
-// default set and the opt-in softirq and bulk transmit programs) under
-// each lab
-// scenario, with an empty program on the same tracepoint in the same run:
+// default set and the opt-in softirq, bulk transmit and drop programs)
+// under each lab scenario, with an empty program on the same tracepoint in the same run:
 // the empty program's ns per event is the floor of that accounting (the
 // clock reads and the call), so ours minus it is what our program's work
 // costs per event. Events per frame come from the same run counts. The
@@ -116,13 +115,13 @@ func BenchmarkCollectorEventCost(b *testing.B) {
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	testenv.Check(b, err, "enabling BPF run-time statistics")
 	b.Cleanup(func() { st.Close() })
-	exportertest.Run(b, exportertest.FreeAddr(b), "--collector.napi.softirq", "--collector.xdp.xmit")
+	exportertest.Run(b, exportertest.FreeAddr(b), "--collector.napi.softirq", "--collector.xdp.xmit", "--collector.drop")
 	progs := exporterPrograms(b)
 	if len(progs) == 0 {
 		b.Fatal("no tracepoint program of the exporter found attached")
 	}
 
-	scenarios := []lab.Scenario{lab.Drop, lab.Pass, lab.TX, lab.Redirect}
+	scenarios := []lab.Scenario{lab.Drop, lab.Pass, lab.TX, lab.Redirect, lab.Linux, lab.NoSocket}
 	type acc struct {
 		frames      uint64
 		ours, empty map[string]progCount

@@ -139,7 +139,7 @@ xdp_ethtool_channels{device="eth0",type="combined"} 8
 func TestViewsSayWhichCollector(t *testing.T) {
 	empty := parse(t, 0, "# TYPE up gauge\nup 1\n")
 	later := parse(t, 1, "# TYPE up gauge\nup 1\n")
-	for view, collector := range map[string]string{"xdp": "xdp", "napi": "napi", "nic": "ethtool", "cpu": "cpu", "rxq": "rxq"} {
+	for view, collector := range map[string]string{"xdp": "xdp", "napi": "napi", "nic": "ethtool", "cpu": "cpu", "rxq": "rxq", "drop": "drop"} {
 		if out := Render(view, empty, later, ""); !strings.Contains(out, "--collector."+collector) {
 			t.Errorf("%s view without its families says %q", view, out)
 		}
@@ -279,5 +279,32 @@ func BenchmarkTopCPU(b *testing.B) {
 			_ = exec.Command("tmux", "kill-session", "-t", session).Run()
 			b.ReportMetric(100*used, view+"-%cpu")
 		}
+	}
+}
+
+// TestDropView lists drop reasons by rate, the largest first, with the
+// device ("(none)" for skbs that had none), and the untracked drops.
+func TestDropView(t *testing.T) {
+	const head = "# TYPE xdp_skb_drops_total counter\n# TYPE xdp_skb_drops_untracked_total counter\n"
+	prev := parse(t, 0, head+`xdp_skb_drops_total{device="eth0",reason="NO_SOCKET"} 100
+xdp_skb_drops_total{device="eth0",reason="NETFILTER_DROP"} 0
+xdp_skb_drops_total{device="",reason="NOT_SPECIFIED"} 5
+xdp_skb_drops_untracked_total 0
+`)
+	cur := parse(t, 2, head+`xdp_skb_drops_total{device="eth0",reason="NO_SOCKET"} 300
+xdp_skb_drops_total{device="eth0",reason="NETFILTER_DROP"} 2000000
+xdp_skb_drops_total{device="",reason="NOT_SPECIFIED"} 9
+xdp_skb_drops_untracked_total 40
+`)
+	out := Render("drop", prev, cur, "")
+	lines := strings.Split(out, "\n")
+	for i, want := range []string{"reason device drops/s", "NETFILTER_DROP eth0 1,000,000", "NO_SOCKET eth0 100", "NOT_SPECIFIED (none) 2",
+		"(untracked: the collector's table is full) 20"} {
+		if i >= len(lines) || strings.Join(strings.Fields(lines[i]), " ") != want {
+			t.Errorf("line %d: want %q in:\n%s", i, want, out)
+		}
+	}
+	if over := Render("overview", prev, cur, ""); !containsFields(over, "drop stack drops 1,000,102/s") {
+		t.Errorf("overview:\n%s", over)
 	}
 }

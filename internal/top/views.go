@@ -15,7 +15,7 @@ import (
 var posInf = math.Inf(1)
 
 // View names, in the order of the keys that select them.
-var Views = []string{"overview", "rxq", "xdp", "napi", "nic", "cpu"}
+var Views = []string{"overview", "rxq", "xdp", "napi", "nic", "cpu", "drop"}
 
 // Render draws one view of the change between two scrapes of one
 // endpoint, limited to devices matching filter (a substring; empty: all).
@@ -41,6 +41,8 @@ func RenderRows(view string, prev, cur *Scrape, filter string, rows int) string 
 		return v.nic()
 	case "cpu":
 		return v.cpu()
+	case "drop":
+		return v.drop()
 	default:
 		return v.overview()
 	}
@@ -589,6 +591,9 @@ func (v viewCtx) overview() string {
 		if total > 0 {
 			t.row("cpu", fmt.Sprintf("%%soft %.1f, %%idle %.1f (all CPUs)", 100*soft/total, 100*idle/total))
 		}
+	}
+	if v.cur.Has("xdp_skb_drops_untracked_total") {
+		t.row("drop", "stack drops "+pps(sum(v.rates("xdp_skb_drops_total")))+"/s")
 	}
 	return t.String()
 }
