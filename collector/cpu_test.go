@@ -313,17 +313,7 @@ func BenchmarkCPUUpdate64(b *testing.B) {
 			name = "all"
 		}
 		b.Run("softirqs="+name, func(b *testing.B) {
-			c := newCPUForTest(b, CPUConfig{ProcFS: "testdata/proc/64cpu", SoftirqsAll: all})
-			ch := make(chan prometheus.Metric, 2048)
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := c.Update(context.Background(), ch); err != nil {
-					b.Fatal(err)
-				}
-				for len(ch) > 0 {
-					<-ch
-				}
-			}
+			benchUpdate(b, newCPUForTest(b, CPUConfig{ProcFS: "testdata/proc/64cpu", SoftirqsAll: all}))
 		})
 	}
 }

@@ -172,3 +172,19 @@ func tracingLinks(t *testing.T) map[string]int {
 	}
 	return out
 }
+
+// benchUpdate runs c.Update once per benchmark iteration, its metrics
+// drained and dropped, with allocations reported.
+func benchUpdate(b *testing.B, c Collector) {
+	b.Helper()
+	ch := make(chan prometheus.Metric, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.Update(context.Background(), ch); err != nil {
+			b.Fatal(err)
+		}
+		for len(ch) > 0 {
+			<-ch
+		}
+	}
+}

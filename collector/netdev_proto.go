@@ -379,3 +379,38 @@ func decodePagePoolStats(msgs []genetlink.Message) ([]netdevPoolStats, error) {
 	})
 	return out, err
 }
+
+// netdevQueueKey is an RX queue of a device.
+type netdevQueueKey struct{ ifindex, queue uint32 }
+
+// rxQueueIRQs maps each RX queue that the kernel links to a NAPI instance
+// with an IRQ to that IRQ (netdev queue-get and napi-get; the NAPI's IRQ
+// since Linux 6.9, where the driver reports it).
+func rxQueueIRQs(src netdevSource) (map[netdevQueueKey]uint32, error) {
+	napiMsgs, err := src.dump(netdevCmdNapiGet, nil)
+	if err != nil {
+		return nil, err
+	}
+	napis, err := decodeNapis(napiMsgs)
+	if err != nil {
+		return nil, err
+	}
+	irqOf := map[uint32]uint32{}
+	for _, n := range napis {
+		if n.hasIRQ {
+			irqOf[n.id] = n.irq
+		}
+	}
+	queueMsgs, err := src.dump(netdevCmdQueueGet, nil)
+	if err != nil {
+		return nil, err
+	}
+	queues, err := decodeQueues(queueMsgs)
+	out := map[netdevQueueKey]uint32{}
+	for _, q := range queues {
+		if irq, ok := irqOf[q.napiID]; ok && q.napiID != 0 && queueTypeName(q.queueType) == "rx" {
+			out[netdevQueueKey{q.ifindex, q.id}] = irq
+		}
+	}
+	return out, err
+}

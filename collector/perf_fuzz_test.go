@@ -6,8 +6,6 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -84,24 +82,6 @@ func FuzzPerfGroupRead(f *testing.F) {
 			prev = slices.Clone(scaled)
 		}
 	})
-}
-
-// formatCPUList prints CPUs in the kernel's cpulist format, ranges merged.
-func formatCPUList(cpus []int) string {
-	var parts []string
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		part := strconv.Itoa(cpus[i])
-		if j > i {
-			part += "-" + strconv.Itoa(cpus[j])
-		}
-		parts = append(parts, part)
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
 }
 
 // FuzzParseCPUList parses cpulist strings (/sys/devices/system/cpu/online):

@@ -192,3 +192,22 @@ func parseCPUList(s string) ([]int, error) {
 	slices.Sort(out)
 	return out, nil
 }
+
+// formatCPUList prints sorted, distinct CPUs in the kernel's cpulist
+// format, ranges merged (parseCPUList's inverse).
+func formatCPUList(cpus []int) string {
+	var parts []string
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		part := strconv.Itoa(cpus[i])
+		if j > i {
+			part += "-" + strconv.Itoa(cpus[j])
+		}
+		parts = append(parts, part)
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}

@@ -58,6 +58,10 @@ type Config struct {
 	ProgramNotRunning ProgramConfig        `yaml:"program_not_running"`
 	CollectorFailing  CollectorFailConfig  `yaml:"collector_failing"`
 	StackDrops        StackDropsConfig     `yaml:"stack_drops"`
+	PCIeLinkDegraded  PCIeLinkConfig       `yaml:"pcie_link_degraded"`
+	PCIeAER           PCIeAERConfig        `yaml:"pcie_aer"`
+	RemoteNUMA        RemoteNUMAConfig     `yaml:"remote_numa"`
+	PCIeBusy          PCIeBusyConfig       `yaml:"pcie_busy"`
 }
 
 // RXCPUConfig: a CPU is an RX CPU when the rxq collector sees at least
@@ -195,6 +199,66 @@ type StackDropsConfig struct {
 	Severity     string   `yaml:"severity"`
 }
 
+// PCIeLinkConfig: a NIC's PCIe link, or a link above it, trained below
+// what both its ends can do (xdp_pcie_link_degraded) for For: a card in
+// a riser or slot that lost lanes, or a link that retrained at a lower
+// speed after errors.
+type PCIeLinkConfig struct {
+	For      string `yaml:"for"`
+	Severity string `yaml:"severity"`
+}
+
+// PCIeAERConfig: any uncorrectable (non-fatal or fatal) AER error of a
+// NIC's function in Window, and correctable ones above
+// MaxCorrectablePerSecond over Window for CorrectableFor. Correctable
+// errors are retried by the link layer and cost bandwidth; a steady flow
+// of them precedes link retraining.
+type PCIeAERConfig struct {
+	Window                  string  `yaml:"window"`
+	MaxCorrectablePerSecond float64 `yaml:"max_correctable_per_second"`
+	CorrectableFor          string  `yaml:"correctable_for"`
+	Severity                string  `yaml:"severity"`
+	UncorrectableSeverity   string  `yaml:"uncorrectable_severity"`
+}
+
+// RemoteNUMAConfig: more than MaxRemoteRatio of a NIC's packets are
+// processed on CPUs of another NUMA node than the NIC's (XDP packets by
+// the rxq collector's per-CPU counts, NIC RX by the per-queue qstats and
+// the node of each queue's IRQ CPUs), for For. DDIO writes packets into
+// the last-level cache of the NIC's socket; a CPU of the other socket
+// misses on every one.
+type RemoteNUMAConfig struct {
+	MaxRemoteRatio float64 `yaml:"max_remote_ratio"`
+	MinPackets     float64 `yaml:"min_packets_per_second"`
+	For            string  `yaml:"for"`
+	Severity       string  `yaml:"severity"`
+}
+
+// PCIeBusyConfig: the estimated PCIe traffic of a NIC (PCIeModel applied
+// to its qstats byte and packet rates) above MaxUseRatio of the
+// narrowest link on its path, in either direction, for For.
+type PCIeBusyConfig struct {
+	MaxUseRatio float64   `yaml:"max_use_ratio"`
+	For         string    `yaml:"for"`
+	Severity    string    `yaml:"severity"`
+	Model       PCIeModel `yaml:"model"`
+}
+
+// PCIeModel is the per-packet PCIe overhead model of the estimate, after
+// Neugebauer et al., "Understanding PCIe performance for end host
+// networking" (SIGCOMM 2018): every packet's data moves in TLPs of at
+// most MaxPayloadBytes, each with TLPOverheadBytes of header, sequence
+// number, LCRC and framing; every packet also costs a descriptor read
+// (DescriptorBytes, host to device) and a completion write
+// (CompletionBytes, device to host), each a TLP of its own. Batching and
+// CQE compression lower the last two: the estimate is an upper bound.
+type PCIeModel struct {
+	TLPOverheadBytes float64 `yaml:"tlp_overhead_bytes"`
+	MaxPayloadBytes  float64 `yaml:"max_payload_bytes"`
+	DescriptorBytes  float64 `yaml:"descriptor_bytes"`
+	CompletionBytes  float64 `yaml:"completion_bytes"`
+}
+
 // ProgramConfig: an attached XDP program whose run count does not move
 // while its device receives MinPackets packets/s. Only evaluated while
 // BPF run-time statistics are on (xdp_bpf_stats_enabled == 1).
@@ -250,6 +314,12 @@ func DefaultConfig() Config {
 				"NO_SOCKET", "NETFILTER_DROP"},
 			MinPerSecond: 100, Window: "5m", For: "10m", Severity: "warning",
 		},
+		PCIeLinkDegraded: PCIeLinkConfig{For: "10m", Severity: "warning"},
+		PCIeAER: PCIeAERConfig{Window: "10m", MaxCorrectablePerSecond: 1, CorrectableFor: "10m",
+			Severity: "warning", UncorrectableSeverity: "critical"},
+		RemoteNUMA: RemoteNUMAConfig{MaxRemoteRatio: 0.1, MinPackets: 1000, For: "10m", Severity: "warning"},
+		PCIeBusy: PCIeBusyConfig{MaxUseRatio: 0.8, For: "10m", Severity: "warning",
+			Model: PCIeModel{TLPOverheadBytes: 24, MaxPayloadBytes: 256, DescriptorBytes: 16, CompletionBytes: 64}},
 	}
 }
 

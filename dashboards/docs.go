@@ -12,7 +12,7 @@ import (
 var collectorPrefixes = []struct{ prefix, collector string }{
 	{"xdp_rxq_", "rxq"}, {"xdp_perf_", "perf"}, {"xdp_cpu_", "cpu"}, {"xdp_softnet_", "cpu"},
 	{"xdp_ethtool_", "ethtool"}, {"xdp_napi_", "napi"}, {"xdp_netdev_", "netdev"},
-	{"xdp_bpf_", "bpf"}, {"xdp_xsk_", "xsk"}, {"xdp_scrape_", "the exporter itself"},
+	{"xdp_bpf_", "bpf"}, {"xdp_pcie_", "pcie"}, {"xdp_xsk_", "xsk"}, {"xdp_scrape_", "the exporter itself"},
 	{"xdp_exceptions", "xdp"}, {"xdp_redirect_", "xdp"},
 	{"xdp_skb_drop", "drop --collector.drop"},
 	{"xdp_devmap_", "xdp --collector.xdp.xmit"}, {"xdp_cpumap_", "xdp --collector.xdp.xmit"}, {"xdp_bulk_tx_", "xdp --collector.xdp.xmit"},

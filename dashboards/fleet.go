@@ -63,6 +63,32 @@ func fleetBoard(cfg Config) board {
 					targets:     []target{{refID: "A", expr: top(r.hostCacheMiss() + inst), legend: "{{instance}}"}},
 				},
 			}},
+			{title: "PCIe and NUMA", tool: "lspci -vv and numactl on every host", panels: []panel{
+				{
+					title: "Degraded PCIe links per host", unit: "short", min: &f0, exempt: exemptLink, runbook: AlertPCIeLinkDegraded,
+					description: "Links on the NICs' paths that trained below what both their ends can do, per host.",
+					targets:     []target{{refID: "A", expr: "count by (instance) (xdp_pcie_link_degraded" + inst + " == 1)", legend: "{{instance}}"}},
+				},
+				{
+					title: "Remote NUMA share, worst device per host (top 20)", unit: "percentunit", min: &f0, exempt: exemptLink, runbook: AlertRemoteNUMA,
+					description: "The highest share of a device's XDP packets or received packets processed on CPUs of another node than the NIC's.",
+					targets: []target{
+						{refID: "A", expr: top("max by (instance) (" + r.xdpRemote() + inst + ")"), legend: "{{instance}} XDP"},
+						{refID: "B", expr: top("max by (instance) (" + r.rxRemote() + inst + ")"), legend: "{{instance}} NIC RX"},
+					},
+				},
+				{
+					title: "Estimated PCIe use, busiest device per host (top 20)", unit: "percentunit", min: &f0, exempt: exemptLink, runbook: AlertPCIeBusy,
+					description: "Estimated PCIe bytes/s over the narrowest link's bandwidth, the busier direction of each host's busiest device.",
+					targets: []target{{refID: "A", expr: top("max by (instance) (" + r.pcieEstimate() + inst + " / on (" + cfg.hostLabels() + ", device) group_left () " + r.pcieBandwidth() + inst + ")"),
+						legend: "{{instance}}"}},
+				},
+				{
+					title: "PCIe AER errors per host (top 20)", unit: "ops", min: &f0, exempt: exemptLink, runbook: AlertPCIeAERCorr,
+					description: "Advanced Error Reporting errors per second of the NICs' functions, by type.",
+					targets:     []target{{refID: "A", expr: top("sum by (instance, type) (rate(xdp_pcie_aer_errors_total" + inst + "[$__rate_interval]))"), legend: "{{instance}} {{type}}"}},
+				},
+			}},
 			{title: "NAPI, errors and the exporter", tool: "napi_monitor and xdp_monitor on every host", panels: []panel{
 				{
 					title: "NAPI budget exhausted and ksoftirqd share per host (top 20)", unit: "percentunit", min: &f0,

@@ -6,7 +6,7 @@ import (
 )
 
 func boards(cfg Config) []board {
-	bs := []board{paperBoard(), runBoard(), fleetBoard(cfg)}
+	bs := []board{paperBoard(), runBoard(cfg), fleetBoard(cfg)}
 	for i := range bs {
 		bs[i].runbookURL = cfg.RunbookURL
 	}

@@ -105,6 +105,7 @@ const (
 	exemptRing = "ethtool -g ring parameters: veth does not implement them"
 	exemptPHY  = "physical-port counters (mlx5 rx_packets_phy, rx_discards_phy, rx_out_of_buffer): veth has no port"
 	exemptPCIe = "mlx5 outbound_pci_stalled_rd/wr: needs a PCIe NIC"
+	exemptLink = "PCIe link files and NUMA: the lab's devices are veths, and this VM's NIC sits on conventional PCI on one node"
 	exemptPage = "mlx5 page cache stats (rx_cache_*) or driver page_pool stats (rx_pp_*, CONFIG_PAGE_POOL_STATS): absent on veth in the lab kernel"
 	exemptCQE  = "mlx5 CQE compression (rx_cqe_compress priv flag)"
 	exemptXSK  = "an AF_XDP socket and the kernel's AF_XDP socket diag (CONFIG_XDP_SOCKETS_DIAG), absent in the lab kernel"

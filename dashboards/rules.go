@@ -99,6 +99,19 @@ func (r recorded) hostRedirErr() string  { return r.rate("instance", "xdp_redire
 func (r recorded) hostCacheMiss() string { return "instance:xdp_rx_cpus_cache_miss:max_ratio" }
 func (r recorded) hostNAPIExh() string   { return "instance:xdp_napi_budget_exhausted:ratio" }
 func (r recorded) hostNAPIKsi() string   { return "instance:xdp_napi_ksoftirqd:ratio" }
+func (r recorded) qstats(stat string) string {
+	return r.rate("instance_device", "xdp_netdev_qstats_"+stat)
+}
+func (r recorded) pcieBandwidth() string { return "instance_device:xdp_pcie_link_bandwidth_bytes:min" }
+func (r recorded) pcieEstimate() string {
+	return r.rate("instance_device_direction", "xdp_pcie_estimated_bytes")
+}
+func (r recorded) xdpRemote() string {
+	return r.ratio("instance_device", "xdp_rxq_packets_numa_remote")
+}
+func (r recorded) rxRemote() string {
+	return r.ratio("instance_device", "xdp_netdev_queue_rx_packets_numa_remote")
+}
 
 // RecordingRules returns the recording rules: per-CPU, per-queue and
 // per-device rates the alerts share, and per-host roll-ups that keep the
@@ -163,7 +176,47 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.hostNAPIExh(), "sum by ("+h+") ("+r.napiExhausted()+")\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 		rec(r.hostNAPIKsi(), "sum by ("+h+") ("+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 	}
+	rules = append(rules, pcieRecordingRules(cfg, r, h, sel, w, sumRate)...)
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.recording", Rules: rules}}}
+}
+
+// pcieRecordingRules record the PCIe estimate and the NUMA shares: the
+// NIC's byte and packet rates (netdev qstats), the narrowest link on its
+// path, the estimated PCIe bytes per direction under cfg.PCIeBusy.Model,
+// and the share of XDP packets (rxq, per CPU) and of NIC RX (qstats, per
+// queue) processed on CPUs remote from the NIC's NUMA node.
+func pcieRecordingRules(cfg Config, r recorded, h, sel, w string, sumRate func(by, series string) string) []Rule {
+	rec := func(name, expr string) Rule { return Rule{Record: name, Expr: expr} }
+	m := cfg.PCIeBusy.Model
+	rxB, rxP, txB, txP := r.qstats("rx_bytes"), r.qstats("rx_packets"), r.qstats("tx_bytes"), r.qstats("tx_packets")
+	// Data in TLPs of at most MaxPayloadBytes, each with its overhead,
+	// plus per packet a completion write (upstream) or descriptor read
+	// (downstream) TLP.
+	data := func(bytes, packets string) string {
+		return bytes + " + (" + packets + " + " + bytes + " / " + num(m.MaxPayloadBytes) + ") * " + num(m.TLPOverheadBytes)
+	}
+	perPacket := func(size float64) string {
+		return "(" + rxP + " + " + txP + ") * " + num(size+m.TLPOverheadBytes)
+	}
+	direction := func(dir, expr string) string {
+		return `label_replace(` + expr + `, "direction", "` + dir + `", "", "")`
+	}
+	remote := func(series, remoteFlag, on string) string {
+		rate := "rate(" + withSelector(series, sel) + w + ")"
+		return "sum by (" + h + ", device) (\n  " + rate + "\n  * on (" + h + ", device, " + on + ") group_left ()\n  " + withSelector(remoteFlag, sel) +
+			"\n)\n/\nsum by (" + h + ", device) (" + rate + ")"
+	}
+	return []Rule{
+		rec(rxB, sumRate(h+", device", "xdp_netdev_qstats_rx_bytes_total")),
+		rec(rxP, sumRate(h+", device", "xdp_netdev_qstats_rx_packets_total")),
+		rec(txB, sumRate(h+", device", "xdp_netdev_qstats_tx_bytes_total")),
+		rec(txP, sumRate(h+", device", "xdp_netdev_qstats_tx_packets_total")),
+		rec(r.pcieBandwidth(), "min by ("+h+", device) ("+withSelector("xdp_pcie_link_bandwidth_bytes_per_second", sel)+")"),
+		rec(r.pcieEstimate(), direction("upstream", data(rxB, rxP)+" + "+perPacket(m.CompletionBytes))),
+		rec(r.pcieEstimate(), direction("downstream", data(txB, txP)+" + "+perPacket(m.DescriptorBytes))),
+		rec(r.xdpRemote(), remote("xdp_rxq_packets_total", "xdp_pcie_cpu_numa_remote", "cpu")),
+		rec(r.rxRemote(), remote(`xdp_netdev_queue_rx_packets_total{type="rx"}`, "xdp_pcie_rx_queue_numa_remote_ratio", "queue")),
+	}
 }
 
 // Alert names, also the runbook section titles.
@@ -184,6 +237,11 @@ const (
 	AlertProgramNotRunning = "XDPProgramNotRunning"
 	AlertCollectorFailing  = "XDPExporterCollectorFailing"
 	AlertStackDrops        = "XDPStackDrops"
+	AlertPCIeLinkDegraded  = "XDPPCIeLinkDegraded"
+	AlertPCIeAERUncorr     = "XDPPCIeAERUncorrectable"
+	AlertPCIeAERCorr       = "XDPPCIeAERCorrectable"
+	AlertRemoteNUMA        = "XDPRemoteNUMA"
+	AlertPCIeBusy          = "XDPPCIeBusy"
 )
 
 // queryValue renders, inside an alert annotation, the first value of a
@@ -376,6 +434,43 @@ func AlertingRules(cfg Config) RuleFile {
 		"The stack drops packets on {{ $labels.device }} as {{ $labels.reason }} ({{ $labels.instance }})",
 		"{{ $value | humanize }} packets/s are dropped on {{ $labels.device }} with reason {{ $labels.reason }} (skb:kfree_skb).")
 
+	pl := cfg.PCIeLinkDegraded
+	linkDegraded := alert(AlertPCIeLinkDegraded,
+		"max by ("+h+", device, hop, pci_address) ("+withSelector("xdp_pcie_link_degraded", sel)+") == 1",
+		pl.For, pl.Severity,
+		"The PCIe link of {{ $labels.device }} at {{ $labels.pci_address }} trained below its capability ({{ $labels.instance }})",
+		"The link at hop {{ $labels.hop }} of {{ $labels.device }}'s path runs at "+
+			queryValue(`xdp_pcie_link_speed_transfers_per_second{instance='%s',device='%s',hop='%s'} / 1e9`, "$labels.instance $labels.device $labels.hop", `printf "%.1f"`)+
+			" GT/s x"+queryValue(`xdp_pcie_link_width_lanes{instance='%s',device='%s',hop='%s'}`, "$labels.instance $labels.device $labels.hop", `printf "%.0f"`)+
+			", less than both of its ends can do.")
+	ae := cfg.PCIeAER
+	aerUncorr := alert(AlertPCIeAERUncorr,
+		"sum by ("+h+", device, pci_address, type, error) (increase(xdp_pcie_aer_errors_total{"+sel+`,type=~"nonfatal|fatal"}[`+ae.Window+"])) > 0",
+		"", ae.UncorrectableSeverity,
+		"{{ $labels.device }} reported a {{ $labels.type }} PCIe error ({{ $labels.instance }})",
+		"{{ $labels.device }} ({{ $labels.pci_address }}) logged {{ $value | humanize }} {{ $labels.type }} AER errors {{ $labels.error }} in the last "+ae.Window+".")
+	aerCorr := alert(AlertPCIeAERCorr,
+		"sum by ("+h+", device, pci_address) (rate(xdp_pcie_aer_errors_total{"+sel+`,type="correctable"}[`+ae.Window+"])) > "+num(ae.MaxCorrectablePerSecond),
+		ae.CorrectableFor, ae.Severity,
+		"{{ $labels.device }} logs correctable PCIe errors ({{ $labels.instance }})",
+		"{{ $labels.device }} ({{ $labels.pci_address }}) logs {{ $value | humanize }} correctable AER errors per second.")
+	rn := cfg.RemoteNUMA
+	remoteShare := func(source, ratio, traffic string) string {
+		return `label_replace(` + ratio + " > " + num(rn.MaxRemoteRatio) + " and on (" + h + ", device) " + traffic + " > " + num(rn.MinPackets) +
+			`, "source", "` + source + `", "", "")`
+	}
+	remoteNUMA := alert(AlertRemoteNUMA,
+		remoteShare("xdp", r.xdpRemote(), r.deviceRxq())+"\nor\n"+remoteShare("nic_rx", r.rxRemote(), r.qstats("rx_packets")),
+		rn.For, rn.Severity,
+		"{{ $labels.device }}'s packets are processed on CPUs of another NUMA node ({{ $labels.instance }})",
+		"{{ $value | humanizePercentage }} of {{ $labels.device }}'s {{ if eq $labels.source \"xdp\" }}XDP packets{{ else }}received packets{{ end }} are processed on CPUs remote from its NUMA node.")
+	pb := cfg.PCIeBusy
+	busy := alert(AlertPCIeBusy,
+		r.pcieEstimate()+"\n/ on ("+h+", device) group_left ()\n"+r.pcieBandwidth()+"\n> "+num(pb.MaxUseRatio),
+		pb.For, pb.Severity,
+		"{{ $labels.device }}'s PCIe link is near its bandwidth {{ $labels.direction }} ({{ $labels.instance }})",
+		"The estimated {{ $labels.direction }} PCIe traffic of {{ $labels.device }} is {{ $value | humanizePercentage }} of the narrowest link on its path.")
+
 	d2 := cfg.ExporterDown
 	down := alert(AlertExporterDown,
 		"up{"+sel+"} == 0\nor\nabsent(up{"+sel+"})",
@@ -386,6 +481,7 @@ func AlertingRules(cfg Config) RuleFile {
 
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: []Rule{
 		down, nicDrops, oob, page, pcie, ddio, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
+		linkDegraded, aerUncorr, aerCorr, remoteNUMA, busy,
 	}}}}
 }
 

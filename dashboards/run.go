@@ -30,8 +30,9 @@ func withTitle(p panel, title string) panel {
 	return p
 }
 
-func runBoard() board {
+func runBoard(cfg Config) board {
 	f0 := 0.0
+	rec := recorded{cfg.RateWindow}
 	perCPUShare := func(mode string) string {
 		return rxCPUsKnown(sumBy("cpu", "xdp_cpu_seconds_total", selInst+`,mode="`+mode+`"`) +
 			" / " + sumBy("cpu", "xdp_cpu_seconds_total", selInst))
@@ -141,6 +142,44 @@ func runBoard() board {
 						{refID: "C", expr: sumBy("cpu", "xdp_cpumap_kthread_drops_total", selInst), legend: "kthread cpu {{cpu}} drops"},
 						{refID: "D", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst) + " / " + sumBy("to_cpu", "xdp_cpumap_enqueue_bulks_total", selInst), legend: "to cpu {{to_cpu}} bulk average", unit: "short", unitLabel: "frames per bulk"},
 					},
+				},
+			}},
+			{title: "PCIe and NUMA (lspci -vv, numactl)", tool: "lspci -vv, /proc/irq, numactl", panels: []panel{
+				{
+					title:       "PCIe links below their capability",
+					description: "Each link on the selected NICs' paths (hop 0: the NIC's own link; 2, 4, ...: a switch's link above it): 1 if it trained below what both its ends can do (lspci's LnkSta against LnkCap), 0 if not.",
+					kind:        kindTable, unit: "short", width: 12, exempt: exemptLink, runbook: AlertPCIeLinkDegraded,
+					targets: []target{{refID: "A", instant: true, expr: "xdp_pcie_link_degraded{" + selInstDev + "}"}},
+				},
+				{
+					title:       "RX queue IRQs and their NUMA locality",
+					description: "Each RX queue's IRQ, the CPUs it runs on, and the share of those CPUs on another NUMA node than the NIC (0 local, 1 remote).",
+					kind:        kindTable, unit: "percentunit", width: 12, exempt: exemptLink, runbook: AlertRemoteNUMA,
+					targets: []target{{refID: "A", instant: true, expr: "xdp_pcie_rx_queue_numa_remote_ratio{" + selInstDev + "}"}},
+				},
+				{
+					title:       "Packets processed on CPUs remote from the NIC",
+					description: "Share of the XDP packets (rxq collector, per CPU) and of the NIC's received packets (qstats, per queue, by its IRQ's CPUs) processed on another NUMA node than the NIC's: DDIO put them in the other socket's cache.",
+					unit:        "percentunit", min: &f0, exempt: exemptLink, runbook: AlertRemoteNUMA,
+					targets: []target{
+						{refID: "A", expr: rec.xdpRemote() + "{" + selInstDev + "}", legend: "{{device}} XDP"},
+						{refID: "B", expr: rec.rxRemote() + "{" + selInstDev + "}", legend: "{{device}} NIC RX"},
+					},
+				},
+				{
+					title:       "Estimated PCIe traffic against the narrowest link",
+					description: "Bytes/s the NIC moves over PCIe in each direction, estimated from its qstats by a per-packet overhead model (docs/runbook.md#xdppciebusy), against the theoretical bandwidth of the narrowest link on its path.",
+					unit:        "Bps", min: &f0, exempt: exemptLink, runbook: AlertPCIeBusy,
+					targets: []target{
+						{refID: "A", expr: rec.pcieEstimate() + "{" + selInstDev + "}", legend: "{{device}} {{direction}} estimate"},
+						{refID: "B", expr: rec.pcieBandwidth() + "{" + selInstDev + "}", legend: "{{device}} narrowest link"},
+					},
+				},
+				{
+					title:       "PCIe AER errors",
+					description: "Advanced Error Reporting errors of the NICs' functions per second, by type and name (aer_dev_correctable, _nonfatal, _fatal).",
+					unit:        "ops", min: &f0, exempt: exemptLink, runbook: AlertPCIeAERCorr,
+					targets: []target{{refID: "A", expr: sumBy("device, type, error", "xdp_pcie_aer_errors_total", selInstDev), legend: "{{device}} {{type}} {{error}}"}},
 				},
 			}},
 			{title: "Stack drops (dropwatch)", tool: "dropwatch, pwru", panels: []panel{

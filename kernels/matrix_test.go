@@ -33,8 +33,9 @@ const updateEnv = "XDP_EXPORTER_UPDATE_KERNEL_DOC"
 var guestPackages = []struct {
 	pkg, skip string
 }{
-	// The checks of check_test.go; the matrix itself runs on the host.
-	{pkg: "kernels", skip: "TestKernelMatrix"},
+	// The checks of check_test.go; the matrix and the PCIe topology guest
+	// boot QEMU themselves and run on the host.
+	{pkg: "kernels", skip: "TestKernelMatrix|TestPCIeTopology"},
 	// The churn tests make 2,000 veth pairs or program replacements: they
 	// test the reaper's bookkeeping, which no kernel changes, and take
 	// minutes under QEMU's emulator.
@@ -153,19 +154,28 @@ func guestScript(root, bin string) string {
 // root.
 func buildForGuests(t *testing.T) string {
 	t.Helper()
+	return buildStatic(t, func(dir string) [][]string {
+		cmds := [][]string{{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"}}
+		for _, p := range guestPackages {
+			cmds = append(cmds, []string{"go", "test", "-c", "-o", filepath.Join(dir, testBinary(p.pkg)), "./" + p.pkg})
+		}
+		return cmds
+	})
+}
+
+// buildStatic runs the build commands cmds(dir) in the repository with
+// cgo off, into a fresh directory under /var/tmp, which the guests see
+// through the shared root, and returns the directory.
+func buildStatic(t *testing.T, cmds func(dir string) [][]string) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("/var/tmp", "xdp-kernels-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	root := repoRoot()
-	cmds := [][]string{{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"}}
-	for _, p := range guestPackages {
-		cmds = append(cmds, []string{"go", "test", "-c", "-o", filepath.Join(dir, testBinary(p.pkg)), "./" + p.pkg})
-	}
-	for _, c := range cmds {
+	for _, c := range cmds(dir) {
 		cmd := exec.Command(c[0], c[1:]...)
-		cmd.Dir = root
+		cmd.Dir = repoRoot()
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)

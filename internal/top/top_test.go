@@ -56,11 +56,14 @@ xdp_rxq_issues_total{device="eth0",reason="queue_out_of_range"} 0
 xdp_rxq_packets_total{device="eth0",queue="1",cpu="0"} 2000000
 xdp_rxq_packets_total{device="eth0",queue="2",cpu="2"} 500000
 xdp_rxq_issues_total{device="eth0",reason="queue_out_of_range"} 3
+# TYPE xdp_pcie_cpu_numa_remote gauge
+xdp_pcie_cpu_numa_remote{device="eth0",cpu="0"} 0
+xdp_pcie_cpu_numa_remote{device="eth0",cpu="2"} 1
 `)
 	out := Render("rxq", prev, cur, "")
 	for _, want := range []string{
 		"XDP-RX CPU  0      3,000,000",
-		"XDP-RX CPU  2      500,000",
+		"XDP-RX CPU  2      500,000 remote NUMA node",
 		"XDP-RX CPU  total  3,500,000  3",
 		"rx_queue_index  1:0      2,000,000",
 		"CPU 0 serves 2 busy queues",
@@ -68,6 +71,9 @@ xdp_rxq_issues_total{device="eth0",reason="queue_out_of_range"} 3
 		if !containsFields(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
+	}
+	if containsFields(out, "XDP-RX CPU 0 3,000,000 remote") {
+		t.Errorf("CPU 0 is on the NIC's node but marked remote:\n%s", out)
 	}
 	if strings.Contains(out, "CPU 2 serves") {
 		t.Errorf("CPU 2 has one queue:\n%s", out)

@@ -178,6 +178,12 @@ func (v viewCtx) rxq() string {
 	t := newTable()
 	t.row("source: rxq collector (xdp_rxq_packets_total)")
 	issues := sum(v.rates("xdp_rxq_issues_total"))
+	// The pcie collector says which CPUs are on another NUMA node than
+	// the NIC: DDIO put the packets in the other socket's cache.
+	remote := map[[2]string]bool{}
+	for _, s := range v.cur.Values("xdp_pcie_cpu_numa_remote") {
+		remote[[2]string{s.Labels["device"], s.Labels["cpu"]}] = s.Value == 1
+	}
 	for _, dev := range byLabels(pkts, "device") {
 		d := dev.Labels["device"]
 		var mine []Series
@@ -189,7 +195,11 @@ func (v viewCtx) rxq() string {
 		t.row("Device", d)
 		t.row("XDP stats", "CPU", "pps", "issue-pps")
 		for _, c := range byLabels(mine, "cpu") {
-			t.row("XDP-RX CPU", c.Labels["cpu"], pps(c.Value), "")
+			numa := ""
+			if remote[[2]string{d, c.Labels["cpu"]}] {
+				numa = "remote NUMA node"
+			}
+			t.row("XDP-RX CPU", c.Labels["cpu"], pps(c.Value), "", numa)
 		}
 		t.row("XDP-RX CPU", "total", pps(sum(mine)), pps(issues))
 		t.row("")

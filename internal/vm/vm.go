@@ -75,6 +75,11 @@ type Config struct {
 	Out string
 	// Console receives everything the guest prints.
 	Console io.Writer
+	// NUMA splits the guest into two NUMA nodes, a CPU and 1 GiB each.
+	NUMA bool
+	// Devices are more QEMU -device and -netdev arguments: a test's PCIe
+	// topology. Buses named there may sit on node 1 (pxb-pcie numa_node).
+	Devices []string
 }
 
 // ExitError is a guest whose script exited non-zero or that never said.
@@ -128,23 +133,32 @@ func Run(ctx context.Context, cfg Config) error {
 		"-kernel", filepath.Join(cfg.Kernel.Dir, "vmlinuz"), "-initrd", initrd,
 		"-serial", "stdio",
 		"-fsdev", "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap",
-		"-device", "virtio-9p-pci,fsdev=root,mount_tag=root",
+		"-device", "virtio-9p-pci,fsdev=root,mount_tag=root,bus=pcie.0",
 		// eth0 and eth1: virtio_net NICs on a hub of their own, which
 		// reaches nothing else; the netdev collector's qstats test reads
 		// eth0, which receives what eth1 sends.
 		"-netdev", "hubport,id=nic0,hubid=0",
-		"-device", "virtio-net-pci,netdev=nic0",
+		"-device", "virtio-net-pci,netdev=nic0,bus=pcie.0",
 		"-netdev", "hubport,id=nic1,hubid=0",
-		"-device", "virtio-net-pci,netdev=nic1",
+		"-device", "virtio-net-pci,netdev=nic1,bus=pcie.0",
+	}
+	if cfg.NUMA {
+		args = append(args,
+			"-object", "memory-backend-ram,id=mem0,size=1G", "-object", "memory-backend-ram,id=mem1,size=1G",
+			"-numa", "node,nodeid=0,cpus=0,memdev=mem0", "-numa", "node,nodeid=1,cpus=1,memdev=mem1")
 	}
 	cmdline := []string{"console=ttyS0", "panic=-1", "loglevel=4",
 		"xdpvm.modules=" + cfg.Kernel.ModulesDir(), "xdpvm.run=" + script}
 	if cfg.Out != "" {
 		args = append(args,
 			"-fsdev", "local,id=out,path="+cfg.Out+",security_model=none",
-			"-device", "virtio-9p-pci,fsdev=out,mount_tag=out")
+			"-device", "virtio-9p-pci,fsdev=out,mount_tag=out,bus=pcie.0")
 		cmdline = append(cmdline, "xdpvm.out=1")
 	}
+	// A test's devices come last and the harness's sit on pcie.0 by
+	// name: QEMU would put a device without a bus on the first bus with
+	// room, which may be a test's expander bus.
+	args = append(args, cfg.Devices...)
 	args = append(args, "-append", strings.Join(cmdline, " "))
 	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
 		f.Close()

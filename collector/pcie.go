@@ -1,0 +1,250 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/mdlayher/genetlink"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func init() {
+	register(Registration{
+		Name:           "pcie",
+		Help:           "PCIe link speed and width of each NIC and the bridges above it, AER error counters, NUMA node, and whether the CPUs serving each RX queue are on the NIC's node (sysfs, /proc/irq)",
+		DefaultEnabled: true,
+		Requires:       "sysfs with PCI devices (/sys/bus/pci); link files need PCI Express, AER counters Linux 5.7+ and a device with AER; queue IRQs from netdev netlink (Linux 6.9+) or the drivers' IRQ names. No capability.",
+		Flags: func(f *FlagSet) Builder {
+			return func(logger *slog.Logger) (Collector, error) {
+				return newPCIeCollector(PCIeConfig{}, logger)
+			}
+		},
+	})
+}
+
+var (
+	pcieDeviceInfo = newFamily("pcie", "device_info",
+		"A network device backed by a PCI function: its address and NUMA node (-1: the platform gives none).",
+		Gauge, "device", "pci_address", "numa_node")
+	pcieLinkSpeed = newFamily("pcie", "link_speed_transfers_per_second",
+		"Current PCIe link speed (current_link_speed), per hop from the NIC's function (hop 0) up through each bridge to the root port.",
+		Gauge, "device", "hop", "pci_address")
+	pcieLinkMaxSpeed = newFamily("pcie", "link_max_speed_transfers_per_second",
+		"Maximum PCIe link speed the function supports (max_link_speed), per hop.",
+		Gauge, "device", "hop", "pci_address")
+	pcieLinkWidth = newFamily("pcie", "link_width_lanes",
+		"Current PCIe link width in lanes (current_link_width), per hop.",
+		Gauge, "device", "hop", "pci_address")
+	pcieLinkMaxWidth = newFamily("pcie", "link_max_width_lanes",
+		"Maximum PCIe link width in lanes (max_link_width), per hop.",
+		Gauge, "device", "hop", "pci_address")
+	pcieLinkBandwidth = newFamily("pcie", "link_bandwidth_bytes_per_second",
+		"Theoretical bandwidth of the link as trained, per direction: lanes x transfer rate x the generation's encoding (8b/10b up to 5 GT/s, 128b/130b at 8 to 32 GT/s, 242/256 flits at 64 GT/s) / 8, per hop.",
+		Gauge, "device", "hop", "pci_address")
+	pcieLinkDegraded = newFamily("pcie", "link_degraded",
+		"1 if the link trained below what both its ends can do (current speed or width below the lower of the two ends' maximum), else 0. A link joins an even hop (the NIC, or a switch's upstream port) to the port above it, the next hop.",
+		Gauge, "device", "hop", "pci_address")
+	pcieAERErrors = newFamily("pcie", "aer_errors_total",
+		"PCIe Advanced Error Reporting errors by type (correctable, nonfatal, fatal) and error name, as the kernel lists them in aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal (totals left out), per hop of the NIC's path that has AER.",
+		Counter, "device", "hop", "pci_address", "type", "error")
+	pcieRxQueueRemote = newFamily("pcie", "rx_queue_numa_remote_ratio",
+		"Share of the CPUs the RX queue's IRQ runs on (effective affinity) that are on another NUMA node than the NIC: 0 all local, 1 all remote. Only for NICs with a NUMA node.",
+		Gauge, "device", "queue", "irq", "effective_cpus")
+	pcieCPURemote = newFamily("pcie", "cpu_numa_remote",
+		"1 if the CPU is on another NUMA node than the NIC, else 0; for NICs with a NUMA node on hosts with more than one node. Join with per-CPU packet rates for the share processed remotely.",
+		Gauge, "device", "cpu")
+)
+
+// PCIeConfig configures the pcie collector.
+type PCIeConfig struct {
+	// SysFS is the sysfs mount; /sys when empty.
+	SysFS string
+	// ProcIRQ is the directory holding N/effective_affinity_list; /proc/irq
+	// when empty.
+	ProcIRQ string
+}
+
+type pcieCollector struct {
+	cfg    PCIeConfig
+	logger *slog.Logger
+	links  func(context.Context) (*Links, error)
+	// netdev is the netdev generic netlink family, for queue -> NAPI ->
+	// IRQ; nil where the kernel has none.
+	netdev netdevSource
+}
+
+func newPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
+	if cfg.SysFS == "" {
+		cfg.SysFS = "/sys"
+	}
+	if cfg.ProcIRQ == "" {
+		cfg.ProcIRQ = "/proc/irq"
+	}
+	if _, err := os.Stat(filepath.Join(cfg.SysFS, "bus", "pci")); err != nil {
+		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
+	}
+	c := &pcieCollector{cfg: cfg, logger: logger, links: scrapeLinks}
+	conn, err := genetlink.Dial(nil)
+	if err != nil {
+		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
+	}
+	fam, err := conn.GetFamily(netdevFamilyName)
+	conn.Close()
+	if err == nil {
+		c.netdev = &genlSource{family: fam.ID}
+	}
+	return c, nil
+}
+
+func (c *pcieCollector) Close() error { return nil }
+
+func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+	links, err := c.links(ctx)
+	if links == nil {
+		return err
+	}
+	errs := []error{err}
+	nodes, err := readNodeCPUs(c.cfg.SysFS)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var irqs map[netdevQueueKey]uint32
+	if c.netdev != nil {
+		// Kernels or drivers that do not report a queue's IRQ leave the
+		// map empty: the drivers' IRQ names stand in.
+		irqs, _ = rxQueueIRQs(c.netdev)
+	}
+	for _, l := range links.All() {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		nic, err := readPCIeNIC(c.cfg.SysFS, l.Name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a device without a PCI function (veth, lo, a bridge)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", l.Label, err))
+			if nic == nil {
+				continue
+			}
+		}
+		c.emit(ch, l, nic, nodes, irqs)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, nodes nodeCPUs, irqs map[netdevQueueKey]uint32) {
+	dev := l.Label
+	ch <- pcieDeviceInfo.Must(1, dev, nic.address, strconv.Itoa(nic.numaNode))
+	for hop, h := range nic.hops {
+		hopLabel := strconv.Itoa(hop)
+		if h.speed > 0 {
+			ch <- pcieLinkSpeed.Must(h.speed*1e9, dev, hopLabel, h.address)
+		}
+		if h.maxSpeed > 0 {
+			ch <- pcieLinkMaxSpeed.Must(h.maxSpeed*1e9, dev, hopLabel, h.address)
+		}
+		if h.width > 0 {
+			ch <- pcieLinkWidth.Must(float64(h.width), dev, hopLabel, h.address)
+		}
+		if h.maxWidth > 0 {
+			ch <- pcieLinkMaxWidth.Must(float64(h.maxWidth), dev, hopLabel, h.address)
+		}
+		if bw := linkBandwidth(h.speed, h.width); bw > 0 {
+			ch <- pcieLinkBandwidth.Must(bw, dev, hopLabel, h.address)
+		}
+		for _, e := range h.aer {
+			ch <- pcieAERErrors.Must(float64(e.count), dev, hopLabel, h.address, e.typ, e.name)
+		}
+	}
+	for hop := 0; hop < len(nic.hops); hop += 2 {
+		if degraded, known := linkDegraded(nic.hops, hop); known {
+			v := 0.0
+			if degraded {
+				v = 1
+			}
+			ch <- pcieLinkDegraded.Must(v, dev, strconv.Itoa(hop), nic.hops[hop].address)
+		}
+	}
+	if nic.numaNode < 0 || len(nodes.node) == 0 {
+		return
+	}
+	if nodes.count > 1 {
+		for cpu, node := range nodes.node {
+			remote := 0.0
+			if node != nic.numaNode {
+				remote = 1
+			}
+			ch <- pcieCPURemote.Must(remote, dev, strconv.Itoa(cpu))
+		}
+	}
+	for _, q := range c.rxQueues(l, nic, irqs) {
+		cpus, err := readCPUList(filepath.Join(c.cfg.ProcIRQ, strconv.FormatUint(uint64(q.irq), 10), "effective_affinity_list"))
+		if err != nil || len(cpus) == 0 {
+			// Kernels without CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK.
+			cpus, err = readCPUList(filepath.Join(c.cfg.ProcIRQ, strconv.FormatUint(uint64(q.irq), 10), "smp_affinity_list"))
+		}
+		if err != nil || len(cpus) == 0 {
+			continue // the IRQ was freed since it was listed
+		}
+		remote := 0
+		for _, cpu := range cpus {
+			if n, ok := nodes.node[cpu]; ok && n != nic.numaNode {
+				remote++
+			}
+		}
+		ch <- pcieRxQueueRemote.Must(float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.queue),
+			strconv.FormatUint(uint64(q.irq), 10), formatCPUList(cpus))
+	}
+}
+
+// rxQueueIRQ is an RX queue and the IRQ that serves it.
+type rxQueueIRQ struct {
+	queue int
+	irq   uint32
+}
+
+// rxQueues maps the NIC's RX queues to their IRQs: from netdev netlink
+// where the kernel links the queue to a NAPI with an IRQ, else from the
+// names the driver gave its MSI-X vectors.
+func (c *pcieCollector) rxQueues(l Link, nic *pcieNIC, irqs map[netdevQueueKey]uint32) []rxQueueIRQ {
+	var out []rxQueueIRQ
+	for k, irq := range irqs {
+		if k.ifindex == l.Index {
+			out = append(out, rxQueueIRQ{queue: int(k.queue), irq: irq})
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, irq := range nic.msiIRQs {
+		if q, ok := irqQueue(c.cfg.ProcIRQ, irq, l.Name); ok {
+			out = append(out, rxQueueIRQ{queue: q, irq: irq})
+		}
+	}
+	return out
+}
+
+// linkDegraded compares the link of hops[i] (the NIC or a switch's
+// upstream port) with the port above it, hops[i+1], which reports the
+// same link from the other end: the link can do the lower of the two
+// ends' maximum speed and width. known is false without link files.
+func linkDegraded(hops []pcieHop, i int) (degraded, known bool) {
+	h := hops[i]
+	if h.speed == 0 || h.width == 0 || h.maxSpeed == 0 || h.maxWidth == 0 {
+		return false, false
+	}
+	capSpeed, capWidth := h.maxSpeed, h.maxWidth
+	if i+1 < len(hops) {
+		if p := hops[i+1]; p.maxSpeed > 0 && p.maxWidth > 0 {
+			capSpeed, capWidth = min(capSpeed, p.maxSpeed), min(capWidth, p.maxWidth)
+		}
+	}
+	return h.speed < capSpeed || h.width < capWidth, true
+}

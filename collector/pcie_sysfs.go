@@ -1,0 +1,284 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// The pcie collector reads the files of the few PCI functions on each
+// NIC's path by hand. prometheus/procfs's PciDevices parses every PCI
+// device of the host on each call and fails all of them on one it cannot
+// parse, and its AER counters read /sys/class/net/X/device, which for a
+// virtio NIC is the virtio device, not its PCI function, with a fixed set
+// of error names and zeros where the files are absent.
+
+// pciAddress matches a PCI function's sysfs directory (domain:bus:slot.fn).
+var pciAddress = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+
+// virtioDevice matches a virtio device's directory (virtio3).
+var virtioDevice = regexp.MustCompile(`^virtio[0-9]+$`)
+
+// pcieHop is one PCI function on the path from a NIC up to its root port.
+type pcieHop struct {
+	address         string
+	speed, maxSpeed float64 // GT/s; 0 where the file is absent
+	width, maxWidth int
+	aer             []aerCount // absent without AER
+}
+
+// aerCount is one line of an aer_dev_* file.
+type aerCount struct {
+	typ, name string
+	count     uint64
+}
+
+// pcieNIC is what sysfs says about a network device's PCI function.
+type pcieNIC struct {
+	address  string
+	numaNode int
+	hops     []pcieHop // [0] is the NIC's function
+	msiIRQs  []uint32
+}
+
+// readPCIeNIC follows /sys/class/net/NAME/device to the PCI function that
+// backs the device (for virtio-net the device is a virtio device whose
+// parent is the function) and reads it and every PCI function above it.
+// fs.ErrNotExist means the device has no PCI function. On a read error
+// it returns what it read with the error.
+func readPCIeNIC(sys, name string) (*pcieNIC, error) {
+	real, err := filepath.EvalSymlinks(filepath.Join(sys, "class", "net", name, "device"))
+	if err != nil {
+		return nil, err
+	}
+	// A virtio device sits on its PCI function; a device of another bus
+	// (a USB NIC under its host controller's function) has none of its
+	// own.
+	if virtioDevice.MatchString(filepath.Base(real)) {
+		real = filepath.Dir(real)
+	}
+	var chain []string
+	for p := real; pciAddress.MatchString(filepath.Base(p)); p = filepath.Dir(p) {
+		chain = append(chain, p)
+	}
+	if len(chain) == 0 {
+		return nil, fmt.Errorf("%s is not a PCI function: %w", real, os.ErrNotExist)
+	}
+	nic := &pcieNIC{address: filepath.Base(chain[0]), numaNode: -1}
+	var errs []error
+	if s, err := readTrimmed(filepath.Join(chain[0], "numa_node")); err == nil {
+		if n, err := strconv.Atoi(s); err == nil {
+			nic.numaNode = n
+		}
+	}
+	for _, dir := range chain {
+		h, err := readHop(dir)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, typ := range []string{"correctable", "nonfatal", "fatal"} {
+			counts, err := readAER(filepath.Join(dir, "aer_dev_"+typ), typ)
+			if err != nil && !os.IsNotExist(err) {
+				errs = append(errs, err)
+			}
+			h.aer = append(h.aer, counts...)
+		}
+		nic.hops = append(nic.hops, h)
+	}
+	if entries, err := os.ReadDir(filepath.Join(chain[0], "msi_irqs")); err == nil {
+		for _, e := range entries {
+			if n, err := strconv.ParseUint(e.Name(), 10, 32); err == nil {
+				nic.msiIRQs = append(nic.msiIRQs, uint32(n))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nic, fmt.Errorf("%s: %v", nic.address, errs)
+	}
+	return nic, nil
+}
+
+// readHop reads a function's link files; a function without a PCI
+// Express capability has none, and its fields stay 0.
+func readHop(dir string) (pcieHop, error) {
+	h := pcieHop{address: filepath.Base(dir)}
+	for _, f := range []struct {
+		file  string
+		speed *float64
+		width *int
+	}{
+		{"current_link_speed", &h.speed, nil}, {"max_link_speed", &h.maxSpeed, nil},
+		{"current_link_width", nil, &h.width}, {"max_link_width", nil, &h.maxWidth},
+	} {
+		s, err := readTrimmed(filepath.Join(dir, f.file))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return h, err
+		}
+		if f.speed != nil {
+			v, ok := parseLinkSpeed(s)
+			if !ok {
+				return h, fmt.Errorf("%s/%s: unexpected %q", h.address, f.file, s)
+			}
+			*f.speed = v
+			continue
+		}
+		// A link that is down reads 0; an unknown width is left out too.
+		if v, err := strconv.Atoi(s); err == nil {
+			*f.width = v
+		}
+	}
+	return h, nil
+}
+
+// parseLinkSpeed reads the kernel's pci_speed_string: "8.0 GT/s PCIe"
+// (older kernels: "8 GT/s"), "Unknown" when the link is down or the
+// speed is not one the kernel knows (0, true).
+func parseLinkSpeed(s string) (float64, bool) {
+	if strings.HasPrefix(s, "Unknown") {
+		return 0, true
+	}
+	num, unit, ok := strings.Cut(s, " ")
+	if !ok || !strings.HasPrefix(unit, "GT/s") {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	return v, err == nil
+}
+
+// linkBandwidth is a link's theoretical bandwidth per direction in bytes
+// per second: lanes x GT/s x the generation's encoding efficiency / 8.
+func linkBandwidth(gts float64, lanes int) float64 {
+	var encoding float64
+	switch {
+	case gts <= 0 || lanes <= 0:
+		return 0
+	case gts <= 5: // Gen 1 and 2: 8b/10b
+		encoding = 8.0 / 10
+	case gts <= 32: // Gen 3 to 5: 128b/130b
+		encoding = 128.0 / 130
+	default: // Gen 6 FLIT mode: 256-byte flits, 14 bytes of CRC and FEC
+		encoding = 242.0 / 256
+	}
+	return gts * 1e9 * float64(lanes) * encoding / 8
+}
+
+// readAER reads one aer_dev_* file.
+func readAER(path, typ string) ([]aerCount, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out, err := parseAER(b, typ)
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+// parseAER parses an aer_dev_* file: a line per error name with its
+// count, and a TOTAL_ line that is the sum of the others (left out).
+func parseAER(b []byte, typ string) ([]aerCount, error) {
+	var out []aerCount
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 || strings.HasPrefix(f[0], "TOTAL_") {
+			continue
+		}
+		n, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			return out, fmt.Errorf("%q: %w", sc.Text(), err)
+		}
+		out = append(out, aerCount{typ: typ, name: f[0], count: n})
+	}
+	return out, sc.Err()
+}
+
+// nodeCPUs maps each CPU to its NUMA node.
+type nodeCPUs struct {
+	node  map[int]int
+	count int // nodes with CPUs
+}
+
+// readNodeCPUs reads /sys/devices/system/node/nodeN/cpulist. A kernel
+// without NUMA has no such directory: every CPU is then on node 0.
+func readNodeCPUs(sys string) (nodeCPUs, error) {
+	out := nodeCPUs{node: map[int]int{}}
+	dirs, err := filepath.Glob(filepath.Join(sys, "devices", "system", "node", "node[0-9]*"))
+	if err != nil {
+		return out, err
+	}
+	for _, d := range dirs {
+		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "node"))
+		if err != nil {
+			continue
+		}
+		cpus, err := readCPUList(filepath.Join(d, "cpulist"))
+		if err != nil {
+			return out, err
+		}
+		if len(cpus) > 0 {
+			out.count++
+		}
+		for _, c := range cpus {
+			out.node[c] = n
+		}
+	}
+	return out, nil
+}
+
+// readCPUList reads a kernel CPU list file ("0-3,8,10-11"); an empty
+// one (a node with memory and no CPUs) lists none.
+func readCPUList(path string) ([]int, error) {
+	s, err := readTrimmed(path)
+	if err != nil || s == "" {
+		return nil, err
+	}
+	return parseCPUList(s)
+}
+
+// irqQueueNames are the names drivers give the MSI-X vector of RX queue
+// N (the action's directory in /proc/irq/IRQ): virtio_net
+// "virtio0-input.N", mlx5 "mlx5_compN@pci:ADDR", and the Intel and
+// Broadcom drivers' "IFNAME-TxRx-N" (i40e, ice, ixgbe, igb, bnxt).
+var irqQueueNames = []*regexp.Regexp{
+	regexp.MustCompile(`^virtio\d+-input\.(\d+)$`),
+	regexp.MustCompile(`^mlx5_comp(\d+)@`),
+	regexp.MustCompile(`-TxRx-(\d+)$`),
+}
+
+// irqQueue names the RX queue an IRQ serves from its action's name; the
+// Intel-style names must carry the device's own name.
+func irqQueue(procIRQ string, irq uint32, ifname string) (int, bool) {
+	entries, err := os.ReadDir(filepath.Join(procIRQ, strconv.FormatUint(uint64(irq), 10)))
+	if err != nil {
+		return 0, false
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		for i, re := range irqQueueNames {
+			m := re.FindStringSubmatch(e.Name())
+			if m == nil || (i == 2 && !strings.Contains(e.Name(), ifname+"-TxRx-")) {
+				continue
+			}
+			q, err := strconv.Atoi(m[1])
+			return q, err == nil
+		}
+	}
+	return 0, false
+}
+
+func readTrimmed(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return strings.TrimSpace(string(b)), err
+}
