@@ -10,6 +10,10 @@ import (
 // collectorPrefixes map a metric family to the collector that exports it; a
 // family the recording rules write maps to its source's collector too.
 var collectorPrefixes = []struct{ prefix, collector string }{
+	// Recorded series that join the pcie collector's NUMA and link series
+	// with another collector's rates: each collector, "|" between them.
+	{"xdp_rxq_packets_numa_remote", "rxq|pcie"}, {"xdp_netdev_queue_rx_packets_numa_remote", "netdev|pcie"},
+	{"xdp_pcie_estimated_bytes", "netdev|pcie"},
 	{"xdp_rxq_", "rxq"}, {"xdp_perf_", "perf"}, {"xdp_cpu_", "cpu"}, {"xdp_softnet_", "cpu"},
 	{"xdp_ethtool_", "ethtool"}, {"xdp_napi_", "napi"}, {"xdp_netdev_", "netdev"},
 	{"xdp_bpf_", "bpf"}, {"xdp_pcie_", "pcie"}, {"xdp_xsk_", "xsk"}, {"xdp_scrape_", "the exporter itself"},
@@ -33,7 +37,9 @@ func collectors(p panel) []string {
 		for _, m := range familyRef.FindAllString(t.expr, -1) {
 			for _, c := range collectorPrefixes {
 				if strings.HasPrefix(m, c.prefix) {
-					set[c.collector] = true
+					for _, name := range strings.Split(c.collector, "|") {
+						set[name] = true
+					}
 					break
 				}
 			}

@@ -11,6 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vm"
@@ -161,21 +162,11 @@ func TestPCIeTopology(t *testing.T) {
 }
 
 // sample is the value of the one sample of family whose labels include
-// the pairs given; -1 when there is none.
+// the pairs given; -1 when there is none or more than one.
 func sample(mfs map[string]*dto.MetricFamily, family string, labels ...string) float64 {
-	v := -1.0
-	for _, m := range mfs[family].GetMetric() {
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			found := false
-			for _, lp := range m.GetLabel() {
-				found = found || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
-			}
-			match = match && found
-		}
-		if match {
-			v = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
-		}
+	v, n := exportertest.Match(mfs, family, labels...)
+	if n != 1 {
+		return -1
 	}
 	return v
 }

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -205,7 +206,13 @@ func (p *Process) Sum(t testing.TB, family string, labels ...string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum float64
+	sum, _ := Match(mfs, family, labels...)
+	return sum
+}
+
+// Match adds up the samples of a counter, gauge or untyped family whose
+// labels include the given name/value pairs, and counts them.
+func Match(mfs map[string]*dto.MetricFamily, family string, labels ...string) (sum float64, n int) {
 	for _, m := range mfs[family].GetMetric() {
 		match := true
 		for i := 0; i+1 < len(labels); i += 2 {
@@ -217,9 +224,10 @@ func (p *Process) Sum(t testing.TB, family string, labels ...string) float64 {
 		}
 		if match {
 			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
+			n++
 		}
 	}
-	return sum
+	return sum, n
 }
 
 // SelfSigned writes a fresh self-signed certificate for 127.0.0.1 and its
