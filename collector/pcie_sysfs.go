@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -150,7 +151,10 @@ func parseLinkSpeed(s string) (float64, bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseFloat(num, 64)
-	return v, err == nil
+	if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
 }
 
 // linkBandwidth is a link's theoretical bandwidth per direction in bytes
@@ -167,7 +171,12 @@ func linkBandwidth(gts float64, lanes int) float64 {
 	default: // Gen 6 FLIT mode: 256-byte flits, 14 bytes of CRC and FEC
 		encoding = 242.0 / 256
 	}
-	return gts * 1e9 * float64(lanes) * encoding / 8
+	// Values no kernel prints (a speed beyond float64's range once
+	// multiplied) give no bandwidth rather than +Inf.
+	if bw := gts * 1e9 * float64(lanes) * encoding / 8; !math.IsInf(bw, 0) {
+		return bw
+	}
+	return 0
 }
 
 // readAER reads one aer_dev_* file.
