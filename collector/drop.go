@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +23,7 @@ func init() {
 			"Runs a program per dropped skb; frames XDP drops are not skbs and cost nothing.",
 		Flags: func(f *FlagSet) Builder {
 			return func(logger *slog.Logger) (Collector, error) {
-				return newDropCollector(DropConfig{}, logger)
+				return newDropCollector(logger)
 			}
 		},
 	})
@@ -38,14 +37,6 @@ var (
 		"Dropped skbs not counted in xdp_skb_drops_total because every slot probed for their device and reason was taken (the table holds 2048 pairs; see docs/collectors/drop.md).",
 		Counter)
 )
-
-// DropConfig configures the drop collector.
-type DropConfig struct {
-	// ForeignIdle is how long a device of another network namespace may
-	// drop nothing before its slots are freed (reap.go); foreignIdle when
-	// 0.
-	ForeignIdle time.Duration
-}
 
 // dropTracepoint is bpf/drop.c's program and the arguments it reads: the
 // skb, the location (not read) and the reason. Linux 6.11 added rx_sk
@@ -64,7 +55,7 @@ type dropCollector struct {
 	reaper  *reaper[slotKey]
 }
 
-func newDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
+func newDropCollector(logger *slog.Logger) (Collector, error) {
 	spec, err := bpf.LoadDrop()
 	if err != nil {
 		return nil, err
@@ -85,7 +76,7 @@ func newDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dropCollector{tracepointSet: set, netns: netns, reasons: reasons, reaper: newReaper[slotKey](cfg.ForeignIdle)}, nil
+	return &dropCollector{tracepointSet: set, netns: netns, reasons: reasons, reaper: newReaper[slotKey](foreignIdle)}, nil
 }
 
 func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
@@ -111,7 +102,7 @@ func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	}
 	// Two keys can share labels: a device of another namespace that was
 	// deleted and made again under its name has a new ifindex, and the
-	// old key stays until it has been idle for ForeignIdle.
+	// old key stays until it has been idle for foreignIdle.
 	type series struct{ device, reason string }
 	totals := map[series]uint64{}
 	for _, e := range slots {

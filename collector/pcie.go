@@ -110,16 +110,12 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		return err
 	}
 	errs := []error{err}
-	nodes, err := readNodeCPUs(c.cfg.SysFS)
-	if err != nil {
-		errs = append(errs, err)
+	type found struct {
+		link Link
+		nic  *pcieNIC
 	}
-	var irqs map[netdevQueueKey]uint32
-	if c.netdev != nil {
-		// Kernels or drivers that do not report a queue's IRQ leave the
-		// map empty: the drivers' IRQ names stand in.
-		irqs, _ = rxQueueIRQs(c.netdev)
-	}
+	var nics []found
+	numa := false
 	for _, l := range links.All() {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
@@ -134,7 +130,25 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 				continue
 			}
 		}
-		c.emit(ch, l, nic, nodes, irqs)
+		nics = append(nics, found{l, nic})
+		numa = numa || nic.numaNode >= 0
+	}
+	// The CPUs' nodes and the queues' IRQs matter only for a NIC with a
+	// node: a host without one (one node, or none given) reads neither.
+	var nodes nodeCPUs
+	var irqs map[netdevQueueKey]uint32
+	if numa {
+		if nodes, err = readNodeCPUs(c.cfg.SysFS); err != nil {
+			errs = append(errs, err)
+		}
+		if c.netdev != nil {
+			// Kernels or drivers that do not report a queue's IRQ leave
+			// the map empty: the drivers' IRQ names stand in.
+			irqs, _ = rxQueueIRQs(c.netdev)
+		}
+	}
+	for _, f := range nics {
+		c.emit(ch, f.link, f.nic, nodes, irqs)
 	}
 	return errors.Join(errs...)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
 // The AER files as the kernel prints them (drivers/pci/pcie/aer.c, the
@@ -266,6 +268,9 @@ func TestPCIeRealSysfs(t *testing.T) {
 		if got := value(t, mfs, "xdp_pcie_device_info", "device", name, "pci_address", info.BusInfo, "numa_node", strings.TrimSpace(string(node))); got != 1 || listed != 1 {
 			t.Errorf("%s on %s: info %v", name, info.BusInfo, got)
 		}
+	}
+	if pci == 0 {
+		testenv.Unavailable(t, "this machine has no network device on PCI: its sysfs shows nothing to compare")
 	}
 	t.Logf("%d PCI network devices", pci)
 }
