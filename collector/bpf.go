@@ -51,8 +51,14 @@ func init() {
 			enableStats := f.Flag("enable-stats",
 				"Hold a BPF_ENABLE_STATS fd so the kernel counts run count and run time of every BPF program "+
 					"(about 20 ns per program run: two clock reads); see docs/collectors/bpf.md.").Bool()
+			devices := f.Devices("")
+			families := f.Families("")
 			return func(logger *slog.Logger) (Collector, error) {
-				return NewBPFCollector(BPFConfig{EnableStats: *enableStats}, logger)
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				return NewBPFCollector(BPFConfig{EnableStats: *enableStats, Devices: devices(), Families: fams}, logger)
 			}
 		},
 	})
@@ -64,6 +70,10 @@ type BPFConfig struct {
 	EnableStats bool
 	// ProcPath is the procfs mount point; "/proc" when empty.
 	ProcPath string
+	// Devices selects the devices whose programs are reported.
+	Devices deviceFilter
+	// Families drops the families it does not keep.
+	Families familyFilter
 }
 
 // BPFCollector reports every XDP program attached to a device of the
@@ -71,6 +81,7 @@ type BPFConfig struct {
 // them by id; it never attaches anything.
 type BPFCollector struct {
 	cfg    BPFConfig
+	fams   familyFilter
 	logger *slog.Logger
 	stats  io.Closer // the BPF_ENABLE_STATS fd, nil when not held
 
@@ -89,7 +100,7 @@ func NewBPFCollector(cfg BPFConfig, logger *slog.Logger) (*BPFCollector, error) 
 	if _, err := ebpf.ProgramGetNextID(0); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, capError("listing BPF programs (BPF_PROG_GET_NEXT_ID)", err)
 	}
-	c := &BPFCollector{cfg: cfg, logger: logger, meta: map[ebpf.ProgramID]progMeta{}}
+	c := &BPFCollector{cfg: cfg, fams: cfg.Families, logger: logger, meta: map[ebpf.ProgramID]progMeta{}}
 	if cfg.EnableStats {
 		fd, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 		if err != nil {
@@ -126,9 +137,9 @@ func (c *BPFCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	if on, err := c.sysctlStats(); err != nil {
 		errs = append(errs, err)
 	} else {
-		ch <- bpfStatsEnabled.Must(boolValue(on), "sysctl")
+		c.fams.send(ch, bpfStatsEnabled, boolValue(on), "sysctl")
 	}
-	ch <- bpfStatsEnabled.Must(boolValue(c.stats != nil), "exporter")
+	c.fams.send(ch, bpfStatsEnabled, boolValue(c.stats != nil), "exporter")
 
 	devs, err := scrapeLinks(ctx)
 	if err != nil {
@@ -139,7 +150,9 @@ func (c *BPFCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	}
 	var atts []xdpAttachment
 	for _, d := range devs.All() {
-		atts = append(atts, d.XDP...)
+		if c.cfg.Devices.selects(d.Label) {
+			atts = append(atts, d.XDP...)
+		}
 	}
 	if len(atts) == 0 {
 		return errors.Join(errs...)
@@ -198,7 +211,7 @@ func (c *BPFCollector) emit(ctx context.Context, ch chan<- prometheus.Metric, at
 		if ids := links[linkKey{ifindex: a.ifindex, prog: a.progID}]; len(ids) == 1 {
 			linkID = strconv.FormatUint(uint64(ids[0]), 10)
 		}
-		ch <- bpfProgInfo.Must(1, a.device, a.mode, progIDLabel(a.progID), m.name, m.tag, linkID)
+		c.fams.send(ch, bpfProgInfo, 1, a.device, a.mode, progIDLabel(a.progID), m.name, m.tag, linkID)
 	}
 	c.mu.Lock()
 	for id := range c.meta {
@@ -242,8 +255,8 @@ func (c *BPFCollector) readProgram(ch chan<- prometheus.Metric, id ebpf.ProgramI
 		return &m, fmt.Errorf("reading run count and run time: %w", err)
 	}
 	label := progIDLabel(id)
-	ch <- bpfProgRuns.Must(float64(stats.RunCount), label, m.name)
-	ch <- bpfProgRunSeconds.Must(stats.Runtime.Seconds(), label, m.name)
+	c.fams.send(ch, bpfProgRuns, float64(stats.RunCount), label, m.name)
+	c.fams.send(ch, bpfProgRunSeconds, stats.Runtime.Seconds(), label, m.name)
 	return &m, nil
 }
 

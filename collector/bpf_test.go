@@ -30,7 +30,7 @@ type testProg struct {
 	tag  string
 }
 
-func loadDrop(t *testing.T, name string) testProg {
+func loadDrop(t testing.TB, name string) testProg {
 	t.Helper()
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name:    name,

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -79,6 +80,9 @@ type FlagSet struct {
 	app  *kingpin.Application
 	name string
 	set  map[string]*bool // flag name -> given on the command line
+	// checks run on the parsed values of an enabled collector's flags
+	// (Selection.Validate), before anything is built.
+	checks []func() error
 }
 
 // Flag declares --collector.NAME.<flag>.
@@ -87,6 +91,33 @@ func (f *FlagSet) Flag(flag, help string) *kingpin.FlagClause {
 	given := new(bool)
 	f.set[name] = given
 	return f.app.Flag(name, help).IsSetByUser(given)
+}
+
+// Devices declares --collector.NAME.device-include and -exclude (the
+// policy of deviceFilter) and returns the filter of their values.
+func (f *FlagSet) Devices(defaultExclude string) func() deviceFilter {
+	include := f.Flag("device-include", "Regexp of devices to report (anchored, matched against the device label; empty: all).").Default("").Regexp()
+	exclude := f.Flag("device-exclude", "Regexp of devices not to report (anchored), applied after device-include.").Default(defaultExclude).Regexp()
+	return func() deviceFilter { return newDeviceFilter(*include, *exclude) }
+}
+
+// Families declares --collector.NAME.metrics-include and -exclude (the
+// policy of familyFilter) and returns a function that builds the filter.
+func (f *FlagSet) Families(defaultExclude string) func() (familyFilter, error) {
+	include := f.Flag("metrics-include", "Regexp of the collector's metric families to build, matched against the name without xdp_ and the collector's name (METRICS.md gives each); empty: all.").Default("").Regexp()
+	exclude := f.FamiliesExclude(defaultExclude)
+	build := func() (familyFilter, error) { return newFamilyFilter(f.name, *include, *exclude) }
+	f.checks = append(f.checks, func() error { _, err := build(); return err })
+	return build
+}
+
+// FamiliesExclude declares only --collector.NAME.metrics-exclude, for a
+// collector whose metrics-include means something of its own (ethtool's
+// untyped stats).
+func (f *FlagSet) FamiliesExclude(defaultExclude string) **regexp.Regexp {
+	exclude := f.Flag("metrics-exclude", "Regexp of the collector's metric families not to build (anchored, matched as metrics-include is), applied after metrics-include.").Default(defaultExclude).Regexp()
+	f.checks = append(f.checks, func() error { _, err := newFamilyFilter(f.name, nil, *exclude); return err })
+	return exclude
 }
 
 // Selection is the outcome of flag parsing: which collectors are enabled and
@@ -125,10 +156,19 @@ func AddFlags(app *kingpin.Application) *Selection {
 
 // Validate rejects a collector's own flag given while the collector is
 // disabled (`--collector.rxq.device=eth0` without `--collector.rxq`): the
-// flag would otherwise be ignored without a word.
+// flag would otherwise be ignored without a word. For an enabled one it
+// runs the checks of its flags (a metrics-exclude that names no family).
 func (s *Selection) Validate() error {
 	for _, r := range Registrations() {
-		if s.on(r.Name) || s.flags[r.Name] == nil {
+		if s.flags[r.Name] == nil {
+			continue
+		}
+		if s.on(r.Name) {
+			for _, check := range s.flags[r.Name].checks {
+				if err := check(); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		var given []string

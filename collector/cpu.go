@@ -40,8 +40,13 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			procfsPath := f.Flag("procfs", "procfs mount point the cpu collector reads.").Default(procfs.DefaultMountPoint).String()
 			all := f.Flag("softirqs.all", "Export every /proc/softirqs vector, not only NET_RX and NET_TX (adds 8 series per CPU).").Default("false").Bool()
+			families := f.Families("")
 			return func(logger *slog.Logger) (Collector, error) {
-				return NewCPUCollector(CPUConfig{ProcFS: *procfsPath, SoftirqsAll: *all}, logger)
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				return NewCPUCollector(CPUConfig{ProcFS: *procfsPath, SoftirqsAll: *all, Families: fams}, logger)
 			}
 		},
 	})
@@ -53,6 +58,8 @@ type CPUConfig struct {
 	ProcFS string
 	// SoftirqsAll exports every softirq vector instead of NET_RX and NET_TX.
 	SoftirqsAll bool
+	// Families drops the families it does not keep.
+	Families familyFilter
 }
 
 // CPUCollector reads /proc/stat, /proc/softirqs and /proc/net/softnet_stat.
@@ -60,6 +67,7 @@ type CPUConfig struct {
 type CPUCollector struct {
 	fs      procfs.FS
 	cfg     CPUConfig
+	fams    familyFilter
 	logger  *slog.Logger
 	softnet wrap32
 }
@@ -70,7 +78,7 @@ func NewCPUCollector(cfg CPUConfig, logger *slog.Logger) (*CPUCollector, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cpu: procfs at %q: %w", cfg.ProcFS, err)
 	}
-	return &CPUCollector{fs: fs, cfg: cfg, logger: logger}, nil
+	return &CPUCollector{fs: fs, cfg: cfg, fams: cfg.Families, logger: logger}, nil
 }
 
 // Update reads the three files independently: one that is missing or
@@ -113,14 +121,14 @@ func (c *CPUCollector) updateStat(ch chan<- prometheus.Metric) error {
 	}
 	for id, s := range st.CPU {
 		cpu := strconv.FormatInt(id, 10)
-		ch <- cpuSeconds.Must(s.User, cpu, "user")
-		ch <- cpuSeconds.Must(s.Nice, cpu, "nice")
-		ch <- cpuSeconds.Must(s.System, cpu, "system")
-		ch <- cpuSeconds.Must(s.Idle, cpu, "idle")
-		ch <- cpuSeconds.Must(s.Iowait, cpu, "iowait")
-		ch <- cpuSeconds.Must(s.IRQ, cpu, "irq")
-		ch <- cpuSeconds.Must(s.SoftIRQ, cpu, "softirq")
-		ch <- cpuSeconds.Must(s.Steal, cpu, "steal")
+		c.fams.send(ch, cpuSeconds, s.User, cpu, "user")
+		c.fams.send(ch, cpuSeconds, s.Nice, cpu, "nice")
+		c.fams.send(ch, cpuSeconds, s.System, cpu, "system")
+		c.fams.send(ch, cpuSeconds, s.Idle, cpu, "idle")
+		c.fams.send(ch, cpuSeconds, s.Iowait, cpu, "iowait")
+		c.fams.send(ch, cpuSeconds, s.IRQ, cpu, "irq")
+		c.fams.send(ch, cpuSeconds, s.SoftIRQ, cpu, "softirq")
+		c.fams.send(ch, cpuSeconds, s.Steal, cpu, "steal")
 	}
 	return nil
 }
@@ -156,7 +164,7 @@ func (c *CPUCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 	}
 	for _, v := range vectors {
 		for i, n := range v.counts {
-			ch <- cpuSoftirqs.Must(float64(n), strconv.Itoa(i), v.name)
+			c.fams.send(ch, cpuSoftirqs, float64(n), strconv.Itoa(i), v.name)
 		}
 	}
 	return nil
@@ -181,9 +189,9 @@ func (c *CPUCollector) updateSoftnet(ch chan<- prometheus.Metric) error {
 	defer c.softnet.mu.Unlock()
 	for _, r := range rows {
 		cpu := strconv.FormatUint(uint64(r.Index), 10)
-		ch <- softnetProcessed.Must(float64(c.softnet.extend(wrapKey{r.Index, 0}, r.Processed)), cpu)
-		ch <- softnetDropped.Must(float64(c.softnet.extend(wrapKey{r.Index, 1}, r.Dropped)), cpu)
-		ch <- softnetTimesSqueezed.Must(float64(c.softnet.extend(wrapKey{r.Index, 2}, r.TimeSqueezed)), cpu)
+		c.fams.send(ch, softnetProcessed, float64(c.softnet.extend(wrapKey{r.Index, 0}, r.Processed)), cpu)
+		c.fams.send(ch, softnetDropped, float64(c.softnet.extend(wrapKey{r.Index, 1}, r.Dropped)), cpu)
+		c.fams.send(ch, softnetTimesSqueezed, float64(c.softnet.extend(wrapKey{r.Index, 2}, r.TimeSqueezed)), cpu)
 	}
 	return nil
 }

@@ -22,8 +22,14 @@ func init() {
 		Requires: "Linux 5.17+ (skb:kfree_skb with an enum skb_drop_reason) with BTF (CONFIG_DEBUG_INFO_BTF); CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN). " +
 			"Runs a program per dropped skb; frames XDP drops are not skbs and cost nothing.",
 		Flags: func(f *FlagSet) Builder {
+			devices := f.Devices("")
+			families := f.Families("")
 			return func(logger *slog.Logger) (Collector, error) {
-				return newDropCollector(logger)
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				return newDropCollector(DropConfig{Devices: devices(), Families: fams}, logger)
 			}
 		},
 	})
@@ -48,14 +54,26 @@ var dropTracepoint = tracepointProgram{prog: bpf.DropProgKfreeSkb,
 // whose skb had no device.
 const dropNoDevice = 1
 
+// DropConfig configures the drop collector.
+type DropConfig struct {
+	// Devices selects the devices whose drops are reported; drops of skbs
+	// without a device (device="") are reported unless device-include is
+	// set.
+	Devices deviceFilter
+	// Families drops the families it does not keep.
+	Families familyFilter
+}
+
 type dropCollector struct {
 	*tracepointSet
+	cfg     DropConfig
+	fams    familyFilter
 	netns   uint64 // the exporter's own network namespace inode
 	reasons *dropReasons
 	reaper  *reaper[slotKey]
 }
 
-func newDropCollector(logger *slog.Logger) (Collector, error) {
+func newDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
 	spec, err := bpf.LoadDrop()
 	if err != nil {
 		return nil, err
@@ -76,7 +94,7 @@ func newDropCollector(logger *slog.Logger) (Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dropCollector{tracepointSet: set, netns: netns, reasons: reasons, reaper: newReaper[slotKey](foreignIdle)}, nil
+	return &dropCollector{tracepointSet: set, cfg: cfg, fams: cfg.Families, netns: netns, reasons: reasons, reaper: newReaper[slotKey](foreignIdle)}, nil
 }
 
 func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
@@ -111,16 +129,19 @@ func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 			errs = append(errs, err)
 			continue
 		}
+		if device != "" && !c.cfg.Devices.selects(device) || device == "" && c.cfg.Devices.include != nil {
+			continue
+		}
 		totals[series{device, c.reasons.name(uint32(e.key.k1))}] += dropCount(e)
 	}
 	for s, n := range totals {
-		ch <- skbDrops.Must(float64(n), s.device, s.reason)
+		c.fams.send(ch, skbDrops, float64(n), s.device, s.reason)
 	}
 	var untracked []uint64
 	if err := c.maps[bpf.DropMapDropUntracked].Lookup(uint32(0), &untracked); err != nil {
 		errs = append(errs, fmt.Errorf("reading the untracked drop counter: %w", err))
 	} else {
-		ch <- skbDropUntracked.Must(xdpSum(untracked))
+		c.fams.send(ch, skbDropUntracked, xdpSum(untracked))
 	}
 	return errors.Join(errs...)
 }

@@ -24,14 +24,21 @@ func init() {
 		DefaultEnabled: true,
 		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls are unprivileged). Each ioctl takes the RTNL lock.",
 		Flags: func(f *FlagSet) Builder {
-			include := f.Flag("device-include", "Regexp of interfaces to query (anchored; empty: all).").Default("").Regexp()
-			exclude := f.Flag("device-exclude", "Regexp of interfaces to skip (anchored), applied after device-include.").Default("lo").Regexp()
-			metrics := f.Flag("metrics-include", "Regexp (anchored) of the untyped driver stats to expose, matched against stat_<name> for device-wide and queue_stat_<name> for per-queue stats. Curated families are always on.").Default(DefaultEthtoolMetricsInclude).Regexp()
+			devices := f.Devices("lo")
+			metrics := f.Flag("metrics-include", "Regexp (anchored) of the untyped driver stats to expose, matched against stat_<name> for device-wide and queue_stat_<name> for per-queue stats. Curated families are on unless metrics-exclude names them.").Default(DefaultEthtoolMetricsInclude).Regexp()
+			exclude := f.FamiliesExclude("")
+			sum := f.Flag("sum-queues", "Regexp (anchored) of the curated per-queue families to sum into one series per device (queue=\"\"), matched as metrics-exclude is; empty: every queue its own series.").Default(DefaultEthtoolSumQueues).Regexp()
 			return func(logger *slog.Logger) (Collector, error) {
+				fams, err := newFamilyFilter("ethtool", nil, *exclude)
+				if err != nil {
+					return nil, err
+				}
 				return NewEthtoolCollector(EthtoolConfig{
-					DeviceInclude:  *include,
-					DeviceExclude:  *exclude,
+					Devices:        devices(),
+					Families:       fams,
 					MetricsInclude: *metrics,
+					MetricsExclude: *exclude,
+					SumQueues:      *sum,
 				}, logger)
 			}
 		},
@@ -44,23 +51,45 @@ func init() {
 // compression) are curated families and always on.
 const DefaultEthtoolMetricsInclude = "stat_.*"
 
+// DefaultEthtoolSumQueues sums two curated families per device by
+// default:
+//   - page_pool allocations and recycles, eleven series per queue (1,408
+//     on two 64-queue mlx5 ports): the netdev collector reads the same
+//     counters per pool with --collector.netdev.metrics-exclude="", and
+//     what a run reads from them (the share of slow-path allocations,
+//     failed recycles) is a device ratio;
+//   - failed ndo_xdp_xmit frames per TX queue of the redirect target,
+//     which the dashboards sum per device.
+//
+// The page cache, CQE compression, XDP verdict and XDP_TX failure
+// families stay per queue: one queue's cache running empty, or its TX
+// ring full, is the signal.
+const DefaultEthtoolSumQueues = "rx_page_pool_.*|xdp_xmit_failures_total"
+
 // ethtoolParallelism bounds the devices queried at once. Every ethtool
 // ioctl serialises on RTNL, so more workers mostly contend; a few overlap
 // the kernel's work with building metrics.
 const ethtoolParallelism = 4
 
-// EthtoolConfig configures the ethtool collector. Nil regexps mean: all
-// devices, no exclusion, every untyped stat.
+// EthtoolConfig configures the ethtool collector. Nil regexps mean: every
+// untyped stat, no family excluded, no queue summed.
 type EthtoolConfig struct {
-	DeviceInclude  *regexp.Regexp
-	DeviceExclude  *regexp.Regexp
+	Devices        deviceFilter
 	MetricsInclude *regexp.Regexp
+	// Families is the metrics-exclude policy for the curated families;
+	// MetricsExclude applies it to the untyped stats.
+	Families       familyFilter
+	MetricsExclude *regexp.Regexp
+	SumQueues      *regexp.Regexp
 }
 
 type ethtoolCollector struct {
 	src     ethtoolSource
 	filter  deviceFilter
 	metrics *regexp.Regexp
+	exclude *regexp.Regexp
+	fams    familyFilter
+	sum     *regexp.Regexp
 	logger  *slog.Logger
 
 	mu      sync.Mutex
@@ -82,8 +111,11 @@ func NewEthtoolCollector(cfg EthtoolConfig, logger *slog.Logger) (Collector, err
 func newEthtoolCollector(cfg EthtoolConfig, src ethtoolSource, logger *slog.Logger) *ethtoolCollector {
 	return &ethtoolCollector{
 		src:     src,
-		filter:  newDeviceFilter(cfg.DeviceInclude, cfg.DeviceExclude),
+		filter:  cfg.Devices,
 		metrics: anchor(cfg.MetricsInclude),
+		exclude: anchor(cfg.MetricsExclude),
+		fams:    cfg.Families,
+		sum:     anchor(cfg.SumQueues),
 		logger:  logger,
 		devices: map[int]*ethtoolDev{},
 		descs:   map[string]*prometheus.Desc{},
@@ -126,13 +158,15 @@ type ethtoolDev struct {
 	noChannels, noRing, noPrivFlags atomic.Bool
 }
 
-// ethtoolSample maps one stat index to one series.
+// ethtoolSample maps one stat index, plus those summed into it, to one
+// series.
 type ethtoolSample struct {
-	idx   int
-	desc  *prometheus.Desc
-	typ   prometheus.ValueType
-	scale float64
-	pairs []*dto.LabelPair // built once; read-only afterwards
+	idx    int
+	summed []int
+	desc   *prometheus.Desc
+	typ    prometheus.ValueType
+	scale  float64
+	pairs  []*dto.LabelPair // built once; read-only afterwards
 }
 
 // ethtoolMetric is a prometheus.Metric whose label pairs were built when
@@ -241,7 +275,7 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 		}
 		return fmt.Errorf("ETHTOOL_GDRVINFO: %w", err)
 	}
-	ch <- ethtoolDriverInfoFam.Must(1, d.Label, info.Driver, info.Version, info.FirmwareVersion, info.BusInfo)
+	c.fams.send(ch, ethtoolDriverInfoFam, 1, d.Label, info.Driver, info.Version, info.FirmwareVersion, info.BusInfo)
 	st := c.state(d.Index)
 
 	var errs []error
@@ -262,8 +296,8 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 				if v.max == 0 {
 					continue // the driver has no channels of this type
 				}
-				ch <- ethtoolChannels.Must(float64(v.cur), d.Label, v.typ)
-				ch <- ethtoolChannelsMax.Must(float64(v.max), d.Label, v.typ)
+				c.fams.send(ch, ethtoolChannels, float64(v.cur), d.Label, v.typ)
+				c.fams.send(ch, ethtoolChannelsMax, float64(v.max), d.Label, v.typ)
 			}
 		}
 	}
@@ -301,7 +335,11 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 		default:
 			ms := make([]ethtoolMetric, len(e.samples))
 			for i, s := range e.samples {
-				ms[i] = ethtoolMetric{desc: s.desc, typ: s.typ, value: float64(vals[s.idx]) * s.scale, pairs: s.pairs}
+				v := vals[s.idx]
+				for _, j := range s.summed {
+					v += vals[j]
+				}
+				ms[i] = ethtoolMetric{desc: s.desc, typ: s.typ, value: float64(v) * s.scale, pairs: s.pairs}
 				ch <- &ms[i]
 			}
 		}
@@ -311,13 +349,13 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 	if !st.noRing.Load() {
 		ring, err := c.src.Ring(d.Name)
 		if c.optional(err, d.Label, "ETHTOOL_GRINGPARAM", &st.noRing, &errs) {
-			ch <- ethtoolRing.Must(float64(ring.RxPending), d.Label, "rx")
-			ch <- ethtoolRing.Must(float64(ring.TxPending), d.Label, "tx")
-			ch <- ethtoolRingMax.Must(float64(ring.RxMaxPending), d.Label, "rx")
-			ch <- ethtoolRingMax.Must(float64(ring.TxMaxPending), d.Label, "tx")
+			c.fams.send(ch, ethtoolRing, float64(ring.RxPending), d.Label, "rx")
+			c.fams.send(ch, ethtoolRing, float64(ring.TxPending), d.Label, "tx")
+			c.fams.send(ch, ethtoolRingMax, float64(ring.RxMaxPending), d.Label, "rx")
+			c.fams.send(ch, ethtoolRingMax, float64(ring.TxMaxPending), d.Label, "tx")
 		}
 	}
-	if len(e.privBits) > 0 && !st.noPrivFlags.Load() {
+	if len(e.privBits) > 0 && !st.noPrivFlags.Load() && c.fams.keeps(ethtoolPrivFlag) {
 		flags, err := c.src.PrivFlags(d.Name)
 		if c.optional(err, d.Label, "ETHTOOL_GPFLAGS", &st.noPrivFlags, &errs) {
 			ms := make([]ethtoolMetric, len(e.privBits))
@@ -417,6 +455,7 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 		typ    prometheus.ValueType
 		scale  float64
 		labels []string
+		sum    bool // the stats of every queue add up to this series
 	}
 	type parsed struct {
 		base, queue string
@@ -447,11 +486,24 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 		p := ps[i]
 		var t target
 		if cs, ok := perQueueCurated[p.base]; ok && (p.perQueue || !hasPerQueue[p.base]) {
-			t = target{cs.fam.Desc(), valueType(cs.fam), cs.scale, labelsFor(dev, p.queue, cs.extra, true)}
+			if !c.fams.keeps(cs.fam) {
+				continue
+			}
+			queue, sum := p.queue, p.perQueue && c.sum != nil && c.sum.MatchString(cs.fam.ShortName())
+			if sum {
+				queue = ""
+			}
+			t = target{cs.fam.Desc(), valueType(cs.fam), cs.scale, labelsFor(dev, queue, cs.extra, true), sum}
 		} else if cs, ok := deviceCurated[n]; ok {
-			t = target{cs.fam.Desc(), valueType(cs.fam), cs.scale, labelsFor(dev, "", cs.extra, false)}
+			if !c.fams.keeps(cs.fam) {
+				continue
+			}
+			t = target{cs.fam.Desc(), valueType(cs.fam), cs.scale, labelsFor(dev, "", cs.extra, false), false}
 		} else if size, ok := phyRxSize(n); ok {
-			t = target{ethtoolPhyRxSize.Desc(), prometheus.CounterValue, 1, []string{dev, size}}
+			if !c.fams.keeps(ethtoolPhyRxSize) {
+				continue
+			}
+			t = target{ethtoolPhyRxSize.Desc(), prometheus.CounterValue, 1, []string{dev, size}, false}
 		} else {
 			name := sanitizeStat(p.base)
 			if name == "" {
@@ -464,10 +516,10 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 				suffix = "queue_" + suffix
 				labels = append(labels, p.queue)
 			}
-			if c.metrics != nil && !c.metrics.MatchString(suffix) {
+			if c.metrics != nil && !c.metrics.MatchString(suffix) || c.exclude != nil && c.exclude.MatchString(suffix) {
 				continue
 			}
-			t = target{c.untypedDesc(suffix, p.perQueue), prometheus.UntypedValue, 1, labels}
+			t = target{c.untypedDesc(suffix, p.perQueue), prometheus.UntypedValue, 1, labels, false}
 		}
 		key := t.desc.String() + "\xff" + strings.Join(t.labels, "\xff")
 		if s, dup := series[key]; dup {
@@ -480,6 +532,13 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 	out := make([]ethtoolSample, 0, len(order))
 	for _, k := range order {
 		s := series[k]
+		if s.t.sum {
+			out = append(out, ethtoolSample{
+				idx: s.indexes[0], summed: s.indexes[1:], desc: s.t.desc, typ: s.t.typ, scale: s.t.scale,
+				pairs: prometheus.MakeLabelPairs(s.t.desc, s.t.labels),
+			})
+			continue
+		}
 		keep := s.indexes[0]
 		for _, i := range s.indexes[1:] {
 			if names[i] < names[keep] {

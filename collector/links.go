@@ -94,8 +94,12 @@ type linkSnapshot struct {
 	err   error
 }
 
-// withLinkSnapshot gives the scrape's collectors one shared dump.
+// withLinkSnapshot gives the scrape's collectors one shared dump; a
+// context that already carries one keeps it.
 func withLinkSnapshot(ctx context.Context) context.Context {
+	if _, ok := ctx.Value(linksKey{}).(*linkSnapshot); ok {
+		return ctx
+	}
 	return context.WithValue(ctx, linksKey{}, &linkSnapshot{})
 }
 

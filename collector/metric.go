@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -115,6 +116,79 @@ func validLabel(s string) string {
 	return b.String()
 }
 
+// ShortName is the name --collector.NAME.metrics-include and
+// -exclude match: the family's name without the namespace and, where it
+// starts with one, its collector's prefix (xdp_netdev_page_pool_inflight_pages
+// is page_pool_inflight_pages, xdp_softnet_dropped_total of the cpu
+// collector stays softnet_dropped_total), as node_exporter's ethtool
+// collector matches names without node_ethtool_.
+func (f *Family) ShortName() string {
+	s := strings.TrimPrefix(f.Name, Namespace+"_")
+	return strings.TrimPrefix(s, f.Collector+"_")
+}
+
+// familyFilter is the family policy of --collector.NAME.metrics-include
+// and -exclude, decided once per family when the collector is built: a
+// scrape asks a map, not a regexp, and builds no sample of a family it
+// drops. The zero value keeps every family.
+type familyFilter struct{ off map[*Family]bool }
+
+// newFamilyFilter selects the families of collector whose ShortName the
+// anchored include matches (nil: all) and exclude does not. A non-empty
+// regexp that matches none of the collector's families is an error: it is
+// a typo that would otherwise filter nothing, or everything, in silence
+// (unless the collector builds family names at run time).
+func newFamilyFilter(collector string, include, exclude *regexp.Regexp) (familyFilter, error) {
+	in, out := anchor(include), anchor(exclude)
+	var names []string
+	inHit, outHit, patterns := false, false, false
+	f := familyFilter{off: map[*Family]bool{}}
+	for _, fam := range Catalogue() {
+		if fam.Collector != collector {
+			continue
+		}
+		if fam.desc == nil {
+			patterns = true
+			continue
+		}
+		short := fam.ShortName()
+		names = append(names, short)
+		kept := in == nil || in.MatchString(short)
+		dropped := out != nil && out.MatchString(short)
+		inHit, outHit = inHit || kept, outHit || dropped
+		if !kept || dropped {
+			f.off[fam] = true
+		}
+	}
+	if patterns {
+		// Names built at run time (ethtool's untyped stats) may match
+		// what no declared family does.
+		return f, nil
+	}
+	for _, c := range []struct {
+		flag string
+		re   *regexp.Regexp
+		hit  bool
+	}{{"metrics-include", in, inHit}, {"metrics-exclude", out, outHit}} {
+		if c.re != nil && !c.hit {
+			return familyFilter{}, fmt.Errorf("--collector.%s.%s matches none of the collector's families (%s)",
+				collector, c.flag, strings.Join(names, ", "))
+		}
+	}
+	return f, nil
+}
+
+// keeps reports whether fam's samples are built.
+func (f familyFilter) keeps(fam *Family) bool { return !f.off[fam] }
+
+// send builds and sends one sample of fam unless the filter drops the
+// family.
+func (f familyFilter) send(ch chan<- prometheus.Metric, fam *Family, value float64, labelValues ...string) {
+	if !f.off[fam] {
+		ch <- fam.Must(value, labelValues...)
+	}
+}
+
 // Catalogue returns every declared family sorted by name.
 func Catalogue() []*Family {
 	out := append([]*Family(nil), catalogue...)
@@ -147,10 +221,12 @@ device has one label value in every family of that scrape.
   the xdp and napi collectors see, is ` + "`netns:INODE/NAME`" + ` where the program
   recorded the name (napi) and ` + "`netns:INODE/ifindex:N`" + ` where it does not
   (xdp); INODE is the namespace's inode as ` + "`lsns -t net`" + ` shows it.
-- ` + "`--collector.ethtool.device-include/-exclude`" + ` and
-  ` + "`--collector.netdev.device-include/-exclude`" + ` are regexps matched against
-  the whole device label (` + "`eth0`" + ` does not select ` + "`veth0`" + `): include first
-  (empty: every device), then exclude.
+- ` + "`--collector.NAME.device-include/-exclude`" + ` (every collector with a
+  device label) are regexps matched against the whole device label
+  (` + "`eth0`" + ` does not select ` + "`veth0`" + `): include first (empty: every device),
+  then exclude.
+- The series column says how many series a family sends per scrape, and
+  what the default flags change (docs/cardinality.md).
 - The xdp and napi collectors delete the kernel map entries of devices,
   programs and cpumaps that are gone (the device is absent from the
   dump after a scrape that saw its entry, the id no longer opens), so
@@ -191,11 +267,15 @@ func MetricsMarkdown() string {
 				b.WriteString("Requires: " + r.Requires + "\n\n")
 			}
 		}
-		b.WriteString("| name | type | labels | meaning |\n|---|---|---|---|\n")
+		b.WriteString("| name | type | labels | series | meaning |\n|---|---|---|---|---|\n")
 		for _, f := range byCollector[c] {
 			labels := strings.Join(f.Labels, ", ")
 			help := strings.ReplaceAll(f.Help, "|", "\\|")
-			b.WriteString("| `" + f.Name + "` | " + string(f.Type) + " | " + labels + " | " + help + " |\n")
+			series := seriesFormula(f)
+			if d := defaultShape(f); d != "" {
+				series += "; " + d
+			}
+			b.WriteString("| `" + f.Name + "` | " + string(f.Type) + " | " + labels + " | " + series + " | " + help + " |\n")
 		}
 	}
 	return b.String()

@@ -86,8 +86,14 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			softirq := f.Flag("softirq", "Attach irq:softirq_entry/exit/raise for per-CPU, per-vector softirq counts, raises and time. Off by default: they run several times per NAPI poll, and the cpu collector exports softirq time and counts from procfs.").Default("false").Bool()
 			vectors := f.Flag("softirq-vectors", "Comma-separated softirq vectors to export (names as in /proc/softirqs), or 'all'.").Default("all").String()
+			devices := f.Devices("")
+			families := f.Families("")
 			return func(logger *slog.Logger) (Collector, error) {
-				cfg := NapiConfig{Softirq: *softirq}
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				cfg := NapiConfig{Softirq: *softirq, Devices: devices(), Families: fams}
 				if *vectors != "all" {
 					cfg.SoftirqVectors = strings.Split(*vectors, ",")
 				}
@@ -108,11 +114,18 @@ type NapiConfig struct {
 	// ForeignIdle is how long a device of another network namespace may
 	// poll nothing before its slot is freed (reap.go); foreignIdle when 0.
 	ForeignIdle time.Duration
+	// Devices selects the devices whose polls are reported (all are
+	// counted in the kernel either way).
+	Devices deviceFilter
+	// Families drops the families it does not keep.
+	Families familyFilter
 }
 
 // NapiCollector owns the napi programs, their links and maps.
 type NapiCollector struct {
 	*tracepointSet
+	devices deviceFilter
+	fams    familyFilter
 	vectors [len(softirqVectors)]bool
 	netns   uint64 // the exporter's own network namespace inode
 	reaper  *reaper[slotKey]
@@ -130,7 +143,7 @@ func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (*NapiCollector, erro
 // newNapiCollector attaches the programs of spec that cfg asks for (see
 // tracepointSet); only when none attaches does it fail.
 func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (*NapiCollector, error) {
-	c := &NapiCollector{reaper: newReaper[slotKey](cfg.ForeignIdle)}
+	c := &NapiCollector{reaper: newReaper[slotKey](cfg.ForeignIdle), devices: cfg.Devices, fams: cfg.Families}
 	if len(cfg.SoftirqVectors) == 0 {
 		for i := range c.vectors {
 			c.vectors[i] = true
@@ -174,7 +187,7 @@ func vectorIndex(name string) int {
 // reason was logged at startup) after emitting everything the attached
 // programs feed.
 func (c *NapiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	c.emitAttached(ch, napiTracepointAttached)
+	c.emitAttached(ch, c.fams, napiTracepointAttached)
 	var errs []error
 	for _, p := range c.progs {
 		st, err := p.prog.Stats()
@@ -182,7 +195,7 @@ func (c *NapiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 			errs = append(errs, fmt.Errorf("reading the stats of the %s program: %w", p.tracepoint, err))
 			continue
 		}
-		ch <- napiRecursionMisses.Must(float64(st.RecursionMisses), p.tracepoint)
+		c.fams.send(ch, napiRecursionMisses, float64(st.RecursionMisses), p.tracepoint)
 	}
 	if c.attached["napi:napi_poll"] {
 		errs = append(errs, c.updatePolls(ctx, ch))
@@ -233,6 +246,9 @@ func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Me
 			}
 			s.device = foreignLabel(e.key.k0, deviceLabel(recordedName(n.Dev)))
 		}
+		if !c.devices.selects(s.device) {
+			continue
+		}
 		if ctx := int(e.key.k1 & 3); ctx < len(napiContexts) {
 			s.context = napiContexts[ctx]
 		}
@@ -247,15 +263,17 @@ func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Me
 				s.overBudget += v.OverBudget
 			}
 		}
-		ch <- s.histogram()
-		ch <- napiBudgetExhausted.Must(float64(s.exhausted), s.device, s.context)
-		ch <- napiOverBudget.Must(float64(s.overBudget), s.device, s.context)
+		if c.fams.keeps(napiPollWork) {
+			ch <- s.histogram()
+		}
+		c.fams.send(ch, napiBudgetExhausted, float64(s.exhausted), s.device, s.context)
+		c.fams.send(ch, napiOverBudget, float64(s.overBudget), s.device, s.context)
 	}
 	var dropped []uint64
 	if err := c.maps[bpf.NapiMapNapiDropped].Lookup(uint32(0), &dropped); err != nil {
 		return fmt.Errorf("reading the untracked poll count: %w", err)
 	}
-	ch <- napiUntracked.Must(float64(napiSum(dropped)))
+	c.fams.send(ch, napiUntracked, float64(napiSum(dropped)))
 	return nil
 }
 
@@ -312,13 +330,13 @@ func (c *NapiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 			}
 			v := perVec[vec][cpu]
 			if c.attached["irq:softirq_entry"] {
-				ch <- softirqEntries.Must(float64(v.Entries), cpuLabel, name)
+				c.fams.send(ch, softirqEntries, float64(v.Entries), cpuLabel, name)
 			}
 			if c.attached["irq:softirq_raise"] {
-				ch <- softirqRaises.Must(float64(v.Raises), cpuLabel, name)
+				c.fams.send(ch, softirqRaises, float64(v.Raises), cpuLabel, name)
 			}
 			if seconds {
-				ch <- softirqSeconds.Must(float64(v.Ns)/1e9, cpuLabel, name)
+				c.fams.send(ch, softirqSeconds, float64(v.Ns)/1e9, cpuLabel, name)
 			}
 		}
 	}

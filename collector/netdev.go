@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,22 +27,48 @@ func init() {
 			"6.8+ for queue-get/napi-get, 6.9+ for qstats-get, CONFIG_PAGE_POOL_STATS for page-pool-stats-get; " +
 			"qstats need a driver with netdev_stat_ops (virtio_net, mlx5, bnxt, ice/idpf, gve, ...). No privileges needed.",
 		Flags: func(f *FlagSet) Builder {
-			include := f.Flag("device-include", "Regexp of devices to report (anchored; empty: all).").Default("").Regexp()
-			exclude := f.Flag("device-exclude", "Regexp of devices not to report (anchored), applied after device-include.").Default("").Regexp()
+			devices := f.Devices("")
+			families := f.Families(DefaultNetdevMetricsExclude)
 			perQueue := f.Flag("per-queue-stats", "Report qstats per queue (the widest families: stats x queues x devices).").Default("true").Bool()
 			return func(logger *slog.Logger) (Collector, error) {
-				return NewNetdevCollector(NetdevConfig{DeviceInclude: *include, DeviceExclude: *exclude, PerQueueStats: *perQueue}, logger)
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				return NewNetdevCollector(NetdevConfig{Devices: devices(), Families: fams, PerQueueStats: *perQueue}, logger)
 			}
 		},
 	})
 }
 
+// DefaultNetdevMetricsExclude leaves out, by default, what another family
+// already says, what is a setting rather than a signal, and per-queue
+// detail of what the device totals (xdp_netdev_qstats_*) carry:
+//   - the per-queue checksum, HW-GRO, HW-GSO, rate-limit and error
+//     counters: up to ten per RX queue and eight per TX queue (mlx5 on
+//     Linux 6.18 reports ten and five), while the packets, bytes,
+//     allocation failures, drops and queue stops stay per queue;
+//   - the page pool statistics per pool (page-pool-stats-get): eleven per
+//     RX queue, and the ethtool collector's xdp_ethtool_rx_page_pool_*
+//     families read the same counters (page_pool_get_stats) where the
+//     driver reports them;
+//   - page_pool_inflight_bytes, page_pool_inflight_pages times the
+//     pool's page size;
+//   - napi_info, whose NAPI id and IRQ xdp_netdev_queue_info has for
+//     every queue a driver links to its NAPI, and the per-NAPI settings
+//     defer-hard-irqs and gro-flush-timeout, set per device (sysfs) or
+//     by busy-polling applications.
+//
+// --collector.netdev.metrics-exclude="" brings them all back.
+const DefaultNetdevMetricsExclude = "queue_(rx_csum_.*|rx_hw_gro_.*|rx_hw_drop_ratelimits|tx_hw_drop_errors|tx_csum_none|tx_needs_csum|tx_hw_gso_.*|tx_hw_drop_ratelimits)_total|" +
+	"page_pool_(alloc|recycle)_.*|page_pool_inflight_bytes|napi_info|napi_defer_hard_irqs|napi_gro_flush_timeout_seconds"
+
 // NetdevConfig configures the netdev collector.
 type NetdevConfig struct {
-	// DeviceInclude, when set, limits every family to matching device
-	// labels; DeviceExclude then removes matching ones (deviceFilter).
-	DeviceInclude *regexp.Regexp
-	DeviceExclude *regexp.Regexp
+	// Devices limits every family to the devices it selects.
+	Devices deviceFilter
+	// Families drops the families it does not keep.
+	Families familyFilter
 	// PerQueueStats adds the xdp_netdev_queue_* qstats families.
 	PerQueueStats bool
 	// ProcIRQ is the directory holding N/smp_affinity_list; /proc/irq when empty.
@@ -82,6 +108,7 @@ func (s *genlSource) Close() error { return nil }
 type NetdevCollector struct {
 	cfg    NetdevConfig
 	filter deviceFilter
+	fams   familyFilter
 	logger *slog.Logger
 	src    netdevSource
 	// links is scrapeLinks; tests replace it with a fixed table.
@@ -115,7 +142,7 @@ func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource,
 	if cfg.ProcIRQ == "" {
 		cfg.ProcIRQ = "/proc/irq"
 	}
-	return &NetdevCollector{cfg: cfg, filter: newDeviceFilter(cfg.DeviceInclude, cfg.DeviceExclude),
+	return &NetdevCollector{cfg: cfg, filter: cfg.Devices, fams: cfg.Families,
 		logger: logger, src: src, links: links, unsupported: map[uint8]bool{}}
 }
 
@@ -202,15 +229,15 @@ func (c *NetdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) 
 		if !ok {
 			continue
 		}
-		emitFlags(ch, netdevXDPFeature, d.xdpFeatures, netdevXDPActNames[:], dev)
+		c.emitFlags(ch, netdevXDPFeature, d.xdpFeatures, netdevXDPActNames[:], dev)
 		if d.hasRxMetadataSet {
-			emitFlags(ch, netdevXDPRxMetadataFeature, d.xdpRxMetadata, netdevXDPRxMetadataNames[:], dev)
+			c.emitFlags(ch, netdevXDPRxMetadataFeature, d.xdpRxMetadata, netdevXDPRxMetadataNames[:], dev)
 		}
 		if d.hasXSKFeatures {
-			emitFlags(ch, netdevXSKFeature, d.xskFeatures, netdevXSKFlagNames[:], dev)
+			c.emitFlags(ch, netdevXSKFeature, d.xskFeatures, netdevXSKFlagNames[:], dev)
 		}
 		if d.hasZCMaxSegs {
-			ch <- netdevXDPZCMaxSegs.Must(float64(d.xdpZCMaxSegs), dev)
+			c.fams.send(ch, netdevXDPZCMaxSegs, float64(d.xdpZCMaxSegs), dev)
 		}
 	}
 	return err
@@ -218,13 +245,13 @@ func (c *NetdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) 
 
 // emitFlags sends one 0/1 sample per known flag, and one per unknown set
 // bit (named by its value) so that flags of newer kernels are not lost.
-func emitFlags(ch chan<- prometheus.Metric, fam *Family, bits uint64, names []string, dev string) {
+func (c *NetdevCollector) emitFlags(ch chan<- prometheus.Metric, fam *Family, bits uint64, names []string, dev string) {
 	for i, name := range names {
-		ch <- fam.Must(float64(bits>>i&1), dev, name)
+		c.fams.send(ch, fam, float64(bits>>i&1), dev, name)
 	}
 	for i := len(names); i < 64; i++ {
 		if bits>>i&1 == 1 {
-			ch <- fam.Must(1, dev, "0x"+strconv.FormatUint(1<<i, 16))
+			c.fams.send(ch, fam, 1, dev, "0x"+strconv.FormatUint(1<<i, 16))
 		}
 	}
 }
@@ -261,7 +288,7 @@ func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links
 		if !s.perQueue {
 			for j, present := range s.present {
 				if present {
-					ch <- netdevQstatsDevice[j].Must(float64(s.values[j]), dev)
+					c.fams.send(ch, netdevQstatsDevice[j], float64(s.values[j]), dev)
 				}
 			}
 			continue
@@ -269,7 +296,7 @@ func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links
 		queue, typ := strconv.FormatUint(uint64(s.queueID), 10), queueTypeName(s.queueType)
 		for j, present := range s.present {
 			if present {
-				ch <- netdevQstatsQueue[j].Must(float64(s.values[j]), dev, queue, typ)
+				c.fams.send(ch, netdevQstatsQueue[j], float64(s.values[j]), dev, queue, typ)
 			}
 		}
 	}
@@ -302,12 +329,12 @@ func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 		if n.pid != 0 {
 			pid = strconv.FormatUint(uint64(n.pid), 10)
 		}
-		ch <- netdevNapiInfo.Must(1, dev, id, irq, pid)
+		c.fams.send(ch, netdevNapiInfo, 1, dev, id, irq, pid)
 		if n.hasDeferHardIRQs {
-			ch <- netdevNapiDeferHardIRQs.Must(float64(n.deferHardIRQs), dev, id)
+			c.fams.send(ch, netdevNapiDeferHardIRQs, float64(n.deferHardIRQs), dev, id)
 		}
 		if n.hasGROFlushTimeout {
-			ch <- netdevNapiGROFlushTimeout.Must(float64(n.groFlushTimeoutNs)/1e9, dev, id)
+			c.fams.send(ch, netdevNapiGROFlushTimeout, float64(n.groFlushTimeoutNs)/1e9, dev, id)
 		}
 	}
 
@@ -341,7 +368,7 @@ func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 			}
 			cpus, effective = a[0], a[1]
 		}
-		ch <- netdevQueueInfo.Must(1, dev, strconv.FormatUint(uint64(q.id), 10), queueTypeName(q.queueType),
+		c.fams.send(ch, netdevQueueInfo, 1, dev, strconv.FormatUint(uint64(q.id), 10), queueTypeName(q.queueType),
 			napiID, irq, cpus, effective)
 	}
 	return errors.Join(errs...)
@@ -384,15 +411,18 @@ func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 			napiID = strconv.FormatUint(p.napiID, 10)
 		}
 		napiOf[p.id] = napiID
-		ch <- netdevPagePoolInflight.Must(float64(p.inflight), dev, id, napiID)
-		ch <- netdevPagePoolInflightMem.Must(float64(p.inflightMem), dev, id, napiID)
+		c.fams.send(ch, netdevPagePoolInflight, float64(p.inflight), dev, id, napiID)
+		c.fams.send(ch, netdevPagePoolInflightMem, float64(p.inflightMem), dev, id, napiID)
 		detached := 0.0
 		if p.detached {
 			detached = 1
 		}
-		ch <- netdevPagePoolDetached.Must(detached, dev, id, napiID)
+		c.fams.send(ch, netdevPagePoolDetached, detached, dev, id, napiID)
 	}
 
+	if !slices.ContainsFunc(netdevPagePoolStats[:], c.fams.keeps) {
+		return errors.Join(errs...) // no family wants the dump
+	}
 	statMsgs, ok, err := c.dump(netdevCmdPagePoolStatsGet, nil)
 	if err != nil {
 		errs = append(errs, err)
@@ -413,7 +443,7 @@ func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 		id := strconv.FormatUint(s.id, 10)
 		for j, present := range s.present {
 			if present {
-				ch <- netdevPagePoolStats[j].Must(float64(s.values[j]), dev, id, napiOf[s.id])
+				c.fams.send(ch, netdevPagePoolStats[j], float64(s.values[j]), dev, id, napiOf[s.id])
 			}
 		}
 	}

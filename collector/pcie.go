@@ -21,8 +21,14 @@ func init() {
 		DefaultEnabled: true,
 		Requires:       "sysfs with PCI devices (/sys/bus/pci); link files need PCI Express, AER counters Linux 5.7+ and a device with AER; queue IRQs from netdev netlink (Linux 6.9+) or the drivers' IRQ names. No capability.",
 		Flags: func(f *FlagSet) Builder {
+			devices := f.Devices("")
+			families := f.Families("")
 			return func(logger *slog.Logger) (Collector, error) {
-				return newPCIeCollector(PCIeConfig{}, logger)
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				return newPCIeCollector(PCIeConfig{Devices: devices(), Families: fams}, logger)
 			}
 		},
 	})
@@ -68,10 +74,15 @@ type PCIeConfig struct {
 	// ProcIRQ is the directory holding N/effective_affinity_list; /proc/irq
 	// when empty.
 	ProcIRQ string
+	// Devices selects the network devices whose PCI functions are read.
+	Devices deviceFilter
+	// Families drops the families it does not keep.
+	Families familyFilter
 }
 
 type pcieCollector struct {
 	cfg    PCIeConfig
+	fams   familyFilter
 	logger *slog.Logger
 	links  func(context.Context) (*Links, error)
 	// netdev is the netdev generic netlink family, for queue -> NAPI ->
@@ -89,7 +100,7 @@ func newPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	if _, err := os.Stat(filepath.Join(cfg.SysFS, "bus", "pci")); err != nil {
 		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
 	}
-	c := &pcieCollector{cfg: cfg, logger: logger, links: scrapeLinks}
+	c := &pcieCollector{cfg: cfg, fams: cfg.Families, logger: logger, links: scrapeLinks}
 	conn, err := genetlink.Dial(nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
@@ -119,6 +130,9 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	for _, l := range links.All() {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
+		}
+		if !c.cfg.Devices.selects(l.Label) {
+			continue
 		}
 		nic, err := readPCIeNIC(c.cfg.SysFS, l.Name)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -155,26 +169,26 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 
 func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, nodes nodeCPUs, irqs map[netdevQueueKey]uint32) {
 	dev := l.Label
-	ch <- pcieDeviceInfo.Must(1, dev, nic.address, strconv.Itoa(nic.numaNode))
+	c.fams.send(ch, pcieDeviceInfo, 1, dev, nic.address, strconv.Itoa(nic.numaNode))
 	for hop, h := range nic.hops {
 		hopLabel := strconv.Itoa(hop)
 		if h.speed > 0 {
-			ch <- pcieLinkSpeed.Must(h.speed*1e9, dev, hopLabel, h.address)
+			c.fams.send(ch, pcieLinkSpeed, h.speed*1e9, dev, hopLabel, h.address)
 		}
 		if h.maxSpeed > 0 {
-			ch <- pcieLinkMaxSpeed.Must(h.maxSpeed*1e9, dev, hopLabel, h.address)
+			c.fams.send(ch, pcieLinkMaxSpeed, h.maxSpeed*1e9, dev, hopLabel, h.address)
 		}
 		if h.width > 0 {
-			ch <- pcieLinkWidth.Must(float64(h.width), dev, hopLabel, h.address)
+			c.fams.send(ch, pcieLinkWidth, float64(h.width), dev, hopLabel, h.address)
 		}
 		if h.maxWidth > 0 {
-			ch <- pcieLinkMaxWidth.Must(float64(h.maxWidth), dev, hopLabel, h.address)
+			c.fams.send(ch, pcieLinkMaxWidth, float64(h.maxWidth), dev, hopLabel, h.address)
 		}
 		if bw := linkBandwidth(h.speed, h.width); bw > 0 {
-			ch <- pcieLinkBandwidth.Must(bw, dev, hopLabel, h.address)
+			c.fams.send(ch, pcieLinkBandwidth, bw, dev, hopLabel, h.address)
 		}
 		for _, e := range h.aer {
-			ch <- pcieAERErrors.Must(float64(e.count), dev, hopLabel, h.address, e.typ, e.name)
+			c.fams.send(ch, pcieAERErrors, float64(e.count), dev, hopLabel, h.address, e.typ, e.name)
 		}
 	}
 	for hop := 0; hop < len(nic.hops); hop += 2 {
@@ -183,7 +197,7 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, 
 			if degraded {
 				v = 1
 			}
-			ch <- pcieLinkDegraded.Must(v, dev, strconv.Itoa(hop), nic.hops[hop].address)
+			c.fams.send(ch, pcieLinkDegraded, v, dev, strconv.Itoa(hop), nic.hops[hop].address)
 		}
 	}
 	if nic.numaNode < 0 || len(nodes.node) == 0 {
@@ -195,7 +209,7 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, 
 			if node != nic.numaNode {
 				remote = 1
 			}
-			ch <- pcieCPURemote.Must(remote, dev, strconv.Itoa(cpu))
+			c.fams.send(ch, pcieCPURemote, remote, dev, strconv.Itoa(cpu))
 		}
 	}
 	for _, q := range c.rxQueues(l, nic, irqs) {
@@ -213,7 +227,7 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, 
 				remote++
 			}
 		}
-		ch <- pcieRxQueueRemote.Must(float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.queue),
+		c.fams.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.queue),
 			strconv.FormatUint(uint64(q.irq), 10), formatCPUList(cpus))
 	}
 }

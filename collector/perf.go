@@ -70,8 +70,13 @@ func init() {
 			cpus := f.Flag("cpus", `CPUs to count on, in the kernel's cpulist format ("0-3,8"); default: every online CPU.`).Default("").String()
 			hw := f.Flag("hardware", "Open the hardware counter groups (cycles/instructions, cache-references/misses, LLC loads/misses).").Default("true").Bool()
 			sw := f.Flag("software", "Open the software event group (cpu-clock, task-clock, context-switches, cpu-migrations, page-faults).").Default("true").Bool()
+			families := f.Families("")
 			return func(logger *slog.Logger) (Collector, error) {
-				cfg := PerfConfig{Hardware: *hw, Software: *sw}
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				cfg := PerfConfig{Hardware: *hw, Software: *sw, Families: fams}
 				if *cpus != "" {
 					list, err := parseCPUList(*cpus)
 					if err != nil {
@@ -91,6 +96,8 @@ type PerfConfig struct {
 	CPUs []int
 	// Hardware opens the hardware groups, Software the software group.
 	Hardware, Software bool
+	// Families drops the families it does not keep.
+	Families familyFilter
 }
 
 type perfEventSpec struct {
@@ -150,6 +157,7 @@ type perfGroup struct {
 
 // PerfCollector holds one event group per (group, CPU).
 type PerfCollector struct {
+	fams      familyFilter
 	mu        sync.Mutex // Update may run concurrently; reads share buf and scaler
 	groups    []*perfGroup
 	available map[string]bool // perf event name -> opened on every CPU
@@ -170,7 +178,7 @@ func NewPerfCollector(cfg PerfConfig, logger *slog.Logger) (*PerfCollector, erro
 			return nil, fmt.Errorf("perf: /sys/devices/system/cpu/online: %w", err)
 		}
 	}
-	c := &PerfCollector{available: map[string]bool{}, logger: logger}
+	c := &PerfCollector{available: map[string]bool{}, fams: cfg.Families, logger: logger}
 	var errs []error
 	hwMissing := 0
 	hwRequested := 0
@@ -343,17 +351,17 @@ func (c *PerfCollector) Update(_ context.Context, ch chan<- prometheus.Metric) e
 			continue
 		}
 		for i, e := range g.spec.events {
-			ch <- e.fam.Must(scaled[i]*e.scale, g.cpu)
+			c.fams.send(ch, e.fam, scaled[i]*e.scale, g.cpu)
 		}
-		ch <- perfGroupEnabled.Must(float64(r.Enabled)*1e-9, g.cpu, g.spec.name)
-		ch <- perfGroupRunning.Must(float64(r.Running)*1e-9, g.cpu, g.spec.name)
+		c.fams.send(ch, perfGroupEnabled, float64(r.Enabled)*1e-9, g.cpu, g.spec.name)
+		c.fams.send(ch, perfGroupRunning, float64(r.Running)*1e-9, g.cpu, g.spec.name)
 	}
 	for name, ok := range c.available {
 		v := 0.0
 		if ok {
 			v = 1
 		}
-		ch <- perfEventAvailable.Must(v, name)
+		c.fams.send(ch, perfEventAvailable, v, name)
 	}
 	return errors.Join(errs...)
 }

@@ -71,10 +71,15 @@ func init() {
 			checkIfindex := f.Flag("check-ifindex", "Count packets whose ctx->ingress_ifindex is not the device as issues "+
 				`(reason="ifindex_mismatch"), for parity with xdp_rxq_info; costs 0.5-2 ns per packet, and cannot fire `+
 				"when the program is attached to one device as here.").Bool()
+			families := f.Families("")
 			return func(logger *slog.Logger) (Collector, error) {
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
 				return NewRxqCollector(RxqConfig{
 					Devices: *devices, Action: *action, RedirectDevice: *redirect,
-					Read: *read, Mode: *mode, Force: *force, CheckIfindex: *checkIfindex,
+					Read: *read, Mode: *mode, Force: *force, CheckIfindex: *checkIfindex, Families: fams,
 				}, logger)
 			}
 		},
@@ -94,6 +99,8 @@ type RxqConfig struct {
 	// Queues sizes the per-queue counters; 0 means the device's RX queue
 	// count. Packets from higher queues are counted as issues.
 	Queues int
+	// Families drops the families it does not keep.
+	Families familyFilter
 }
 
 type rxqDevice struct {
@@ -291,7 +298,7 @@ func (c *rxqCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 }
 
 func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) error {
-	ch <- rxqInfo.Must(1, d.name, c.cfg.Action, c.cfg.Mode, strconv.FormatBool(c.cfg.Read), strconv.FormatUint(uint64(d.progID), 10))
+	c.cfg.Families.send(ch, rxqInfo, 1, d.name, c.cfg.Action, c.cfg.Mode, strconv.FormatBool(c.cfg.Read), strconv.FormatUint(uint64(d.progID), 10))
 	counts := d.objs.Read()
 	for q, perCPU := range counts.Queue {
 		queue := strconv.Itoa(q)
@@ -301,8 +308,8 @@ func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) e
 			if r.Packets == 0 {
 				continue
 			}
-			ch <- rxqPackets.Must(float64(r.Packets), d.name, queue, strconv.Itoa(cpu))
-			ch <- rxqBytes.Must(float64(r.Bytes), d.name, queue, strconv.Itoa(cpu))
+			c.cfg.Families.send(ch, rxqPackets, float64(r.Packets), d.name, queue, strconv.Itoa(cpu))
+			c.cfg.Families.send(ch, rxqBytes, float64(r.Bytes), d.name, queue, strconv.Itoa(cpu))
 		}
 	}
 	issues := func(reason string, perCPU []bpf.RxqRxqRec) {
@@ -310,7 +317,7 @@ func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) e
 		for _, r := range perCPU {
 			sum += r.Packets
 		}
-		ch <- rxqIssues.Must(float64(sum), d.name, reason)
+		c.cfg.Families.send(ch, rxqIssues, float64(sum), d.name, reason)
 	}
 	issues("queue_out_of_range", counts.QueueOutOfRange)
 	if c.cfg.CheckIfindex {

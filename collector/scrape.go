@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 var (
@@ -17,6 +19,8 @@ var (
 		"Time a collector took during this scrape.", Gauge, "collector")
 	scrapeSuccess = newFamily("", "scrape_collector_success",
 		"1 if the collector's last scrape had no failure, 0 if it failed, timed out or could not start (a missing capability, a refused program). What this host does not support is not a failure: see xdp_scrape_collector_unsupported.", Gauge, "collector")
+	scrapeSeries = newFamily("", "scrape_collector_series",
+		"Series the collector sent in this scrape, a histogram counting one per bucket (with +Inf) plus _sum and _count: what the collector costs the Prometheus that stores it. Steer it with --collector.NAME.metrics-include/-exclude and device-include/-exclude.", Gauge, "collector")
 	scrapeUnsupported = newFamily("", "scrape_collector_unsupported",
 		"1 if the collector, or part of it, cannot run because this host's kernel lacks the feature it reads (logged once at INFO at start-up), 0 otherwise.", Gauge, "collector")
 )
@@ -128,6 +132,7 @@ type scrape struct {
 func (scrape) Describe(ch chan<- *prometheus.Desc) {
 	ch <- scrapeDuration.Desc()
 	ch <- scrapeSuccess.Desc()
+	ch <- scrapeSeries.Desc()
 	ch <- scrapeUnsupported.Desc()
 }
 
@@ -164,11 +169,16 @@ func (sc scrape) Collect(ch chan<- prometheus.Metric) {
 // deadline passes, then the collector's status. Nothing is sent after it
 // returns, so a collector that outlives the scrape never writes into it.
 func (sc scrape) forward(ch chan<- prometheus.Metric, name string, c *call) {
-	for sent := 0; ; {
-		batch, wake := c.next(sent)
+	series := 0
+	send := func(batch []prometheus.Metric) {
 		for _, m := range batch {
+			series += seriesOf(m)
 			ch <- m
 		}
+	}
+	for sent := 0; ; {
+		batch, wake := c.next(sent)
+		send(batch)
 		sent += len(batch)
 		if wake == nil {
 			continue
@@ -185,16 +195,43 @@ func (sc scrape) forward(ch chan<- prometheus.Metric, name string, c *call) {
 		select {
 		case <-c.done:
 			batch, _ := c.next(sent)
-			for _, m := range batch {
-				ch <- m
-			}
-			sc.report(ch, name, c.res)
+			send(batch)
+			sc.report(ch, name, c.res, series)
 		default:
 			sc.report(ch, name, result{err: fmt.Errorf("scrape deadline reached before the collector finished (its Update has run for %v): %w",
-				time.Since(c.started).Round(time.Millisecond), sc.ctx.Err())})
+				time.Since(c.started).Round(time.Millisecond), sc.ctx.Err())}, series)
 		}
 		return
 	}
+}
+
+// histogramDescs are the descriptors of the histogram families, whose
+// samples are several series each.
+var histogramDescs = sync.OnceValue(func() map[*prometheus.Desc]bool {
+	out := map[*prometheus.Desc]bool{}
+	for _, f := range Catalogue() {
+		if f.Type == Histogram {
+			out[f.Desc()] = true
+		}
+	}
+	return out
+})
+
+// seriesOf is the number of series m becomes in the exposition: one, or
+// for a histogram its buckets, +Inf when not among them, _sum and _count.
+func seriesOf(m prometheus.Metric) int {
+	if !histogramDescs()[m.Desc()] {
+		return 1
+	}
+	var out dto.Metric
+	if err := m.Write(&out); err != nil || out.Histogram == nil {
+		return 1
+	}
+	n := len(out.Histogram.Bucket) + 2
+	if b := out.Histogram.Bucket; len(b) == 0 || !math.IsInf(b[len(b)-1].GetUpperBound(), 1) {
+		n++
+	}
+	return n
 }
 
 // run calls Update, handing each metric to add (which never blocks, so a
@@ -224,7 +261,7 @@ func run(ctx context.Context, c Collector, add func(prometheus.Metric)) (r resul
 	return r
 }
 
-func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result) {
+func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result, series int) {
 	success, unsupported := 1.0, 0.0
 	if r.err != nil {
 		level := slog.LevelError
@@ -246,6 +283,7 @@ func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result) {
 	// may be incomplete.
 	ch <- scrapeDuration.Must(r.duration.Seconds(), name)
 	ch <- scrapeSuccess.Must(success, name)
+	ch <- scrapeSeries.Must(float64(series), name)
 	ch <- scrapeUnsupported.Must(unsupported, name)
 }
 

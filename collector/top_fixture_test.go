@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,8 +20,8 @@ var topFixturePath = filepath.Join("..", "internal", "top", "testdata", "mlx5-12
 // TestTopFixture renders, through the exporter's own ethtool and cpu
 // collectors, the scrape of a 128-CPU host with two 64-queue mlx5 ports
 // from this package's fixtures (bigFixture's mlx5 string set, the
-// testdata/proc/128cpu files): the file xdp-top's render benchmark
-// reads. It fails when the collectors' output drifts from the file; rerun
+// testdata/proc/128cpu files), with the default flags: the file
+// xdp-top's render benchmark reads. It fails when the collectors' output drifts from the file; rerun
 // with -top.fixture.
 func TestTopFixture(t *testing.T) {
 	devs := map[string]*fixtureDev{}
@@ -28,7 +29,11 @@ func TestTopFixture(t *testing.T) {
 		devs[d] = bigFixture("mlx5_core", 64, 37, 132)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(single{fixtureCollector(t, newFixtureSource(devs), DefaultEthtoolMetricsInclude, nil)},
+	ethtool := newEthtoolCollector(EthtoolConfig{
+		MetricsInclude: regexp.MustCompile(DefaultEthtoolMetricsInclude),
+		SumQueues:      regexp.MustCompile(DefaultEthtoolSumQueues),
+	}, newFixtureSource(devs), discardLogger())
+	reg.MustRegister(single{ethtool},
 		single{newCPUForTest(t, CPUConfig{ProcFS: "testdata/proc/128cpu"})})
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -141,13 +141,13 @@ func (s *tracepointSet) attach(spec *ebpf.CollectionSpec, ps *ebpf.ProgramSpec, 
 }
 
 // emitAttached sends one gauge per tracepoint tried: 1 attached, 0 not.
-func (s *tracepointSet) emitAttached(ch chan<- prometheus.Metric, f *Family) {
+func (s *tracepointSet) emitAttached(ch chan<- prometheus.Metric, fams familyFilter, f *Family) {
 	for tp, ok := range s.attached {
 		v := 0.0
 		if ok {
 			v = 1
 		}
-		ch <- f.Must(v, tp)
+		fams.send(ch, f, v, tp)
 	}
 }
 

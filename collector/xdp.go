@@ -33,8 +33,14 @@ func init() {
 			success := f.Flag("redirect-success",
 				"Also count successful redirects (xdp:xdp_redirect). Costs a tracepoint program run per redirected packet.").
 				Default("false").Bool()
+			devices := f.Devices("")
+			families := f.Families("")
 			return func(logger *slog.Logger) (Collector, error) {
-				return NewXDPCollector(XDPConfig{Xmit: *xmit, RedirectSuccess: *success}, logger)
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				return NewXDPCollector(XDPConfig{Xmit: *xmit, RedirectSuccess: *success, Devices: devices(), Families: fams}, logger)
 			}
 		},
 	})
@@ -108,6 +114,11 @@ type XDPConfig struct {
 	// namespace may count nothing before it is deleted (reap.go);
 	// foreignIdle when 0.
 	ForeignIdle time.Duration
+	// Devices selects the devices whose series are reported; a bulk
+	// transmit between two devices needs both selected.
+	Devices deviceFilter
+	// Families drops the families it does not keep.
+	Families familyFilter
 }
 
 // xdpTracepoints are the programs of bpf/xdpmon.c. By default only the
@@ -144,6 +155,9 @@ type xdpCollector struct {
 	netns uint32 // inode of the exporter's network namespace
 	xmit  bool   // the bulk transmit programs are attached
 
+	devices deviceFilter
+	fams    familyFilter
+
 	exceptions *reaper[bpf.XdpmonExceptionKey]
 	redirects  *reaper[bpf.XdpmonRedirectKey]
 	tables     map[string]*reaper[slotKey] // by value map name
@@ -175,7 +189,7 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 	if err != nil {
 		return nil, err
 	}
-	c := &xdpCollector{tracepointSet: set, netns: uint32(netns), xmit: cfg.Xmit,
+	c := &xdpCollector{tracepointSet: set, netns: uint32(netns), xmit: cfg.Xmit, devices: cfg.Devices, fams: cfg.Families,
 		exceptions: newReaper[bpf.XdpmonExceptionKey](cfg.ForeignIdle),
 		redirects:  newReaper[bpf.XdpmonRedirectKey](cfg.ForeignIdle),
 		tables:     map[string]*reaper[slotKey]{}}
@@ -188,7 +202,7 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 var xdpActionNames = []string{"ABORTED", "DROP", "PASS", "TX", "REDIRECT", "UNKNOWN"}
 
 func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	c.emitAttached(ch, xdpTracepointAttached)
+	c.emitAttached(ch, c.fams, xdpTracepointAttached)
 	links, err := scrapeLinks(ctx)
 	if links == nil {
 		return err
@@ -203,8 +217,12 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	})
 	errs = append(errs, err)
 	for i, ek := range exc {
+		d := dev(devKey{ek.Dev.Ifindex, ek.Dev.Netns})
+		if !c.devices.selects(d) {
+			continue
+		}
 		action := xdpActionNames[min(int(ek.Action), len(xdpActionNames)-1)]
-		ch <- xdpExceptions.Must(float64(sums[i]), dev(devKey{ek.Dev.Ifindex, ek.Dev.Netns}), fmt.Sprint(ek.ProgId), action)
+		c.fams.send(ch, xdpExceptions, float64(sums[i]), d, fmt.Sprint(ek.ProgId), action)
 	}
 
 	redir, sums, err := reapHash(c.redirects, c.maps[bpf.XdpmonMapRedirects], func(k bpf.XdpmonRedirectKey) fate {
@@ -213,11 +231,14 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	errs = append(errs, err)
 	for i, rk := range redir {
 		d := dev(devKey{rk.Dev.Ifindex, rk.Dev.Netns})
-		if rk.Err == 0 {
-			ch <- xdpRedirects.Must(float64(sums[i]), d, fmt.Sprint(rk.ProgId))
+		if !c.devices.selects(d) {
 			continue
 		}
-		ch <- xdpRedirectErrors.Must(float64(sums[i]), d, fmt.Sprint(rk.ProgId), errnoName(rk.Err))
+		if rk.Err == 0 {
+			c.fams.send(ch, xdpRedirects, float64(sums[i]), d, fmt.Sprint(rk.ProgId))
+			continue
+		}
+		c.fams.send(ch, xdpRedirectErrors, float64(sums[i]), d, fmt.Sprint(rk.ProgId), errnoName(rk.Err))
 	}
 
 	if c.xmit {
@@ -230,7 +251,7 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 			errs = append(errs, fmt.Errorf("reading overflow counter %s: %w", name, err))
 			continue
 		}
-		ch <- xdpMapFull.Must(xdpSum(counts), name)
+		c.fams.send(ch, xdpMapFull, xdpSum(counts), name)
 	}
 	errs = append(errs, c.missingErr())
 	return errors.Join(errs...)
@@ -251,10 +272,13 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 	for _, e := range xmit {
 		t := sumXmit(e.slots)
 		from, to := dev(devWord(e.key.k0)), dev(devWord(e.key.k1))
-		ch <- xdpDevmapPackets.Must(float64(t.Sent), from, to)
-		ch <- xdpDevmapDrops.Must(float64(t.Drops), from, to)
-		ch <- xdpDevmapErrors.Must(float64(t.Errors), from, to)
-		ch <- xdpDevmapBulks.Must(float64(t.Bulks), from, to)
+		if !c.devices.selects(from) || !c.devices.selects(to) {
+			continue
+		}
+		c.fams.send(ch, xdpDevmapPackets, float64(t.Sent), from, to)
+		c.fams.send(ch, xdpDevmapDrops, float64(t.Drops), from, to)
+		c.fams.send(ch, xdpDevmapErrors, float64(t.Errors), from, to)
+		c.fams.send(ch, xdpDevmapBulks, float64(t.Bulks), from, to)
 	}
 
 	bulk, err := readTable(c, bpf.XdpmonMapBulkTxOwners, bpf.XdpmonMapBulkTx, xmitActivity, func(k slotKey) fate {
@@ -264,10 +288,13 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 	for _, e := range bulk {
 		t := sumXmit(e.slots)
 		d := dev(devWord(e.key.k0))
-		ch <- xdpBulkTxPackets.Must(float64(t.Sent), d)
-		ch <- xdpBulkTxDrops.Must(float64(t.Drops), d)
-		ch <- xdpBulkTxErrors.Must(float64(t.Errors), d)
-		ch <- xdpBulkTxBulks.Must(float64(t.Bulks), d)
+		if !c.devices.selects(d) {
+			continue
+		}
+		c.fams.send(ch, xdpBulkTxPackets, float64(t.Sent), d)
+		c.fams.send(ch, xdpBulkTxDrops, float64(t.Drops), d)
+		c.fams.send(ch, xdpBulkTxErrors, float64(t.Errors), d)
+		c.fams.send(ch, xdpBulkTxBulks, float64(t.Bulks), d)
 	}
 
 	mapFate := func(k slotKey) fate { return live.bpfMap(uint32(k.k0)) }
@@ -291,9 +318,9 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 			}
 		}
 		id, to := fmt.Sprint(e.key.k0), fmt.Sprint(e.key.k1)
-		ch <- xdpEnqueuePackets.Must(float64(t.Processed), id, to)
-		ch <- xdpEnqueueDrops.Must(float64(t.Drops), id, to)
-		ch <- xdpEnqueueBulks.Must(float64(t.Bulks), id, to)
+		c.fams.send(ch, xdpEnqueuePackets, float64(t.Processed), id, to)
+		c.fams.send(ch, xdpEnqueueDrops, float64(t.Drops), id, to)
+		c.fams.send(ch, xdpEnqueueBulks, float64(t.Bulks), id, to)
 	}
 
 	kthreads, err := readTable(c, bpf.XdpmonMapCpumapKthreadOwners, bpf.XdpmonMapCpumapKthread, func(e slotCounts[bpf.XdpmonKthreadValue]) uint64 {
@@ -332,13 +359,13 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 				continue
 			}
 			cpuLabel := fmt.Sprint(cpu)
-			ch <- xdpKthreadPackets.Must(float64(v.Processed), id, cpuLabel)
-			ch <- xdpKthreadDrops.Must(float64(v.Drops), id, cpuLabel)
-			ch <- xdpKthreadSched.Must(float64(v.Sched), id, cpuLabel)
-			ch <- xdpKthreadPolls.Must(float64(v.Polls), id, cpuLabel)
-			ch <- xdpKthreadActions.Must(float64(v.XdpPass), id, cpuLabel, "PASS")
-			ch <- xdpKthreadActions.Must(float64(v.XdpDrop), id, cpuLabel, "DROP")
-			ch <- xdpKthreadActions.Must(float64(v.XdpRedirect), id, cpuLabel, "REDIRECT")
+			c.fams.send(ch, xdpKthreadPackets, float64(v.Processed), id, cpuLabel)
+			c.fams.send(ch, xdpKthreadDrops, float64(v.Drops), id, cpuLabel)
+			c.fams.send(ch, xdpKthreadSched, float64(v.Sched), id, cpuLabel)
+			c.fams.send(ch, xdpKthreadPolls, float64(v.Polls), id, cpuLabel)
+			c.fams.send(ch, xdpKthreadActions, float64(v.XdpPass), id, cpuLabel, "PASS")
+			c.fams.send(ch, xdpKthreadActions, float64(v.XdpDrop), id, cpuLabel, "DROP")
+			c.fams.send(ch, xdpKthreadActions, float64(v.XdpRedirect), id, cpuLabel, "REDIRECT")
 		}
 	}
 	return errs

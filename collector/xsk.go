@@ -20,7 +20,15 @@ func init() {
 		DefaultEnabled: true,
 		Requires:       "Linux 5.9+ (XDP_DIAG_STATS) built with CONFIG_XDP_SOCKETS_DIAG (module xsk_diag). No privileges: the dump lists every AF_XDP socket of the exporter's network namespace.",
 		Flags: func(f *FlagSet) Builder {
-			return func(logger *slog.Logger) (Collector, error) { return NewXSKCollector(logger) }
+			devices := f.Devices("")
+			families := f.Families("")
+			return func(logger *slog.Logger) (Collector, error) {
+				fams, err := families()
+				if err != nil {
+					return nil, err
+				}
+				return NewXSKCollector(XSKConfig{Devices: devices(), Families: fams}, logger)
+			}
 		},
 	})
 }
@@ -117,8 +125,19 @@ func (s sockDiagSource) dump() ([]netlink.Message, error) {
 
 func (s sockDiagSource) Close() error { return s.conn.Close() }
 
+// XSKConfig configures the xsk collector.
+type XSKConfig struct {
+	// Devices selects the devices whose sockets are reported; a socket
+	// not yet bound (no device) is reported unless device-include is set.
+	Devices deviceFilter
+	// Families drops the families it does not keep.
+	Families familyFilter
+}
+
 // XSKCollector reports AF_XDP socket counters.
 type XSKCollector struct {
+	cfg    XSKConfig
+	fams   familyFilter
 	logger *slog.Logger
 	src    xskSource
 	links  func(context.Context) (*Links, error) // scrapeLinks; tests replace it
@@ -127,7 +146,7 @@ type XSKCollector struct {
 // NewXSKCollector opens a sock_diag socket and runs one dump to find out
 // whether the kernel answers for AF_XDP; without CONFIG_XDP_SOCKETS_DIAG it
 // answers ENOENT and the collector is unavailable.
-func NewXSKCollector(logger *slog.Logger) (*XSKCollector, error) {
+func NewXSKCollector(cfg XSKConfig, logger *slog.Logger) (*XSKCollector, error) {
 	conn, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening a sock_diag netlink socket: %w", err)
@@ -140,7 +159,7 @@ func NewXSKCollector(logger *slog.Logger) (*XSKCollector, error) {
 		}
 		return nil, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
 	}
-	return &XSKCollector{logger: logger, src: src, links: scrapeLinks}, nil
+	return &XSKCollector{cfg: cfg, fams: cfg.Families, logger: logger, src: src, links: scrapeLinks}, nil
 }
 
 // Close releases the netlink socket.
@@ -170,12 +189,15 @@ func (c *XSKCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 			dev = links.Label(s.ifindex)
 			queue = strconv.FormatUint(uint64(s.queue), 10)
 		}
+		if dev != "" && !c.cfg.Devices.selects(dev) || dev == "" && c.cfg.Devices.include != nil {
+			continue
+		}
 		inode := strconv.FormatUint(uint64(s.inode), 10)
 		for i, v := range s.stats {
-			ch <- xskStats[i].Must(float64(v), dev, queue, inode)
+			c.fams.send(ch, xskStats[i], float64(v), dev, queue, inode)
 		}
 		for ring, n := range s.rings {
-			ch <- xskRingEntries.Must(float64(n), dev, queue, inode, ring)
+			c.fams.send(ch, xskRingEntries, float64(n), dev, queue, inode, ring)
 		}
 	}
 	return err

@@ -185,7 +185,7 @@ func TestXSKDecodeErrors(t *testing.T) {
 // fails with ErrUnsupported and a clear reason (the framework then reports
 // the collector unsupported, once, at INFO); with it, a scrape works.
 func TestXSKLive(t *testing.T) {
-	c, err := NewXSKCollector(discardLogger())
+	c, err := NewXSKCollector(XSKConfig{}, discardLogger())
 	if err != nil {
 		if !errors.Is(err, ErrUnsupported) || !errors.Is(err, unix.ENOENT) || !strings.Contains(err.Error(), "CONFIG_XDP_SOCKETS_DIAG") {
 			t.Fatalf("unexpected error: %v", err)

@@ -1,0 +1,189 @@
+package collector
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kingpin/v2"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func TestFamilyShortName(t *testing.T) {
+	for fam, want := range map[*Family]string{
+		netdevQueueInfo:      "queue_info",
+		softnetDropped:       "softnet_dropped_total",
+		xdpExceptions:        "exceptions_total",
+		softirqEntries:       "softirq_entries_total",
+		ethtoolPagePoolAlloc: "rx_page_pool_allocations_total",
+	} {
+		if got := fam.ShortName(); got != want {
+			t.Errorf("%s: ShortName %q, want %q", fam.Name, got, want)
+		}
+	}
+}
+
+func TestFamilyFilter(t *testing.T) {
+	re := regexp.MustCompile
+	f, err := newFamilyFilter("netdev", nil, re("page_pool_.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.keeps(netdevQueueInfo) || f.keeps(netdevPagePoolInflight) || f.keeps(netdevPagePoolStats[0]) {
+		t.Error("metrics-exclude page_pool_.* kept a page pool family or dropped queue_info")
+	}
+	f, err = newFamilyFilter("netdev", re("queue_info|page_pool_.*"), re("page_pool_detached"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.keeps(netdevQueueInfo) || !f.keeps(netdevPagePoolInflight) || f.keeps(netdevPagePoolDetached) || f.keeps(netdevNapiInfo) {
+		t.Error("include then exclude decided wrong")
+	}
+	// Anchored: "queue" alone names no family.
+	if _, err := newFamilyFilter("netdev", nil, re("queue")); err == nil || !strings.Contains(err.Error(), "--collector.netdev.metrics-exclude") {
+		t.Errorf("an exclude that matches no family: err %v", err)
+	}
+	if _, err := newFamilyFilter("cpu", re("bogus"), nil); err == nil || !strings.Contains(err.Error(), "--collector.cpu.metrics-include") {
+		t.Errorf("an include that matches no family: err %v", err)
+	}
+	// Untyped ethtool stats are named at run time: any regexp may match.
+	if _, err := newFamilyFilter("ethtool", nil, re("stat_rx_vport_.*")); err != nil {
+		t.Error(err)
+	}
+	var zero familyFilter
+	if !zero.keeps(netdevQueueInfo) {
+		t.Error("the zero filter dropped a family")
+	}
+}
+
+// TestHostFlagDefaults keeps the whole-host test's flags equal to what
+// the command line gives without flags.
+func TestHostFlagDefaults(t *testing.T) {
+	app := kingpin.New("test", "")
+	AddFlags(app)
+	for flag, want := range map[string]string{
+		"collector.ethtool.sum-queues":      defaultHostFlags.ethtoolSumQueues,
+		"collector.netdev.metrics-exclude":  defaultHostFlags.netdevExclude,
+		"collector.ethtool.metrics-exclude": "",
+	} {
+		got := app.GetFlag(flag).Model().Default
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("--%s defaults to %q, the whole-host test uses %q", flag, got, want)
+		}
+	}
+	for _, r := range Registrations() {
+		if !r.DefaultEnabled {
+			continue
+		}
+		for _, flag := range []string{"metrics-include", "metrics-exclude", "device-include", "device-exclude"} {
+			f := app.GetFlag("collector." + r.Name + "." + flag)
+			if f == nil {
+				if flag == "metrics-exclude" || flag == "metrics-include" || r.Name != "cpu" {
+					t.Errorf("default collector %s has no --collector.%s.%s", r.Name, r.Name, flag)
+				}
+				continue
+			}
+			if r.Name == "ethtool" || r.Name == "netdev" {
+				continue
+			}
+			if d := f.Model().Default; len(d) != 1 || d[0] != "" {
+				t.Errorf("--collector.%s.%s defaults to %q; the whole-host test builds %s without it", r.Name, flag, d, r.Name)
+			}
+		}
+	}
+}
+
+// TestValidateFamilyFlags rejects, before anything is built, a
+// metrics-exclude that names no family of an enabled collector, and lets
+// one of a disabled collector pass to the disabled-collector check.
+func TestValidateFamilyFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--collector.netdev.metrics-exclude=page_pool"}, "--collector.netdev.metrics-exclude matches none"},
+		{[]string{"--collector.napi.metrics-include=poll_work"}, ""},
+		{[]string{"--collector.perf.metrics-exclude=bogus"}, "collector perf is disabled"},
+	} {
+		app := kingpin.New("test", "")
+		s := AddFlags(app)
+		if _, err := app.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Validate()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// TestEthtoolSumQueues sums the per-queue series of the families
+// sum-queues names into one per device with queue="", equal to the sum of
+// the per-queue ones, and leaves the other families per queue.
+func TestEthtoolSumQueues(t *testing.T) {
+	src := hostEthtool(t)
+	perQueue := gatherOnce(t, newEthtoolCollector(EthtoolConfig{}, src, discardLogger()))
+	summed := gatherOnce(t, newEthtoolCollector(EthtoolConfig{SumQueues: regexp.MustCompile(DefaultEthtoolSumQueues)}, src, discardLogger()))
+	for _, fam := range []*Family{ethtoolPagePoolAlloc, ethtoolPagePoolRecycle, ethtoolXDPXmitFail} {
+		want := map[string]float64{}
+		for _, m := range perQueue[fam.Name].GetMetric() {
+			want[labelsWithout(m, "queue")] += metricValue(m)
+		}
+		got := summed[fam.Name].GetMetric()
+		if len(got) == 0 || len(got) != len(want) {
+			t.Fatalf("%s: %d summed series, want %d", fam.Name, len(got), len(want))
+		}
+		for _, m := range got {
+			if q := labelValue(m, "queue"); q != "" {
+				t.Errorf("%s: summed series has queue %q", fam.Name, q)
+			}
+			if k := labelsWithout(m, "queue"); metricValue(m) != want[k] || want[k] == 0 {
+				t.Errorf("%s{%s} = %v, the queues sum to %v", fam.Name, k, metricValue(m), want[k])
+			}
+		}
+	}
+	for _, fam := range []*Family{ethtoolPageCache, ethtoolRxXDP} {
+		if a, b := len(summed[fam.Name].GetMetric()), len(perQueue[fam.Name].GetMetric()); a != b || a < hostQueues {
+			t.Errorf("%s: %d series with sum-queues, %d without: it must stay per queue", fam.Name, a, b)
+		}
+	}
+}
+
+// TestNetdevExcludedDumpNotMade: with every page pool statistic family
+// excluded, the collector does not ask the kernel for them at all.
+func TestNetdevExcludedDumpNotMade(t *testing.T) {
+	for _, exclude := range []string{"", DefaultNetdevMetricsExclude} {
+		fams, err := newFamilyFilter("netdev", nil, regexp.MustCompile(exclude))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, src, _ := replayCollector(t, NetdevConfig{Families: fams, PerQueueStats: true}, nil)
+		mfs := gather(t, c)
+		asked, has := src.calls[netdevCmdPagePoolStatsGet], mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
+		if exclude == "" && (asked == 0 || !has) {
+			t.Errorf("without exclusions: page-pool-stats-get asked %d times, alloc_fast reported: %v", asked, has)
+		}
+		if exclude != "" && (asked != 0 || has) {
+			t.Errorf("default exclusions: page-pool-stats-get asked %d times, alloc_fast reported: %v", asked, has)
+		}
+		if mfs["xdp_netdev_page_pool_inflight_pages"] == nil {
+			t.Errorf("exclude %q lost page_pool_inflight_pages", exclude)
+		}
+	}
+}
+
+// labelsWithout renders m's labels but one, as a map key.
+func labelsWithout(m *dto.Metric, skip string) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		if l.GetName() != skip {
+			parts = append(parts, l.GetName()+"="+l.GetValue())
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func metricValue(m *dto.Metric) float64 { return m.GetCounter().GetValue() }

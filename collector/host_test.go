@@ -1,0 +1,571 @@
+package collector
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/mdlayher/genetlink"
+	"github.com/mdlayher/netlink"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/safchain/ethtool"
+
+	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+// hostSeriesBudget is what one scrape of the whole-host fixture may send
+// with the default collectors and flags.
+const hostSeriesBudget = 6000
+
+// The whole-host fixture: a two-socket server of 128 CPUs (node 0: CPUs
+// 0-63, node 1: 64-127) with two 64-queue ConnectX ports, one per socket,
+// each running an XDP program.
+const (
+	hostQueues   = 64
+	hostCPUs     = 128
+	hostNodeCPUs = 64
+)
+
+type hostNIC struct {
+	name    string
+	ifindex uint32
+	node    int
+	root    string // the root port above the NIC
+	pci     string
+	irqBase uint32 // IRQ of queue 0; queue q has irqBase+q
+	napi    uint32 // NAPI id of queue 0
+}
+
+// hostNICs use ifindexes no device of the test host has, so that the BPF
+// collectors' real counters of the host's own devices never match them.
+var hostNICs = []hostNIC{
+	{name: "mlx5p0", ifindex: 90001, node: 0, root: "0000:16:02.0", pci: "0000:17:00.0", irqBase: 300, napi: 8193},
+	{name: "mlx5p1", ifindex: 90002, node: 1, root: "0000:97:02.0", pci: "0000:98:00.0", irqBase: 400, napi: 8449},
+}
+
+// hostLinks is the fixture host's interface dump: lo and the two ports,
+// each with an XDP program attached in native mode.
+func hostLinks(progs []ebpf.ProgramID) *Links {
+	list := []Link{{Index: 1, Name: "lo"}}
+	for i, n := range hostNICs {
+		list = append(list, Link{Index: n.ifindex, Name: n.name,
+			XDP: []xdpAttachment{{ifindex: int(n.ifindex), device: n.name, mode: "native", progID: progs[i]}}})
+	}
+	return newLinks(list)
+}
+
+// withFixedLinks makes l the scrape's interface dump.
+func withFixedLinks(ctx context.Context, l *Links) context.Context {
+	s := &linkSnapshot{}
+	s.once.Do(func() { s.links = l })
+	return context.WithValue(ctx, linksKey{}, s)
+}
+
+// mlx5Queued matches mlx5's per-queue stat names: rx3_cache_reuse,
+// tx3_xdp_xmit, ch3_poll.
+var mlx5Queued = regexp.MustCompile(`^(rx|tx|ch)(\d+)_(.+)$`)
+
+// hostEthtool is the captured mlx5 dump (testdata/ethtool/mlx5.txt) grown
+// to 64 queues: every per-queue name the capture has for any queue exists
+// for each of the 64, device-wide names stay as captured.
+func hostEthtool(t testing.TB) *fixtureSource {
+	devs := map[string]*fixtureDev{}
+	for _, n := range hostNICs {
+		d := loadFixture(t, filepath.Join("testdata", "ethtool", "mlx5.txt"))
+		var names []string
+		seen := map[string]bool{}
+		var perQueue [][2]string
+		for _, name := range d.names {
+			m := mlx5Queued.FindStringSubmatch(name)
+			if m == nil {
+				names = append(names, name)
+				continue
+			}
+			if k := m[1] + " " + m[3]; !seen[k] {
+				seen[k] = true
+				perQueue = append(perQueue, [2]string{m[1], m[3]})
+			}
+		}
+		for q := range hostQueues {
+			for _, p := range perQueue {
+				names = append(names, fmt.Sprintf("%s%d_%s", p[0], q, p[1]))
+			}
+		}
+		d.names = names
+		d.vals = make([]uint64, len(names))
+		for i := range d.vals {
+			d.vals[i] = uint64(i) * 1000
+		}
+		d.info.NStats = len(names)
+		d.info.BusInfo = n.pci
+		d.chans = &ethtool.Channels{MaxCombined: hostQueues, CombinedCount: hostQueues}
+		devs[n.name] = d
+	}
+	return newFixtureSource(devs)
+}
+
+// hostNetdev answers the netdev family's dumps for the fixture host the way
+// the kernel fills them (net/core/netdev-genl.c, page_pool_user.c) for
+// mlx5 as of Linux 6.18: per RX queue packets, bytes, alloc-fail, the
+// four hw-gro and three csum counters ("net/mlx5e: Report RX csum netdev
+// stats"), per TX queue packets, bytes, hw-gso packets and bytes and
+// csum-none; a NAPI with its IRQ per channel; a page pool per RX queue
+// with CONFIG_PAGE_POOL_STATS.
+type hostNetdev struct {
+	replies map[string][]genetlink.Message
+}
+
+var (
+	hostRxQstats = []string{"rx-packets", "rx-bytes", "rx-alloc-fail", "rx-hw-gro-packets", "rx-hw-gro-bytes",
+		"rx-hw-gro-wire-packets", "rx-hw-gro-wire-bytes", "rx-csum-complete", "rx-csum-unnecessary", "rx-csum-none"}
+	hostTxQstats = []string{"tx-packets", "tx-bytes", "tx-hw-gso-packets", "tx-hw-gso-bytes", "tx-csum-none"}
+)
+
+func qstatAttr(t testing.TB, name string) uint16 {
+	for i, n := range netdevQstatNames {
+		if n == name {
+			return uint16(netdevAQstatsFirstStat + i)
+		}
+	}
+	t.Fatalf("no qstat %s", name)
+	return 0
+}
+
+func newHostNetdev(t testing.TB) *hostNetdev {
+	r := map[string][]genetlink.Message{}
+	add := func(key string, cmd uint8, fill func(ae *netlink.AttributeEncoder)) {
+		r[key] = append(r[key], genlMsg(t, cmd, fill))
+	}
+	add("dev", netdevCmdDevGet, func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(netdevADevIfindex, 1)
+		ae.Uint64(netdevADevXDPFeatures, 0)
+		ae.Uint64(netdevADevXDPRxMetadataFeatures, 0)
+		ae.Uint64(netdevADevXSKFeatures, 0)
+	})
+	for _, n := range hostNICs {
+		add("dev", netdevCmdDevGet, func(ae *netlink.AttributeEncoder) {
+			ae.Uint32(netdevADevIfindex, n.ifindex)
+			ae.Uint64(netdevADevXDPFeatures, 0x5f) // all but hw-offload
+			ae.Uint32(netdevADevXDPZCMaxSegs, 1)
+			ae.Uint64(netdevADevXDPRxMetadataFeatures, 0x7)
+			ae.Uint64(netdevADevXSKFeatures, 0x3)
+		})
+		for _, scope := range []string{"qstats", "qstats-queue"} {
+			for q := range hostQueues {
+				for typ, names := range [][]string{hostRxQstats, hostTxQstats} {
+					add(scope, netdevCmdQstatsGet, func(ae *netlink.AttributeEncoder) {
+						ae.Uint32(netdevAQstatsIfindex, n.ifindex)
+						if scope == "qstats-queue" {
+							ae.Uint32(netdevAQstatsQueueType, uint32(typ))
+							ae.Uint32(netdevAQstatsQueueID, uint32(q))
+						}
+						for i, name := range names {
+							putUint(ae, qstatAttr(t, name), uint64(1000*q+i))
+						}
+					})
+				}
+				if scope == "qstats" {
+					break // one device-scope reply per device
+				}
+			}
+		}
+		for q := range uint32(hostQueues) {
+			add("napi", netdevCmdNapiGet, func(ae *netlink.AttributeEncoder) {
+				ae.Uint32(netdevANapiID, n.napi+q)
+				ae.Uint32(netdevANapiIfindex, n.ifindex)
+				ae.Uint32(netdevANapiIRQ, n.irqBase+q)
+				ae.Uint32(netdevANapiDeferHardIRQs, 0)
+				putUint(ae, netdevANapiGROFlushTimeout, 0)
+			})
+			for typ := range uint32(2) {
+				add("queue", netdevCmdQueueGet, func(ae *netlink.AttributeEncoder) {
+					ae.Uint32(netdevAQueueID, q)
+					ae.Uint32(netdevAQueueType, typ)
+					ae.Uint32(netdevAQueueNapiID, n.napi+q)
+					ae.Uint32(netdevAQueueIfindex, n.ifindex)
+				})
+			}
+			pool := uint64(n.ifindex)*100 + uint64(q)
+			add("page-pool", netdevCmdPagePoolGet, func(ae *netlink.AttributeEncoder) {
+				putUint(ae, netdevAPagePoolID, pool)
+				ae.Uint32(netdevAPagePoolIfindex, n.ifindex)
+				putUint(ae, netdevAPagePoolNapiID, uint64(n.napi+q))
+				putUint(ae, netdevAPagePoolInflight, 1024)
+				putUint(ae, netdevAPagePoolInflightMem, 1024*4096)
+			})
+			add("page-pool-stats", netdevCmdPagePoolStatsGet, func(ae *netlink.AttributeEncoder) {
+				ae.Nested(netdevAPagePoolStatsInfo, func(nae *netlink.AttributeEncoder) error {
+					putUint(nae, netdevAPagePoolID, pool)
+					nae.Uint32(netdevAPagePoolIfindex, n.ifindex)
+					return nil
+				})
+				for i := range netdevPagePoolStatNames {
+					putUint(ae, uint16(netdevAPagePoolStatsAllocFast+i), uint64(i)*7)
+				}
+			})
+		}
+	}
+	return &hostNetdev{replies: r}
+}
+
+func (h *hostNetdev) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
+	switch cmd {
+	case netdevCmdDevGet:
+		return h.replies["dev"], nil
+	case netdevCmdQstatsGet:
+		if len(attrs) > 0 {
+			return h.replies["qstats-queue"], nil
+		}
+		return h.replies["qstats"], nil
+	case netdevCmdNapiGet:
+		return h.replies["napi"], nil
+	case netdevCmdQueueGet:
+		return h.replies["queue"], nil
+	case netdevCmdPagePoolGet:
+		return h.replies["page-pool"], nil
+	case netdevCmdPagePoolStatsGet:
+		return h.replies["page-pool-stats"], nil
+	}
+	return nil, fmt.Errorf("hostNetdev: command %d", cmd)
+}
+
+func (h *hostNetdev) Close() error { return nil }
+
+// hostSysfs writes the fixture host's sysfs and /proc/irq: each port on a
+// Gen4 x16 link to its socket's root port, with AER, on its socket's NUMA
+// node; each queue's IRQ on the CPU of its number on that node.
+func hostSysfs(t testing.TB) (sys, irq string) {
+	root := t.TempDir()
+	sys, irq = filepath.Join(root, "sys"), filepath.Join(root, "proc", "irq")
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(sys, "bus", "pci", "drivers_autoprobe"), "1\n")
+	for node := range hostCPUs / hostNodeCPUs {
+		write(filepath.Join(sys, "devices", "system", "node", fmt.Sprintf("node%d", node), "cpulist"),
+			fmt.Sprintf("%d-%d\n", node*hostNodeCPUs, (node+1)*hostNodeCPUs-1))
+	}
+	for _, n := range hostNICs {
+		rp := filepath.Join(sys, "devices", "pci"+n.root[:7], n.root)
+		nic := filepath.Join(rp, n.pci)
+		for _, dir := range []string{rp, nic} {
+			write(filepath.Join(dir, "current_link_speed"), "16.0 GT/s PCIe\n")
+			write(filepath.Join(dir, "current_link_width"), "16\n")
+			write(filepath.Join(dir, "max_link_speed"), "16.0 GT/s PCIe\n")
+			write(filepath.Join(dir, "max_link_width"), "16\n")
+		}
+		write(filepath.Join(nic, "numa_node"), strconv.Itoa(n.node)+"\n")
+		write(filepath.Join(nic, "aer_dev_correctable"), aerCorrectable)
+		write(filepath.Join(nic, "aer_dev_nonfatal"), aerNonFatal)
+		write(filepath.Join(nic, "aer_dev_fatal"), aerFatal)
+		write(filepath.Join(nic, "net", n.name, "ifindex"), fmt.Sprintf("%d\n", n.ifindex))
+		rel, err := filepath.Rel(filepath.Join(sys, "class", "net"), filepath.Join(nic, "net", n.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(sys, "class", "net"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(rel, filepath.Join(sys, "class", "net", n.name)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../../../"+n.pci, filepath.Join(nic, "net", n.name, "device")); err != nil {
+			t.Fatal(err)
+		}
+		for q := range uint32(hostQueues) {
+			i := strconv.FormatUint(uint64(n.irqBase+q), 10)
+			cpu := strconv.Itoa(n.node*hostNodeCPUs + int(q))
+			write(filepath.Join(nic, "msi_irqs", i), "msix\n")
+			write(filepath.Join(irq, i, "smp_affinity_list"), cpu+"\n")
+			write(filepath.Join(irq, i, "effective_affinity_list"), cpu+"\n")
+		}
+	}
+	return sys, irq
+}
+
+// noSockets is a sock_diag that finds no AF_XDP socket.
+type noSockets struct{}
+
+func (noSockets) dump() ([]netlink.Message, error) { return nil, nil }
+func (noSockets) Close() error                     { return nil }
+
+// seedNapi claims a slot per device and context in the napi collector's
+// table, as bpf/slots.h's slot_find does, and counts polls in it.
+func seedNapi(t testing.TB, c *NapiCollector, netns uint64) {
+	owners, claims, hist := c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiClaims], c.maps[bpf.NapiMapNapiHist]
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := uint32(owners.MaxEntries())
+	for _, n := range hostNICs {
+		for ctx := range uint64(len(napiContexts)) {
+			for {
+				slot--
+				if claims.Update(slot, netns, ebpf.UpdateNoExist) == nil {
+					break
+				}
+			}
+			vals := make([]bpf.NapiNapiVal, cpus)
+			vals[0].Polls[1], vals[0].Polls[64] = 100, 10
+			if err := hist.Update(slot, vals, ebpf.UpdateExist); err != nil {
+				t.Fatal(err)
+			}
+			k1 := uint64(n.ifindex)<<2 | ctx | slotK1
+			if err := owners.Update(slot, slotOwner{K0: netns, K1: k1}, ebpf.UpdateExist); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// seedXDP records, per port, aborted frames and failed redirects of its
+// program.
+func seedXDP(t testing.TB, c *xdpCollector, progs []ebpf.ProgramID) {
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := make([]uint64, cpus)
+	counts[0] = 5
+	for i, n := range hostNICs {
+		var ek bpf.XdpmonExceptionKey
+		ek.Dev.Ifindex, ek.Dev.Netns, ek.ProgId = n.ifindex, c.netns, uint32(progs[i])
+		if err := c.maps[bpf.XdpmonMapExceptions].Update(ek, counts, ebpf.UpdateAny); err != nil {
+			t.Fatal(err)
+		}
+		var rk bpf.XdpmonRedirectKey
+		rk.Dev.Ifindex, rk.Dev.Netns, rk.ProgId, rk.Err = n.ifindex, c.netns, uint32(progs[i]), -6 // ENXIO
+		if err := c.maps[bpf.XdpmonMapRedirects].Update(rk, counts, ebpf.UpdateAny); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// hostFlags are the collector flags of one whole-host run.
+type hostFlags struct {
+	ethtoolSumQueues, netdevExclude string
+}
+
+// defaultHostFlags are the flags' defaults (TestHostFlagDefaults keeps
+// them equal to the command line's).
+var defaultHostFlags = hostFlags{ethtoolSumQueues: DefaultEthtoolSumQueues, netdevExclude: DefaultNetdevMetricsExclude}
+
+// hostSet builds every default collector over the fixture host with flags,
+// and the context of a scrape that sees the host's interfaces.
+func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
+	testenv.Privileged(t)
+	re := func(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+	fixtureDevices := newDeviceFilter(re("mlx5p[01]"), nil)
+	var progs []ebpf.ProgramID
+	for i := range hostNICs {
+		p := loadDrop(t, fmt.Sprintf("host_drop%d", i))
+		id, err := strconv.ParseUint(p.id, 10, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		progs = append(progs, ebpf.ProgramID(id))
+	}
+	sys, irq := hostSysfs(t)
+	nd := newHostNetdev(t)
+	netdevFams, err := newFamilyFilter("netdev", nil, re(flags.netdevExclude))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cpu, err := NewCPUCollector(CPUConfig{ProcFS: "testdata/proc/128cpu"}, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcie, err := newPCIeCollector(PCIeConfig{SysFS: sys, ProcIRQ: irq}, discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcie.(*pcieCollector).netdev = nd
+	// The BPF collectors are the real ones, loaded and attached: the
+	// device filter keeps the test host's own devices (and the other
+	// tests' veths) out of their tables.
+	napi, err := NewNapiCollector(NapiConfig{Devices: fixtureDevices}, discardLogger())
+	testenv.Check(t, err, "loading the napi collector")
+	seedNapi(t, napi, napi.netns)
+	xdp, err := NewXDPCollector(XDPConfig{Devices: fixtureDevices}, discardLogger())
+	testenv.Check(t, err, "loading the xdp collector")
+	seedXDP(t, xdp.(*xdpCollector), progs)
+	bpfc, err := NewBPFCollector(BPFConfig{}, discardLogger())
+	testenv.Check(t, err, "building the bpf collector")
+
+	set := NewSet(map[string]Collector{
+		"bpf":     bpfc,
+		"cpu":     cpu,
+		"ethtool": newEthtoolCollector(EthtoolConfig{MetricsInclude: re(DefaultEthtoolMetricsInclude), SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), discardLogger()),
+		"napi":    napi,
+		"netdev":  newNetdevCollector(NetdevConfig{Families: netdevFams, PerQueueStats: true, ProcIRQ: irq}, discardLogger(), nd, scrapeLinks),
+		"pcie":    pcie,
+		"xdp":     xdp,
+		"xsk":     &XSKCollector{logger: discardLogger(), src: noSockets{}, links: scrapeLinks},
+	}, discardLogger())
+	t.Cleanup(func() {
+		if err := set.Close(); err != nil {
+			t.Errorf("closing the collectors: %v", err)
+		}
+	})
+	return set, withFixedLinks(context.Background(), hostLinks(progs))
+}
+
+// hostGather is one scrape through the registry the exporter's handler
+// builds per request.
+func hostGather(t testing.TB, set *Set, ctx context.Context) []*dto.MetricFamily {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(set.Scrape(ctx))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "xdp_scrape_collector_success" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetGauge().GetValue() != 1 {
+				t.Errorf("collector %s failed on the fixture host", m.GetLabel()[0].GetValue())
+			}
+		}
+	}
+	return mfs
+}
+
+// hostScrape is one scrape of the fixture host with flags.
+func hostScrape(t testing.TB, flags hostFlags) []*dto.MetricFamily {
+	set, ctx := hostSet(t, flags)
+	return hostGather(t, set, ctx)
+}
+
+// familySeries counts a family's series as Prometheus stores them.
+func familySeries(mf *dto.MetricFamily) int {
+	n := 0
+	for _, m := range mf.GetMetric() {
+		if h := m.GetHistogram(); h != nil {
+			n += len(h.GetBucket()) + 3 // the buckets, +Inf, _sum, _count
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// hostCount is one scrape's series by collector and by family.
+type hostCount struct {
+	total       int
+	byCollector map[string]int // from xdp_scrape_collector_series
+	byFamily    map[string]int
+}
+
+func countHost(t testing.TB, mfs []*dto.MetricFamily) hostCount {
+	c := hostCount{byCollector: map[string]int{}, byFamily: map[string]int{}}
+	owner := map[string]string{}
+	for _, f := range Catalogue() {
+		owner[f.Name] = f.Collector
+	}
+	fromFamilies := map[string]int{}
+	for _, mf := range mfs {
+		n := familySeries(mf)
+		c.total += n
+		c.byFamily[mf.GetName()] = n
+		col, ok := owner[mf.GetName()]
+		if !ok && strings.HasPrefix(mf.GetName(), "xdp_ethtool_") {
+			col, ok = "ethtool", true // an untyped stat
+		}
+		if !ok {
+			t.Errorf("family %s is in no collector's catalogue", mf.GetName())
+		}
+		if col != "" {
+			fromFamilies[col] += n
+		}
+		if mf.GetName() == "xdp_scrape_collector_series" {
+			for _, m := range mf.GetMetric() {
+				c.byCollector[m.GetLabel()[0].GetValue()] = int(m.GetGauge().GetValue())
+			}
+		}
+	}
+	// The exporter's own count must agree with the exposition.
+	for col, n := range fromFamilies {
+		if c.byCollector[col] != n {
+			t.Errorf("xdp_scrape_collector_series{collector=%q} = %d, the exposition has %d", col, c.byCollector[col], n)
+		}
+	}
+	return c
+}
+
+// TestHostSeriesBudget scrapes the whole-host fixture through every
+// default collector with the default flags and holds the total to
+// hostSeriesBudget, printing the series per collector and per family
+// (go test -v). The same host with every family per queue (no
+// sum-queues, no metrics-exclude) must be over the budget: the defaults
+// are what keep it under, and the test would see it if they stopped.
+func TestHostSeriesBudget(t *testing.T) {
+	got := countHost(t, hostScrape(t, defaultHostFlags))
+	var cols []string
+	for col := range got.byCollector {
+		cols = append(cols, col)
+	}
+	sort.Strings(cols)
+	for _, col := range cols {
+		t.Logf("collector %-8s %5d series", col, got.byCollector[col])
+	}
+	fams := make([]string, 0, len(got.byFamily))
+	for f := range got.byFamily {
+		fams = append(fams, f)
+	}
+	sort.Slice(fams, func(i, j int) bool { return got.byFamily[fams[i]] > got.byFamily[fams[j]] })
+	for _, f := range fams {
+		t.Logf("family %-60s %5d", f, got.byFamily[f])
+	}
+	t.Logf("total %d series (budget %d)", got.total, hostSeriesBudget)
+	if got.total > hostSeriesBudget {
+		t.Errorf("the fixture host has %d series with the default flags, over the budget of %d", got.total, hostSeriesBudget)
+	}
+
+	wide := countHost(t, hostScrape(t, hostFlags{}))
+	t.Logf("every family per queue: %d series", wide.total)
+	if wide.total <= hostSeriesBudget {
+		t.Errorf("every family per queue is %d series, within the budget: the test could not tell the defaults from no limit", wide.total)
+	}
+}
+
+// BenchmarkHostScrape is one scrape of the fixture host with the default
+// flags, through the registry and the text encoder as the handler runs
+// them (no HTTP, no gzip); series/op is the scrape's size.
+func BenchmarkHostScrape(b *testing.B) {
+	set, ctx := hostSet(b, defaultHostFlags)
+	series := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		mfs := hostGather(b, set, ctx)
+		enc := expfmt.NewEncoder(io.Discard, expfmt.NewFormat(expfmt.TypeTextPlain))
+		series = 0
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				b.Fatal(err)
+			}
+			series += familySeries(mf)
+		}
+	}
+	b.ReportMetric(float64(series), "series/op")
+}

@@ -1,0 +1,146 @@
+package collector
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// labelFactor is what a label multiplies a family's series by, in the
+// words METRICS.md uses. A label absent here describes the series' key
+// (an IRQ, a PID, a driver version) and adds none.
+var labelFactor = map[string]string{
+	"collector":   "collectors",
+	"device":      "devices",
+	"from_device": "devices",
+	"to_device":   "devices",
+	"queue":       "queues",
+	"cpu":         "CPUs",
+	"to_cpu":      "CPUs",
+	"napi_id":     "NAPIs (about one per channel)",
+	"pool_id":     "page pools (about one per RX queue)",
+	"hop":         "PCIe hops",
+	"inode":       "AF_XDP sockets",
+	"prog_id":     "programs",
+	"map_id":      "cpumaps",
+	"map":         "6 maps",
+	"tracepoint":  "tracepoints",
+	"context":     "4 contexts",
+	"event":       "5 events",
+	"path":        "6 paths",
+	"result":      "5 results",
+	"direction":   "2 directions",
+	"ring":        "2 rings",
+	"size":        "frame sizes",
+	"flag":        "private flags",
+	"source":      "2 sources",
+	"group":       "perf groups",
+	"errno":       "errnos",
+	"reason":      "reasons",
+	"action":      "actions",
+	"feature":     "features",
+	"vector":      "vectors",
+	"mode":        "8 modes",
+	"type":        "types",
+	"error":       "error names",
+}
+
+// seriesOverride gives the series of a family whose labels do not tell
+// it by themselves: a label whose values are fixed by the family, or one
+// that describes rather than multiplies.
+var seriesOverride = map[string]string{
+	"xdp_bpf_prog_info":                     "attachments (device x mode)",
+	"xdp_bpf_prog_runs_total":               "programs",
+	"xdp_bpf_prog_run_seconds_total":        "programs",
+	"xdp_cpu_softirqs_total":                "CPUs x 2 vectors (NET_RX, NET_TX; 10 with --collector.cpu.softirqs.all)",
+	"xdp_softirq_entries_total":             "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
+	"xdp_softirq_raises_total":              "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
+	"xdp_softirq_seconds_total":             "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
+	"xdp_napi_poll_work":                    "devices x contexts polled x 68 (65 buckets, +Inf, _sum, _count)",
+	"xdp_napi_polls_budget_exhausted_total": "devices x contexts polled",
+	"xdp_napi_polls_over_budget_total":      "devices x contexts polled",
+	"xdp_ethtool_channels":                  "devices x channel types the driver has (rx, tx, other, combined)",
+	"xdp_ethtool_channels_max":              "devices x channel types the driver has (rx, tx, other, combined)",
+	"xdp_ethtool_driver_info":               "devices",
+	"xdp_ethtool_rx_xdp_packets_total":      "devices x RX queues x verdicts the driver counts (mlx5: drop, redirect, tx)",
+	"xdp_ethtool_rx_xdp_tx_failures_total":  "devices x RX queues x 2 reasons",
+	"xdp_ethtool_xdp_xmit_failures_total":   "devices x TX queues x 2 reasons",
+	"xdp_netdev_queue_info":                 "devices x (RX + TX queues)",
+	"xdp_netdev_napi_info":                  "NAPIs (about one per channel)",
+	"xdp_devmap_xmit_packets_total":         "(from, to) device pairs redirected between",
+	"xdp_devmap_xmit_drops_total":           "(from, to) device pairs redirected between",
+	"xdp_devmap_xmit_errors_total":          "(from, to) device pairs redirected between",
+	"xdp_devmap_xmit_bulks_total":           "(from, to) device pairs redirected between",
+	"xdp_netdev_xdp_feature":                "devices x 7 features (and any bit a newer kernel adds)",
+	"xdp_netdev_xdp_rx_metadata_feature":    "devices x 3 features",
+	"xdp_netdev_xsk_feature":                "devices x 3 features",
+	"xdp_pcie_device_info":                  "PCI NICs",
+	"xdp_pcie_aer_errors_total":             "PCI NICs x hops with AER x 42 error names (8 correctable, 17 nonfatal, 17 fatal on Linux 6.x)",
+	"xdp_pcie_link_degraded":                "PCI NICs x links (every other hop)",
+	"xdp_pcie_rx_queue_numa_remote_ratio":   "PCI NICs on a NUMA node x RX queues",
+	"xdp_pcie_cpu_numa_remote":              "PCI NICs on a NUMA node x CPUs, on hosts of more than one node",
+	"xdp_rxq_info":                          "devices",
+	"xdp_rxq_issues_total":                  "devices x reasons seen",
+	"xdp_skb_drops_total":                   "devices x drop reasons seen",
+	"xdp_cpumap_kthread_actions_total":      "cpumaps x CPUs x 3 actions",
+	"xdp_exceptions_total":                  "devices x programs x actions seen",
+	"xdp_redirect_errors_total":             "devices x programs x errnos seen",
+	"xdp_xsk_ring_entries":                  "AF_XDP sockets x 4 rings (device and queue name the socket)",
+	"xdp_perf_event_available":              "perf events",
+}
+
+// seriesFormula is the number of series a family sends per scrape, as a
+// product of what its labels range over.
+func seriesFormula(f *Family) string {
+	if s, ok := seriesOverride[f.Name]; ok {
+		return s
+	}
+	var parts []string
+	seen := map[string]bool{}
+	for _, l := range f.Labels {
+		factor, ok := labelFactor[l]
+		// queue, type: a netdev queue's type is part of its name.
+		if !ok || seen[factor] || l == "type" && seen["queues"] {
+			continue
+		}
+		seen[factor] = true
+		// An AF_XDP socket, a page pool and a NAPI each belong to one
+		// device (and a socket to one queue): they count alone.
+		switch l {
+		case "inode":
+			parts = slices.DeleteFunc(parts, func(p string) bool { return p == "devices" || p == "queues" })
+		case "pool_id":
+			parts = slices.DeleteFunc(parts, func(p string) bool { return p == "devices" })
+		case "napi_id":
+			parts = slices.DeleteFunc(parts, func(p string) bool { return p == "devices" })
+			if seen[labelFactor["pool_id"]] {
+				continue // the pool's NAPI
+			}
+		}
+		parts = append(parts, factor)
+	}
+	switch {
+	case len(parts) == 0:
+		return "1"
+	case f.Type == Histogram:
+		parts = append(parts, "(buckets + 3)")
+	}
+	return strings.Join(parts, " x ")
+}
+
+// defaultShape says what the default flags do to a family: not built
+// (netdev's metrics-exclude), summed per device (ethtool's sum-queues),
+// or nothing.
+func defaultShape(f *Family) string {
+	switch f.Collector {
+	case "netdev":
+		if regexp.MustCompile("^(?:" + DefaultNetdevMetricsExclude + ")$").MatchString(f.ShortName()) {
+			return "off by default (`--collector.netdev.metrics-exclude`)"
+		}
+	case "ethtool":
+		if regexp.MustCompile("^(?:" + DefaultEthtoolSumQueues + ")$").MatchString(f.ShortName()) {
+			return "summed per device by default, queue=\"\" (`--collector.ethtool.sum-queues`)"
+		}
+	}
+	return ""
+}
