@@ -47,18 +47,13 @@ func init() {
 		ScrapeCapabilities: []int{unix.CAP_SYS_ADMIN},
 		Requires: "CAP_SYS_ADMIN (BPF_PROG_GET_NEXT_ID, BPF_PROG_GET_FD_BY_ID, BPF_LINK_GET_FD_BY_ID, BPF_ENABLE_STATS); " +
 			"Linux 5.8 for run count and run time.",
+		DeviceLabel: true,
 		Flags: func(f *FlagSet) Builder {
 			enableStats := f.Flag("enable-stats",
 				"Hold a BPF_ENABLE_STATS fd so the kernel counts run count and run time of every BPF program "+
 					"(about 20 ns per program run: two clock reads); see docs/collectors/bpf.md.").Bool()
-			devices := f.Devices("")
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				return NewBPFCollector(BPFConfig{EnableStats: *enableStats, Devices: devices(), Families: fams}, logger)
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				return NewBPFCollector(BPFConfig{EnableStats: *enableStats, Filter: filter}, logger)
 			}
 		},
 	})
@@ -70,10 +65,8 @@ type BPFConfig struct {
 	EnableStats bool
 	// ProcPath is the procfs mount point; "/proc" when empty.
 	ProcPath string
-	// Devices selects the devices whose programs are reported.
-	Devices deviceFilter
-	// Families drops the families it does not keep.
-	Families familyFilter
+	// Filter's devices are those whose programs are reported.
+	Filter
 }
 
 // BPFCollector reports every XDP program attached to a device of the

@@ -33,8 +33,16 @@ type Collector interface {
 	Close() error
 }
 
-// Builder constructs a collector from the flag values parsed for it.
-type Builder func(logger *slog.Logger) (Collector, error)
+// Builder constructs a collector from the flag values parsed for it and
+// the filter of its --collector.NAME.metrics-* and device-* flags.
+type Builder func(logger *slog.Logger, filter Filter) (Collector, error)
+
+// Filter is what a collector's --collector.NAME.metrics-include/-exclude
+// and device-include/-exclude select. The zero value selects everything.
+type Filter struct {
+	Families familyFilter
+	Devices  deviceFilter
+}
 
 // Registration describes a collector: its name (used in --collector.NAME and
 // in the collector label), whether it runs by default, and a function that
@@ -52,7 +60,18 @@ type Registration struct {
 	// BPF_PROG_GET_NEXT_ID. --runtime.drop-capabilities keeps these and
 	// drops every other; most collectors read already-open fds and need none.
 	ScrapeCapabilities []int
-	Flags              func(f *FlagSet) Builder
+	// DeviceLabel says the collector's series name devices: it then has
+	// --collector.NAME.device-include and -exclude, the latter defaulting
+	// to DeviceExclude.
+	DeviceLabel   bool
+	DeviceExclude string
+	// MetricsExclude is the default of --collector.NAME.metrics-exclude.
+	MetricsExclude string
+	// OwnMetricsInclude says the collector declares metrics-include
+	// itself, with a meaning of its own (ethtool's untyped stats); its
+	// families are then selected by metrics-exclude alone.
+	OwnMetricsInclude bool
+	Flags             func(f *FlagSet) Builder
 }
 
 var registrations = map[string]Registration{}
@@ -80,9 +99,8 @@ type FlagSet struct {
 	app  *kingpin.Application
 	name string
 	set  map[string]*bool // flag name -> given on the command line
-	// checks run on the parsed values of an enabled collector's flags
-	// (Selection.Validate), before anything is built.
-	checks []func() error
+	// filter builds the collector's Filter from the parsed flags.
+	filter func() (Filter, error)
 }
 
 // Flag declares --collector.NAME.<flag>.
@@ -93,31 +111,24 @@ func (f *FlagSet) Flag(flag, help string) *kingpin.FlagClause {
 	return f.app.Flag(name, help).IsSetByUser(given)
 }
 
-// Devices declares --collector.NAME.device-include and -exclude (the
-// policy of deviceFilter) and returns the filter of their values.
-func (f *FlagSet) Devices(defaultExclude string) func() deviceFilter {
-	include := f.Flag("device-include", "Regexp of devices to report (anchored, matched against the device label; empty: all).").Default("").Regexp()
-	exclude := f.Flag("device-exclude", "Regexp of devices not to report (anchored), applied after device-include.").Default(defaultExclude).Regexp()
-	return func() deviceFilter { return newDeviceFilter(*include, *exclude) }
-}
-
-// Families declares --collector.NAME.metrics-include and -exclude (the
-// policy of familyFilter) and returns a function that builds the filter.
-func (f *FlagSet) Families(defaultExclude string) func() (familyFilter, error) {
-	include := f.Flag("metrics-include", "Regexp of the collector's metric families to build, matched against the name without xdp_ and the collector's name (METRICS.md gives each); empty: all.").Default("").Regexp()
-	exclude := f.FamiliesExclude(defaultExclude)
-	build := func() (familyFilter, error) { return newFamilyFilter(f.name, *include, *exclude) }
-	f.checks = append(f.checks, func() error { _, err := build(); return err })
-	return build
-}
-
-// FamiliesExclude declares only --collector.NAME.metrics-exclude, for a
-// collector whose metrics-include means something of its own (ethtool's
-// untyped stats).
-func (f *FlagSet) FamiliesExclude(defaultExclude string) **regexp.Regexp {
-	exclude := f.Flag("metrics-exclude", "Regexp of the collector's metric families not to build (anchored, matched as metrics-include is), applied after metrics-include.").Default(defaultExclude).Regexp()
-	f.checks = append(f.checks, func() error { _, err := newFamilyFilter(f.name, nil, *exclude); return err })
-	return exclude
+// filterFlags declares the filter flags of r and returns the function
+// that builds its Filter from their parsed values.
+func (f *FlagSet) filterFlags(r Registration) func() (Filter, error) {
+	var include *regexp.Regexp
+	includeFlag := &include
+	if !r.OwnMetricsInclude {
+		includeFlag = f.Flag("metrics-include", "Regexp of the collector's metric families to build, matched against the name without xdp_ and the collector's name (METRICS.md gives each; anchored); empty: all.").Default("").Regexp()
+	}
+	exclude := f.Flag("metrics-exclude", "Regexp of the collector's metric families not to build (anchored, matched as metrics-include is), applied after metrics-include.").Default(r.MetricsExclude).Regexp()
+	devInclude, devExclude := &include, &include
+	if r.DeviceLabel {
+		devInclude = f.Flag("device-include", "Regexp of devices to report (anchored, matched against the device label; empty: all).").Default("").Regexp()
+		devExclude = f.Flag("device-exclude", "Regexp of devices not to report (anchored), applied after device-include.").Default(r.DeviceExclude).Regexp()
+	}
+	return func() (Filter, error) {
+		fams, err := newFamilyFilter(r.Name, *includeFlag, *exclude)
+		return Filter{Families: fams, Devices: newDeviceFilter(*devInclude, *devExclude)}, err
+	}
 }
 
 // Selection is the outcome of flag parsing: which collectors are enabled and
@@ -145,9 +156,10 @@ func AddFlags(app *kingpin.Application) *Selection {
 		s.enabled[r.Name] = app.Flag("collector."+r.Name,
 			fmt.Sprintf("%s (default: %s).", r.Help, state)).
 			Default(fmt.Sprint(r.DefaultEnabled)).IsSetByUser(s.given[r.Name]).Bool()
+		fs := &FlagSet{app: app, name: r.Name, set: map[string]*bool{}}
+		fs.filter = fs.filterFlags(r)
+		s.flags[r.Name] = fs
 		if r.Flags != nil {
-			fs := &FlagSet{app: app, name: r.Name, set: map[string]*bool{}}
-			s.flags[r.Name] = fs
 			s.builders[r.Name] = r.Flags(fs)
 		}
 	}
@@ -157,17 +169,12 @@ func AddFlags(app *kingpin.Application) *Selection {
 // Validate rejects a collector's own flag given while the collector is
 // disabled (`--collector.rxq.device=eth0` without `--collector.rxq`): the
 // flag would otherwise be ignored without a word. For an enabled one it
-// runs the checks of its flags (a metrics-exclude that names no family).
+// checks its filter flags (a metrics-exclude that names no family).
 func (s *Selection) Validate() error {
 	for _, r := range Registrations() {
-		if s.flags[r.Name] == nil {
-			continue
-		}
 		if s.on(r.Name) {
-			for _, check := range s.flags[r.Name].checks {
-				if err := check(); err != nil {
-					return err
-				}
+			if _, err := s.flags[r.Name].filter(); err != nil {
+				return err
 			}
 			continue
 		}
@@ -238,7 +245,11 @@ func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
 			out[name] = Unavailable(fmt.Errorf("collector %s has no builder", name))
 			continue
 		}
-		c, err := b(logger.With("collector", name))
+		var c Collector
+		filter, err := s.flags[name].filter()
+		if err == nil {
+			c, err = b(logger.With("collector", name), filter)
+		}
 		switch {
 		case errors.Is(err, ErrUnsupported):
 			logger.Info("collector not supported on this host; it reports xdp_scrape_collector_unsupported 1",

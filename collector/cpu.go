@@ -40,13 +40,8 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			procfsPath := f.Flag("procfs", "procfs mount point the cpu collector reads.").Default(procfs.DefaultMountPoint).String()
 			all := f.Flag("softirqs.all", "Export every /proc/softirqs vector, not only NET_RX and NET_TX (adds 8 series per CPU).").Default("false").Bool()
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				return NewCPUCollector(CPUConfig{ProcFS: *procfsPath, SoftirqsAll: *all, Families: fams}, logger)
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				return NewCPUCollector(CPUConfig{ProcFS: *procfsPath, SoftirqsAll: *all, Filter: filter}, logger)
 			}
 		},
 	})
@@ -58,8 +53,7 @@ type CPUConfig struct {
 	ProcFS string
 	// SoftirqsAll exports every softirq vector instead of NET_RX and NET_TX.
 	SoftirqsAll bool
-	// Families drops the families it does not keep.
-	Families familyFilter
+	Filter
 }
 
 // CPUCollector reads /proc/stat, /proc/softirqs and /proc/net/softnet_stat.

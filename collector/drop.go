@@ -21,15 +21,10 @@ func init() {
 		Help: "Packets the kernel's stack dropped (skb:kfree_skb), by device and drop reason, as dropwatch and pwru show them one by one",
 		Requires: "Linux 5.17+ (skb:kfree_skb with an enum skb_drop_reason) with BTF (CONFIG_DEBUG_INFO_BTF); CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN). " +
 			"Runs a program per dropped skb; frames XDP drops are not skbs and cost nothing.",
+		DeviceLabel: true,
 		Flags: func(f *FlagSet) Builder {
-			devices := f.Devices("")
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				return newDropCollector(DropConfig{Devices: devices(), Families: fams}, logger)
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				return newDropCollector(DropConfig{Filter: filter}, logger)
 			}
 		},
 	})
@@ -56,12 +51,10 @@ const dropNoDevice = 1
 
 // DropConfig configures the drop collector.
 type DropConfig struct {
-	// Devices selects the devices whose drops are reported; drops of skbs
+	// Filter's devices are those whose drops are reported; drops of skbs
 	// without a device (device="") are reported unless device-include is
 	// set.
-	Devices deviceFilter
-	// Families drops the families it does not keep.
-	Families familyFilter
+	Filter
 }
 
 type dropCollector struct {

@@ -19,27 +19,18 @@ import (
 
 func init() {
 	register(Registration{
-		Name:           "ethtool",
-		Help:           "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl",
-		DefaultEnabled: true,
-		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls are unprivileged). Each ioctl takes the RTNL lock.",
+		Name:              "ethtool",
+		Help:              "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl",
+		DefaultEnabled:    true,
+		Requires:          "Linux; no capability for the values shown here (the ethtool get ioctls are unprivileged). Each ioctl takes the RTNL lock.",
+		DeviceLabel:       true,
+		DeviceExclude:     "lo",
+		OwnMetricsInclude: true,
 		Flags: func(f *FlagSet) Builder {
-			devices := f.Devices("lo")
 			metrics := f.Flag("metrics-include", "Regexp (anchored) of the untyped driver stats to expose, matched against stat_<name> for device-wide and queue_stat_<name> for per-queue stats. Curated families are on unless metrics-exclude names them.").Default(DefaultEthtoolMetricsInclude).Regexp()
-			exclude := f.FamiliesExclude("")
 			sum := f.Flag("sum-queues", "Regexp (anchored) of the curated per-queue families to sum into one series per device (queue=\"\"), matched as metrics-exclude is; empty: every queue its own series.").Default(DefaultEthtoolSumQueues).Regexp()
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := newFamilyFilter("ethtool", nil, *exclude)
-				if err != nil {
-					return nil, err
-				}
-				return NewEthtoolCollector(EthtoolConfig{
-					Devices:        devices(),
-					Families:       fams,
-					MetricsInclude: *metrics,
-					MetricsExclude: *exclude,
-					SumQueues:      *sum,
-				}, logger)
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				return NewEthtoolCollector(EthtoolConfig{Filter: filter, MetricsInclude: *metrics, SumQueues: *sum}, logger)
 			}
 		},
 	})
@@ -74,12 +65,10 @@ const ethtoolParallelism = 4
 // EthtoolConfig configures the ethtool collector. Nil regexps mean: every
 // untyped stat, no family excluded, no queue summed.
 type EthtoolConfig struct {
-	Devices        deviceFilter
+	// Filter's metrics-exclude applies to the curated families and the
+	// untyped stats alike.
+	Filter
 	MetricsInclude *regexp.Regexp
-	// Families is the metrics-exclude policy for the curated families;
-	// MetricsExclude applies it to the untyped stats.
-	Families       familyFilter
-	MetricsExclude *regexp.Regexp
 	SumQueues      *regexp.Regexp
 }
 
@@ -87,7 +76,6 @@ type ethtoolCollector struct {
 	src     ethtoolSource
 	filter  deviceFilter
 	metrics *regexp.Regexp
-	exclude *regexp.Regexp
 	fams    familyFilter
 	sum     *regexp.Regexp
 	logger  *slog.Logger
@@ -113,7 +101,6 @@ func newEthtoolCollector(cfg EthtoolConfig, src ethtoolSource, logger *slog.Logg
 		src:     src,
 		filter:  cfg.Devices,
 		metrics: anchor(cfg.MetricsInclude),
-		exclude: anchor(cfg.MetricsExclude),
 		fams:    cfg.Families,
 		sum:     anchor(cfg.SumQueues),
 		logger:  logger,
@@ -516,7 +503,7 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 				suffix = "queue_" + suffix
 				labels = append(labels, p.queue)
 			}
-			if c.metrics != nil && !c.metrics.MatchString(suffix) || c.exclude != nil && c.exclude.MatchString(suffix) {
+			if c.metrics != nil && !c.metrics.MatchString(suffix) || c.fams.excludesName(suffix) {
 				continue
 			}
 			t = target{c.untypedDesc(suffix, p.perQueue), prometheus.UntypedValue, 1, labels, false}

@@ -37,7 +37,7 @@ func TestEthtoolVethXDPExact(t *testing.T) {
 	testenv.Check(t, err, "loading the generator")
 	defer g.Close()
 
-	c, err := NewEthtoolCollector(EthtoolConfig{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(pair.Host.Name)), nil)}, discardLogger())
+	c, err := NewEthtoolCollector(EthtoolConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(pair.Host.Name)), nil)}}, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestEthtoolVethChurn(t *testing.T) {
 	testenv.Privileged(t)
 	prefix := "xc" + netlab.UniqueID()
 	c, err := NewEthtoolCollector(EthtoolConfig{
-		Devices:        newDeviceFilter(regexp.MustCompile(prefix+".*"), nil),
+		Filter:         Filter{Devices: newDeviceFilter(regexp.MustCompile(prefix+".*"), nil)},
 		MetricsInclude: regexp.MustCompile(".*"),
 	}, discardLogger())
 	if err != nil {
@@ -299,7 +299,7 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 	// as the peer has TX queues.
 	channels(pair.Namespace, pair.Peer.Name, 8, 1)
 	labtest.AttachVerdict(t, pair, netlab.XDPDrop)
-	cfg := EthtoolConfig{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(dev)), nil), MetricsInclude: regexp.MustCompile(".*")}
+	cfg := EthtoolConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(dev)), nil)}, MetricsInclude: regexp.MustCompile(".*")}
 	cached, err := NewEthtoolCollector(cfg, discardLogger())
 	testenv.Check(t, err, "ethtool collector")
 	defer cached.Close()

@@ -433,7 +433,7 @@ func TestEthtoolVanishedDevice(t *testing.T) {
 func TestEthtoolDeviceFilter(t *testing.T) {
 	src := loadFixtures(t, "veth", "mlx5", "i40e")
 	c := newEthtoolCollector(EthtoolConfig{
-		Devices: newDeviceFilter(regexp.MustCompile("mlx5|i40"), regexp.MustCompile("i40e")),
+		Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("mlx5|i40"), regexp.MustCompile("i40e"))},
 	}, src, discardLogger())
 	mfs := gatherOnce(t, c)
 	var devs []string

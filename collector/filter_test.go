@@ -160,7 +160,7 @@ func TestNetdevExcludedDumpNotMade(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, src, _ := replayCollector(t, NetdevConfig{Families: fams, PerQueueStats: true}, nil)
+		c, src, _ := replayCollector(t, NetdevConfig{Filter: Filter{Families: fams}, PerQueueStats: true}, nil)
 		mfs := gather(t, c)
 		asked, has := src.calls[netdevCmdPagePoolStatsGet], mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
 		if exclude == "" && (asked == 0 || !has) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -248,15 +247,7 @@ func (h *hostNetdev) Close() error { return nil }
 func hostSysfs(t testing.TB) (sys, irq string) {
 	root := t.TempDir()
 	sys, irq = filepath.Join(root, "sys"), filepath.Join(root, "proc", "irq")
-	write := func(path, content string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(path, content string) { writeTreeFile(t, path, content) }
 	write(filepath.Join(sys, "bus", "pci", "drivers_autoprobe"), "1\n")
 	for node := range hostCPUs / hostNodeCPUs {
 		write(filepath.Join(sys, "devices", "system", "node", fmt.Sprintf("node%d", node), "cpulist"),
@@ -280,15 +271,8 @@ func hostSysfs(t testing.TB) (sys, irq string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(filepath.Join(sys, "class", "net"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(rel, filepath.Join(sys, "class", "net", n.name)); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink("../../../"+n.pci, filepath.Join(nic, "net", n.name, "device")); err != nil {
-			t.Fatal(err)
-		}
+		symlinkTree(t, rel, filepath.Join(sys, "class", "net", n.name))
+		symlinkTree(t, "../../../"+n.pci, filepath.Join(nic, "net", n.name, "device"))
 		for q := range uint32(hostQueues) {
 			i := strconv.FormatUint(uint64(n.irqBase+q), 10)
 			cpu := strconv.Itoa(n.node*hostNodeCPUs + int(q))
@@ -402,10 +386,10 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 	// The BPF collectors are the real ones, loaded and attached: the
 	// device filter keeps the test host's own devices (and the other
 	// tests' veths) out of their tables.
-	napi, err := NewNapiCollector(NapiConfig{Devices: fixtureDevices}, discardLogger())
+	napi, err := NewNapiCollector(NapiConfig{Filter: Filter{Devices: fixtureDevices}}, discardLogger())
 	testenv.Check(t, err, "loading the napi collector")
 	seedNapi(t, napi, napi.netns)
-	xdp, err := NewXDPCollector(XDPConfig{Devices: fixtureDevices}, discardLogger())
+	xdp, err := NewXDPCollector(XDPConfig{Filter: Filter{Devices: fixtureDevices}}, discardLogger())
 	testenv.Check(t, err, "loading the xdp collector")
 	seedXDP(t, xdp.(*xdpCollector), progs)
 	bpfc, err := NewBPFCollector(BPFConfig{}, discardLogger())
@@ -416,7 +400,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 		"cpu":     cpu,
 		"ethtool": newEthtoolCollector(EthtoolConfig{MetricsInclude: re(DefaultEthtoolMetricsInclude), SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), discardLogger()),
 		"napi":    napi,
-		"netdev":  newNetdevCollector(NetdevConfig{Families: netdevFams, PerQueueStats: true, ProcIRQ: irq}, discardLogger(), nd, scrapeLinks),
+		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcIRQ: irq}, discardLogger(), nd, scrapeLinks),
 		"pcie":    pcie,
 		"xdp":     xdp,
 		"xsk":     &XSKCollector{logger: discardLogger(), src: noSockets{}, links: scrapeLinks},

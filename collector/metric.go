@@ -131,7 +131,10 @@ func (f *Family) ShortName() string {
 // and -exclude, decided once per family when the collector is built: a
 // scrape asks a map, not a regexp, and builds no sample of a family it
 // drops. The zero value keeps every family.
-type familyFilter struct{ off map[*Family]bool }
+type familyFilter struct {
+	off     map[*Family]bool
+	exclude *regexp.Regexp // for names built at run time
+}
 
 // newFamilyFilter selects the families of collector whose ShortName the
 // anchored include matches (nil: all) and exclude does not. A non-empty
@@ -142,7 +145,7 @@ func newFamilyFilter(collector string, include, exclude *regexp.Regexp) (familyF
 	in, out := anchor(include), anchor(exclude)
 	var names []string
 	inHit, outHit, patterns := false, false, false
-	f := familyFilter{off: map[*Family]bool{}}
+	f := familyFilter{off: map[*Family]bool{}, exclude: out}
 	for _, fam := range Catalogue() {
 		if fam.Collector != collector {
 			continue
@@ -176,6 +179,12 @@ func newFamilyFilter(collector string, include, exclude *regexp.Regexp) (familyF
 		}
 	}
 	return f, nil
+}
+
+// excludesName reports whether metrics-exclude names a family built at run
+// time, by its ShortName.
+func (f familyFilter) excludesName(short string) bool {
+	return f.exclude != nil && f.exclude.MatchString(short)
 }
 
 // keeps reports whether fam's samples are built.

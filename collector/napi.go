@@ -83,17 +83,12 @@ func init() {
 		Help:           "NAPI poll bulk histogram (napi:napi_poll) and softirq counts and time per CPU (irq:softirq_*), as napi_monitor showed",
 		DefaultEnabled: true,
 		Requires:       "CAP_BPF and CAP_PERFMON (or root), kernel BTF (/sys/kernel/btf/vmlinux) for tp_btf programs (Linux 5.5+)",
+		DeviceLabel:    true,
 		Flags: func(f *FlagSet) Builder {
 			softirq := f.Flag("softirq", "Attach irq:softirq_entry/exit/raise for per-CPU, per-vector softirq counts, raises and time. Off by default: they run several times per NAPI poll, and the cpu collector exports softirq time and counts from procfs.").Default("false").Bool()
 			vectors := f.Flag("softirq-vectors", "Comma-separated softirq vectors to export (names as in /proc/softirqs), or 'all'.").Default("all").String()
-			devices := f.Devices("")
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				cfg := NapiConfig{Softirq: *softirq, Devices: devices(), Families: fams}
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				cfg := NapiConfig{Softirq: *softirq, Filter: filter}
 				if *vectors != "all" {
 					cfg.SoftirqVectors = strings.Split(*vectors, ",")
 				}
@@ -114,11 +109,9 @@ type NapiConfig struct {
 	// ForeignIdle is how long a device of another network namespace may
 	// poll nothing before its slot is freed (reap.go); foreignIdle when 0.
 	ForeignIdle time.Duration
-	// Devices selects the devices whose polls are reported (all are
+	// Filter's devices are those whose polls are reported (all are
 	// counted in the kernel either way).
-	Devices deviceFilter
-	// Families drops the families it does not keep.
-	Families familyFilter
+	Filter
 }
 
 // NapiCollector owns the napi programs, their links and maps.

@@ -26,16 +26,12 @@ func init() {
 		Requires: "the \"netdev\" generic netlink family: Linux 6.3+ for dev-get (XDP features), 6.8+ for page-pool-get, " +
 			"6.8+ for queue-get/napi-get, 6.9+ for qstats-get, CONFIG_PAGE_POOL_STATS for page-pool-stats-get; " +
 			"qstats need a driver with netdev_stat_ops (virtio_net, mlx5, bnxt, ice/idpf, gve, ...). No privileges needed.",
+		DeviceLabel:    true,
+		MetricsExclude: DefaultNetdevMetricsExclude,
 		Flags: func(f *FlagSet) Builder {
-			devices := f.Devices("")
-			families := f.Families(DefaultNetdevMetricsExclude)
 			perQueue := f.Flag("per-queue-stats", "Report qstats per queue (the widest families: stats x queues x devices).").Default("true").Bool()
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				return NewNetdevCollector(NetdevConfig{Devices: devices(), Families: fams, PerQueueStats: *perQueue}, logger)
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				return NewNetdevCollector(NetdevConfig{Filter: filter, PerQueueStats: *perQueue}, logger)
 			}
 		},
 	})
@@ -65,10 +61,7 @@ const DefaultNetdevMetricsExclude = "queue_(rx_csum_.*|rx_hw_gro_.*|rx_hw_drop_r
 
 // NetdevConfig configures the netdev collector.
 type NetdevConfig struct {
-	// Devices limits every family to the devices it selects.
-	Devices deviceFilter
-	// Families drops the families it does not keep.
-	Families familyFilter
+	Filter
 	// PerQueueStats adds the xdp_netdev_queue_* qstats families.
 	PerQueueStats bool
 	// ProcIRQ is the directory holding N/smp_affinity_list; /proc/irq when empty.

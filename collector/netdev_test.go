@@ -64,7 +64,7 @@ func TestNetdevQstatsEth0(t *testing.T) {
 		testenv.Unavailable(t, "needs a virtio_net eth0 (qstats via netdev_stat_ops): %v", err)
 		return
 	}
-	c := newLiveNetdev(t, NetdevConfig{Devices: newDeviceFilter(regexp.MustCompile("^eth0$"), nil), PerQueueStats: true})
+	c := newLiveNetdev(t, NetdevConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("^eth0$"), nil)}, PerQueueStats: true})
 	stats := []string{"rx_packets", "rx_bytes", "tx_packets", "tx_bytes"}
 	before := map[string]float64{}
 	for _, s := range stats {
@@ -102,7 +102,7 @@ func TestNetdevVeth(t *testing.T) {
 	const queues = 2
 	pair := labtest.Pair(t, queues)
 	dev := pair.Host.Name
-	c := newLiveNetdev(t, NetdevConfig{Devices: newDeviceFilter(regexp.MustCompile("^"+dev+"$"), nil), PerQueueStats: true})
+	c := newLiveNetdev(t, NetdevConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("^"+dev+"$"), nil)}, PerQueueStats: true})
 
 	mfs := gather(t, c)
 	if _, n := sumFamily(mfs, "xdp_netdev_napi_info", "device", dev); n != 0 {
@@ -197,7 +197,7 @@ func labelValue(m *dto.Metric, name string) string {
 // CONFIG_PAGE_POOL_STATS) are logged once and never fail a scrape.
 func TestNetdevLiveUnsupported(t *testing.T) {
 	var log bytes.Buffer
-	c, err := NewNetdevCollector(NetdevConfig{Devices: newDeviceFilter(regexp.MustCompile("^lo$"), nil)}, slog.New(slog.NewTextHandler(&log, nil)))
+	c, err := NewNetdevCollector(NetdevConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("^lo$"), nil)}}, slog.New(slog.NewTextHandler(&log, nil)))
 	checkNetdev(t, err)
 	defer c.Close()
 	gather(t, c)
@@ -334,7 +334,7 @@ func TestNetdevUnsupportedOnce(t *testing.T) {
 
 // TestNetdevDeviceFilter drops excluded devices from every family.
 func TestNetdevDeviceFilter(t *testing.T) {
-	c, _, _ := replayCollector(t, NetdevConfig{Devices: newDeviceFilter(nil, regexp.MustCompile("^eth0$")), PerQueueStats: true}, nil)
+	c, _, _ := replayCollector(t, NetdevConfig{Filter: Filter{Devices: newDeviceFilter(nil, regexp.MustCompile("^eth0$"))}, PerQueueStats: true}, nil)
 	mfs := gather(t, c)
 	for name, mf := range mfs {
 		for _, m := range mf.GetMetric() {

@@ -20,15 +20,10 @@ func init() {
 		Help:           "PCIe link speed and width of each NIC and the bridges above it, AER error counters, NUMA node, and whether the CPUs serving each RX queue are on the NIC's node (sysfs, /proc/irq)",
 		DefaultEnabled: true,
 		Requires:       "sysfs with PCI devices (/sys/bus/pci); link files need PCI Express, AER counters Linux 5.7+ and a device with AER; queue IRQs from netdev netlink (Linux 6.9+) or the drivers' IRQ names. No capability.",
+		DeviceLabel:    true,
 		Flags: func(f *FlagSet) Builder {
-			devices := f.Devices("")
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				return newPCIeCollector(PCIeConfig{Devices: devices(), Families: fams}, logger)
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				return newPCIeCollector(PCIeConfig{Filter: filter}, logger)
 			}
 		},
 	})
@@ -74,10 +69,9 @@ type PCIeConfig struct {
 	// ProcIRQ is the directory holding N/effective_affinity_list; /proc/irq
 	// when empty.
 	ProcIRQ string
-	// Devices selects the network devices whose PCI functions are read.
-	Devices deviceFilter
-	// Families drops the families it does not keep.
-	Families familyFilter
+	// Filter's devices are the network devices whose PCI functions are
+	// read.
+	Filter
 }
 
 type pcieCollector struct {

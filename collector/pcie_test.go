@@ -41,24 +41,8 @@ func pcieFixture(t testing.TB) PCIeConfig {
 	t.Helper()
 	root := t.TempDir()
 	sys, irq := filepath.Join(root, "sys"), filepath.Join(root, "proc", "irq")
-	write := func(path, content string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link := func(target, name string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(path, content string) { writeTreeFile(t, path, content) }
+	link := func(target, name string) { symlinkTree(t, target, name) }
 	linkFiles := func(dir, speed, width, maxSpeed, maxWidth string) {
 		write(filepath.Join(dir, "current_link_speed"), speed+"\n")
 		write(filepath.Join(dir, "current_link_width"), width+"\n")
@@ -116,6 +100,28 @@ func pcieFixture(t testing.TB) PCIeConfig {
 	write(filepath.Join(sys, "devices", "system", "node", "node0", "cpulist"), "0-3\n")
 	write(filepath.Join(sys, "devices", "system", "node", "node1", "cpulist"), "4-7\n")
 	return PCIeConfig{SysFS: sys, ProcIRQ: irq}
+}
+
+// writeTreeFile writes path, making its directories.
+func writeTreeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// symlinkTree makes the symlink name to target, making its directories.
+func symlinkTree(t testing.TB, target, name string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, name); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func newFixturePCIe(t testing.TB, cfg PCIeConfig) Collector {

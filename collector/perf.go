@@ -70,13 +70,8 @@ func init() {
 			cpus := f.Flag("cpus", `CPUs to count on, in the kernel's cpulist format ("0-3,8"); default: every online CPU.`).Default("").String()
 			hw := f.Flag("hardware", "Open the hardware counter groups (cycles/instructions, cache-references/misses, LLC loads/misses).").Default("true").Bool()
 			sw := f.Flag("software", "Open the software event group (cpu-clock, task-clock, context-switches, cpu-migrations, page-faults).").Default("true").Bool()
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				cfg := PerfConfig{Hardware: *hw, Software: *sw, Families: fams}
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				cfg := PerfConfig{Hardware: *hw, Software: *sw, Filter: filter}
 				if *cpus != "" {
 					list, err := parseCPUList(*cpus)
 					if err != nil {
@@ -96,8 +91,7 @@ type PerfConfig struct {
 	CPUs []int
 	// Hardware opens the hardware groups, Software the software group.
 	Hardware, Software bool
-	// Families drops the families it does not keep.
-	Families familyFilter
+	Filter
 }
 
 type perfEventSpec struct {

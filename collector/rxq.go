@@ -71,15 +71,10 @@ func init() {
 			checkIfindex := f.Flag("check-ifindex", "Count packets whose ctx->ingress_ifindex is not the device as issues "+
 				`(reason="ifindex_mismatch"), for parity with xdp_rxq_info; costs 0.5-2 ns per packet, and cannot fire `+
 				"when the program is attached to one device as here.").Bool()
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
 				return NewRxqCollector(RxqConfig{
 					Devices: *devices, Action: *action, RedirectDevice: *redirect,
-					Read: *read, Mode: *mode, Force: *force, CheckIfindex: *checkIfindex, Families: fams,
+					Read: *read, Mode: *mode, Force: *force, CheckIfindex: *checkIfindex, Families: filter.Families,
 				}, logger)
 			}
 		},

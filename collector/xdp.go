@@ -25,6 +25,7 @@ func init() {
 		ScrapeCapabilities: []int{unix.CAP_SYS_ADMIN},
 		Requires: "Linux 5.8+ with BTF (CONFIG_DEBUG_INFO_BTF) for tp_btf programs; CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN). " +
 			"By default only failures run a program; --collector.xdp.xmit adds one per transmit bulk, --collector.xdp.redirect-success one per redirected packet.",
+		DeviceLabel: true,
 		Flags: func(f *FlagSet) Builder {
 			xmit := f.Flag("xmit",
 				"Also count bulk transmits: xdp:xdp_devmap_xmit, xdp:xdp_bulk_tx, xdp:xdp_cpumap_enqueue and xdp:xdp_cpumap_kthread (packets, drops, bulk sizes). "+
@@ -33,14 +34,8 @@ func init() {
 			success := f.Flag("redirect-success",
 				"Also count successful redirects (xdp:xdp_redirect). Costs a tracepoint program run per redirected packet.").
 				Default("false").Bool()
-			devices := f.Devices("")
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				return NewXDPCollector(XDPConfig{Xmit: *xmit, RedirectSuccess: *success, Devices: devices(), Families: fams}, logger)
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				return NewXDPCollector(XDPConfig{Xmit: *xmit, RedirectSuccess: *success, Filter: filter}, logger)
 			}
 		},
 	})
@@ -114,11 +109,9 @@ type XDPConfig struct {
 	// namespace may count nothing before it is deleted (reap.go);
 	// foreignIdle when 0.
 	ForeignIdle time.Duration
-	// Devices selects the devices whose series are reported; a bulk
+	// Filter's devices are those whose series are reported; a bulk
 	// transmit between two devices needs both selected.
-	Devices deviceFilter
-	// Families drops the families it does not keep.
-	Families familyFilter
+	Filter
 }
 
 // xdpTracepoints are the programs of bpf/xdpmon.c. By default only the

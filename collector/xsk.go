@@ -19,15 +19,10 @@ func init() {
 		Help:           "AF_XDP socket statistics from sock_diag (XDP_DIAG_STATS), per socket with its device and queue",
 		DefaultEnabled: true,
 		Requires:       "Linux 5.9+ (XDP_DIAG_STATS) built with CONFIG_XDP_SOCKETS_DIAG (module xsk_diag). No privileges: the dump lists every AF_XDP socket of the exporter's network namespace.",
+		DeviceLabel:    true,
 		Flags: func(f *FlagSet) Builder {
-			devices := f.Devices("")
-			families := f.Families("")
-			return func(logger *slog.Logger) (Collector, error) {
-				fams, err := families()
-				if err != nil {
-					return nil, err
-				}
-				return NewXSKCollector(XSKConfig{Devices: devices(), Families: fams}, logger)
+			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+				return NewXSKCollector(XSKConfig{Filter: filter}, logger)
 			}
 		},
 	})
@@ -127,11 +122,9 @@ func (s sockDiagSource) Close() error { return s.conn.Close() }
 
 // XSKConfig configures the xsk collector.
 type XSKConfig struct {
-	// Devices selects the devices whose sockets are reported; a socket
+	// Filter's devices are those whose sockets are reported; a socket
 	// not yet bound (no device) is reported unless device-include is set.
-	Devices deviceFilter
-	// Families drops the families it does not keep.
-	Families familyFilter
+	Filter
 }
 
 // XSKCollector reports AF_XDP socket counters.
