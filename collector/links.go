@@ -2,16 +2,16 @@ package collector
 
 import (
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/mdlayher/netlink"
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,6 +23,9 @@ type Link struct {
 	// collector puts in its device label (deviceLabel).
 	Name, Label string
 	XDP         []xdpAttachment
+	// RxQueues is IFLA_NUM_RX_QUEUES: the RX queues the device was made
+	// with, an upper bound of the ones in use.
+	RxQueues uint32
 }
 
 // Links is one dump of the namespace's devices. The scrape takes one per
@@ -55,6 +58,16 @@ func (l *Links) Get(ifindex uint32) (Link, bool) {
 		return Link{}, false
 	}
 	return l.list[i], true
+}
+
+// ByName returns the device of this name.
+func (l *Links) ByName(name string) (Link, bool) {
+	for _, d := range l.list {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Link{}, false
 }
 
 // Label is the device label of an ifindex of the exporter's namespace:
@@ -117,35 +130,47 @@ func scrapeLinks(ctx context.Context) (*Links, error) {
 // dumpLinks dumps the links of the current network namespace. The XDP
 // programs are read per mode because a device may hold a program in more
 // than one mode at once (XDP_ATTACHED_MULTI, offload next to native or
-// generic), in which case the kernel omits IFLA_XDP_PROG_ID, the only id
-// vishvananda/netlink's LinkList decodes.
+// generic), in which case the kernel omits IFLA_XDP_PROG_ID.
 func dumpLinks() (*Links, error) {
-	var (
-		msgs [][]byte
-		err  error
-	)
+	conn, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dumping links: opening a route netlink socket: %w", err)
+	}
+	defer conn.Close()
+	// Without the link statistics (IFLA_STATS, IFLA_STATS64), which
+	// nothing here reads, each message is about half the size.
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(unix.IFLA_EXT_MASK, rtextFilterSkipStats)
+	attrs, err := ae.Encode()
+	if err != nil {
+		return nil, err
+	}
+	req := netlink.Message{
+		Header: netlink.Header{Type: unix.RTM_GETLINK, Flags: netlink.Request | netlink.Dump},
+		Data:   append(ifinfomsg(unix.AF_UNSPEC, 0), attrs...),
+	}
 	// A dump interrupted by a concurrent link change (NLM_F_DUMP_INTR) may
 	// miss or repeat devices, so it is retried; a dump takes well under a
 	// millisecond, and with interfaces churning (containers starting) three
 	// tries in a row were seen interrupted.
+	var msgs []netlink.Message
+	interrupted := false
 	for range 10 {
-		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
-		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-		// Without the link statistics (IFLA_STATS, IFLA_STATS64), which
-		// nothing here reads, each message is about half the size.
-		req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(rtextFilterSkipStats)))
-		msgs, err = req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWLINK)
-		if !errors.Is(err, nl.ErrDumpInterrupted) {
+		if msgs, err = conn.Execute(req); err != nil {
+			return nil, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
+		}
+		interrupted = slices.ContainsFunc(msgs, func(m netlink.Message) bool { return m.Header.Flags&netlink.DumpInterrupted != 0 })
+		if !interrupted {
 			break
 		}
-	}
-	if err != nil && !errors.Is(err, nl.ErrDumpInterrupted) {
-		return nil, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
 	}
 	list := make([]Link, 0, len(msgs))
 	seen := make(map[uint32]bool, len(msgs))
 	for _, m := range msgs {
-		l, perr := parseLink(m)
+		if m.Header.Type != unix.RTM_NEWLINK {
+			continue
+		}
+		l, perr := parseLink(m.Data)
 		if perr != nil {
 			return nil, perr
 		}
@@ -155,34 +180,45 @@ func dumpLinks() (*Links, error) {
 		}
 	}
 	links := newLinks(list)
-	if err != nil {
+	if interrupted {
 		links.partial = true
-		return links, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
+		return links, fmt.Errorf("dumping links (RTM_GETLINK): interrupted by link changes 10 times in a row (NLM_F_DUMP_INTR)")
 	}
 	return links, nil
+}
+
+// ifinfomsg is struct ifinfomsg (include/uapi/linux/rtnetlink.h) of a
+// request about device index (0: all), in host byte order as netlink
+// wants it.
+func ifinfomsg(family uint8, index int32) []byte {
+	b := make([]byte, unix.SizeofIfInfomsg)
+	b[0] = family
+	binary.NativeEndian.PutUint32(b[4:8], uint32(index))
+	return b
 }
 
 // rtextFilterSkipStats is RTEXT_FILTER_SKIP_STATS of
 // include/uapi/linux/rtnetlink.h (Linux 4.18; older kernels ignore it).
 const rtextFilterSkipStats = 1 << 3
 
-// parseLink decodes one RTM_NEWLINK message. mdlayher/netlink's decoder
-// walks the attributes in place; nl.ParseRouteAttr allocated one value per
-// attribute, a few thousand per dump.
+// parseLink decodes one RTM_NEWLINK message: struct ifinfomsg, then the
+// attributes, walked in place.
 func parseLink(m []byte) (Link, error) {
 	if len(m) < unix.SizeofIfInfomsg {
 		return Link{}, fmt.Errorf("RTM_NEWLINK message of %d bytes is shorter than ifinfomsg", len(m))
 	}
-	ifi := nl.DeserializeIfInfomsg(m)
-	l := Link{Index: uint32(ifi.Index)}
+	index := int32(binary.NativeEndian.Uint32(m[4:8]))
+	l := Link{Index: uint32(index)}
 	ad, err := netlink.NewAttributeDecoder(m[unix.SizeofIfInfomsg:])
 	if err != nil {
-		return l, fmt.Errorf("parsing link %d attributes: %w", ifi.Index, err)
+		return l, fmt.Errorf("parsing link %d attributes: %w", index, err)
 	}
 	for ad.Next() {
 		switch ad.Type() {
 		case unix.IFLA_IFNAME:
 			l.Name = ad.String()
+		case unix.IFLA_NUM_RX_QUEUES:
+			l.RxQueues = ad.Uint32()
 		case unix.IFLA_XDP:
 			ad.Nested(func(nad *netlink.AttributeDecoder) error {
 				for nad.Next() {
@@ -199,7 +235,7 @@ func parseLink(m []byte) (Link, error) {
 		}
 	}
 	if err := ad.Err(); err != nil {
-		return l, fmt.Errorf("parsing link %d attributes: %w", ifi.Index, err)
+		return l, fmt.Errorf("parsing link %d attributes: %w", index, err)
 	}
 	for i := range l.XDP {
 		l.XDP[i].device = deviceLabel(l.Name)

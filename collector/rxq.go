@@ -9,9 +9,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
@@ -154,17 +153,26 @@ func NewRxqCollector(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 		}
 		seen[d] = true
 	}
-	var target netlink.Link
+	links, err := dumpLinks()
+	if err != nil {
+		return nil, fmt.Errorf("rxq: %w", err)
+	}
+	var target *Link
 	if action == bpf.XDPRedirect {
-		var err error
-		if target, err = netlink.LinkByName(cfg.RedirectDevice); err != nil {
-			return nil, fmt.Errorf("rxq: redirect device %s: %w", cfg.RedirectDevice, err)
+		t, ok := links.ByName(cfg.RedirectDevice)
+		if !ok {
+			return nil, fmt.Errorf("rxq: redirect device %s: %w", cfg.RedirectDevice, errNoDevice)
 		}
+		target = &t
 	}
 
 	c := &rxqCollector{cfg: cfg}
 	for _, name := range cfg.Devices {
-		d, err := attachRxq(name, cfg, action, flags, target, logger)
+		dev, ok := links.ByName(name)
+		if !ok {
+			return nil, errors.Join(fmt.Errorf("rxq: device %s: %w", name, errNoDevice), c.Close())
+		}
+		d, err := attachRxq(dev, cfg, action, flags, target, logger)
 		if err != nil {
 			return nil, errors.Join(err, c.Close())
 		}
@@ -173,27 +181,31 @@ func NewRxqCollector(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 	return c, nil
 }
 
-func attachRxq(name string, cfg RxqConfig, action bpf.XDPAction, flags link.XDPAttachFlags, target netlink.Link, logger *slog.Logger) (d *rxqDevice, err error) {
-	dev, err := netlink.LinkByName(name)
-	if err != nil {
-		return nil, fmt.Errorf("rxq: device %s: %w", name, err)
-	}
-	attrs := dev.Attrs()
-	if x := attrs.Xdp; x != nil && x.Attached {
+// errNoDevice is what attaching to a device the namespace lacks says.
+var errNoDevice = errors.New("no such interface in the exporter's network namespace")
+
+func attachRxq(dev Link, cfg RxqConfig, action bpf.XDPAction, flags link.XDPAttachFlags, target *Link, logger *slog.Logger) (d *rxqDevice, err error) {
+	name := dev.Name
+	if len(dev.XDP) > 0 {
+		x := dev.XDP[0]
+		mode := x.mode + " mode"
+		if len(dev.XDP) > 1 {
+			mode = "several modes"
+		}
 		if !cfg.Force {
 			return nil, fmt.Errorf("rxq: device %s already has XDP program id %d attached (%s); "+
-				"refusing to replace it without --collector.rxq.force", name, x.ProgId, xdpAttachMode(x.AttachMode))
+				"refusing to replace it without --collector.rxq.force", name, x.progID, mode)
 		}
 		if err := detachForeignXDP(dev); err != nil {
-			return nil, fmt.Errorf("rxq: replacing XDP program id %d on %s: %w", x.ProgId, name, err)
+			return nil, fmt.Errorf("rxq: replacing XDP program id %d on %s: %w", x.progID, name, err)
 		}
 		logger.Warn("detached the XDP program already on the device (--collector.rxq.force)",
-			"device", name, "prog_id", x.ProgId)
+			"device", name, "prog_id", x.progID)
 	}
 
 	queues := cfg.Queues
 	if queues <= 0 {
-		queues = min(max(attrs.NumRxQueues, 1), maxRxqQueues)
+		queues = min(max(int(dev.RxQueues), 1), maxRxqQueues)
 	}
 	d = &rxqDevice{name: name}
 	defer func() {
@@ -202,17 +214,17 @@ func attachRxq(name string, cfg RxqConfig, action bpf.XDPAction, flags link.XDPA
 		}
 	}()
 	if d.objs, err = bpf.LoadRxqConfigured(bpf.RxqConfig{
-		Action: action, Read: cfg.Read, CheckIfindex: cfg.CheckIfindex, Ifindex: attrs.Index, Queues: queues,
+		Action: action, Read: cfg.Read, CheckIfindex: cfg.CheckIfindex, Ifindex: int(dev.Index), Queues: queues,
 	}); err != nil {
 		return d, fmt.Errorf("rxq: device %s: %w", name, bpfDenied("rxq", err))
 	}
 	if target != nil {
-		if err := d.objs.Redirect.Put(uint32(0), uint32(target.Attrs().Index)); err != nil {
-			return d, fmt.Errorf("rxq: setting redirect target %s: %w", target.Attrs().Name, err)
+		if err := d.objs.Redirect.Put(uint32(0), target.Index); err != nil {
+			return d, fmt.Errorf("rxq: setting redirect target %s: %w", target.Name, err)
 		}
 	}
 	if d.link, err = link.AttachXDP(link.XDPOptions{
-		Program: d.objs.Prog, Interface: attrs.Index, Flags: flags,
+		Program: d.objs.Prog, Interface: int(dev.Index), Flags: flags,
 	}); err != nil {
 		return d, fmt.Errorf("rxq: attaching XDP (%s mode) to %s: %w", cfg.Mode, name, err)
 	}
@@ -228,26 +240,11 @@ func attachRxq(name string, cfg RxqConfig, action bpf.XDPAction, flags link.XDPA
 	return d, nil
 }
 
-// xdpAttachMode names IFLA_XDP_ATTACHED values.
-func xdpAttachMode(m uint32) string {
-	switch m {
-	case nl.XDP_ATTACHED_DRV:
-		return "native mode"
-	case nl.XDP_ATTACHED_SKB:
-		return "generic mode"
-	case nl.XDP_ATTACHED_HW:
-		return "offload mode"
-	case nl.XDP_ATTACHED_HW + 1: // XDP_ATTACHED_MULTI, missing from netlink/nl
-		return "several modes"
-	}
-	return fmt.Sprintf("mode %d", m)
-}
-
 // detachForeignXDP removes whatever XDP program dev has: a program owned
 // by a bpf_link (which netlink cannot replace) is detached through its
 // link; one attached through netlink (ip link set xdp) is removed through
 // netlink in each mode.
-func detachForeignXDP(dev netlink.Link) error {
+func detachForeignXDP(dev Link) error {
 	it := new(link.Iterator)
 	defer it.Close()
 	for it.Next() {
@@ -255,7 +252,7 @@ func detachForeignXDP(dev netlink.Link) error {
 		if err != nil || info.Type != link.XDPType {
 			continue
 		}
-		if x := info.XDP(); x != nil && int(x.Ifindex) == dev.Attrs().Index {
+		if x := info.XDP(); x != nil && x.Ifindex == dev.Index {
 			if err := it.Link.Detach(); err != nil {
 				return fmt.Errorf("detaching bpf_link %d: %w", it.ID, err)
 			}
@@ -264,19 +261,44 @@ func detachForeignXDP(dev netlink.Link) error {
 	if err := it.Err(); err != nil {
 		return err
 	}
-	for _, mode := range []int{unix.XDP_FLAGS_DRV_MODE, unix.XDP_FLAGS_SKB_MODE, unix.XDP_FLAGS_HW_MODE} {
+	conn, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
+	if err != nil {
+		return fmt.Errorf("opening a route netlink socket: %w", err)
+	}
+	defer conn.Close()
+	for _, mode := range []uint32{unix.XDP_FLAGS_DRV_MODE, unix.XDP_FLAGS_SKB_MODE, unix.XDP_FLAGS_HW_MODE} {
 		// Removing from a mode with nothing attached succeeds; a mode
 		// the device does not support fails and has nothing to remove.
-		_ = netlink.LinkSetXdpFdWithFlags(dev, -1, mode)
+		_ = setXDPFd(conn, dev.Index, -1, mode)
 	}
-	now, err := netlink.LinkByIndex(dev.Attrs().Index)
+	links, err := dumpLinks()
 	if err != nil {
 		return err
 	}
-	if x := now.Attrs().Xdp; x != nil && x.Attached {
-		return fmt.Errorf("XDP program id %d is still attached after detaching", x.ProgId)
+	if now, ok := links.Get(dev.Index); ok && len(now.XDP) > 0 {
+		return fmt.Errorf("XDP program id %d is still attached after detaching", now.XDP[0].progID)
 	}
 	return nil
+}
+
+// setXDPFd is `ip link set DEV xdp fd FD` in one mode: RTM_SETLINK with
+// IFLA_XDP holding IFLA_XDP_FD and IFLA_XDP_FLAGS (fd -1 detaches).
+func setXDPFd(conn *netlink.Conn, ifindex uint32, fd int32, mode uint32) error {
+	ae := netlink.NewAttributeEncoder()
+	ae.Nested(unix.IFLA_XDP, func(nae *netlink.AttributeEncoder) error {
+		nae.Int32(unix.IFLA_XDP_FD, fd)
+		nae.Uint32(unix.IFLA_XDP_FLAGS, mode)
+		return nil
+	})
+	attrs, err := ae.Encode()
+	if err != nil {
+		return err
+	}
+	_, err = conn.Execute(netlink.Message{
+		Header: netlink.Header{Type: unix.RTM_SETLINK, Flags: netlink.Request | netlink.Acknowledge},
+		Data:   append(ifinfomsg(unix.AF_UNSPEC, int32(ifindex)), attrs...),
+	})
+	return err
 }
 
 func (c *rxqCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
