@@ -114,13 +114,12 @@ func (f *FlagSet) Flag(flag, help string) *kingpin.FlagClause {
 // filterFlags declares the filter flags of r and returns the function
 // that builds its Filter from their parsed values.
 func (f *FlagSet) filterFlags(r Registration) func() (Filter, error) {
-	var include *regexp.Regexp
-	includeFlag := &include
+	var none *regexp.Regexp // a flag the collector does not have
+	includeFlag, devInclude, devExclude := &none, &none, &none
 	if !r.OwnMetricsInclude {
 		includeFlag = f.Flag("metrics-include", "Regexp of the collector's metric families to build, matched against the name without xdp_ and the collector's name (METRICS.md gives each; anchored); empty: all.").Default("").Regexp()
 	}
 	exclude := f.Flag("metrics-exclude", "Regexp of the collector's metric families not to build (anchored, matched as metrics-include is), applied after metrics-include.").Default(r.MetricsExclude).Regexp()
-	devInclude, devExclude := &include, &include
 	if r.DeviceLabel {
 		devInclude = f.Flag("device-include", "Regexp of devices to report (anchored, matched against the device label; empty: all).").Default("").Regexp()
 		devExclude = f.Flag("device-exclude", "Regexp of devices not to report (anchored), applied after device-include.").Default(r.DeviceExclude).Regexp()
