@@ -281,8 +281,7 @@ func AlertingRules(cfg Config) RuleFile {
 			queryValue(r.phyRx()+instDev, "$labels.instance $labels.device", "humanize")+
 			" packets/s received, while the RX CPUs are "+
 			queryValue(r.rxIdle()+inst, "$labels.instance", "humanizePercentage")+
-			" idle on average. The CPUs are not the limit: the host cannot move packets off the NIC fast enough (PCIe bandwidth or transactions, memory/DDIO). "+
-			"Check PCIe stalls and CQE compression (mlx5 rx_cqe_compress).")
+			" idle on average: the host, not the CPUs, cannot move packets off the NIC fast enough.")
 
 	o := cfg.RxOutOfBuffer
 	oob := alert(AlertRxOutOfBuffer,
@@ -291,11 +290,9 @@ func AlertingRules(cfg Config) RuleFile {
 		"{{ $labels.device }} on {{ $labels.instance }} drops packets for lack of RX buffers",
 		"The NIC found no posted RX descriptor for {{ $value | humanize }} packets/s (rx_out_of_buffer) out of "+
 			queryValue(r.phyRx()+instDev, "$labels.instance $labels.device", "humanize")+
-			" packets/s at the port: the driver does not refill its RX rings in time. Average idle of the RX CPUs: "+
+			" packets/s at the port, while the RX CPUs are "+
 			queryValue(r.rxIdle()+inst, "$labels.instance", "humanizePercentage")+
-			". Busy RX CPUs (little idle) mean CPU overload: the offered load is above what the program costs per packet on these cores, "+
-			"so add RX queues and CPUs or lower the per-packet cost (on a benchmark at line rate this is the measured limit, not a fault). "+
-			"Idle RX CPUs mean the refill starves: the page cache or page_pool (see "+AlertPageCacheStarved+"), typically because redirected or transmitted pages come back late.")
+			" idle on average (busy: CPU overload; idle: page recycling starves the refill).")
 
 	p := cfg.PageCacheStarved
 	slowCache := `sum by (` + h + `, device) (` + r.pageCache() + `{event="empty"})`
@@ -308,8 +305,7 @@ func AlertingRules(cfg Config) RuleFile {
 		p.For, p.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} allocates RX pages outside its page cache",
 		"{{ $value | humanizePercentage }} of the RX page allocations miss the driver's page cache or page_pool fast path "+
-			"(mlx5 rx_cache_empty vs rx_cache_reuse, or page_pool slow vs fast): every such packet costs a page allocator call. "+
-			"Pages are not recycled fast enough, usually because XDP_REDIRECT or XDP_TX frames are freed on another CPU or late.")
+			"(mlx5 rx_cache_empty vs rx_cache_reuse, or page_pool slow vs fast): each costs a page allocator call.")
 
 	s := cfg.PCIeStalled
 	pcie := alert(AlertPCIeStalled,
@@ -317,9 +313,8 @@ func AlertingRules(cfg Config) RuleFile {
 			"\nor\nsum by ("+h+", device, direction) (rate(xdp_ethtool_pci_outbound_stalled_seconds_total{"+sel+"}["+s.Window+"])) > "+num(s.MaxStalledSeconds),
 		s.For, s.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} stalls on PCIe {{ $labels.direction }}s",
-		"The NIC could not issue outbound PCIe {{ $labels.direction }}s for lack of credits (mlx5 outbound_pci_stalled_rd/wr): "+
-			"stalled {{ $value | humanizePercentage }} of the time (the average stalled share of each second, or the share of seconds the driver counted as stalled above 30%). "+
-			"PCIe is the bottleneck: expect rx_discards_phy while CPUs idle. Enable CQE compression, check the slot's link width and speed (lspci -vv), and the NUMA placement.")
+		"The NIC could not issue outbound PCIe {{ $labels.direction }}s for lack of credits (mlx5 outbound_pci_stalled_rd/wr) "+
+			"{{ $value | humanizePercentage }} of the time.")
 
 	d := cfg.DDIOCacheMiss
 	ddio := alert(AlertDDIOCacheMiss,
@@ -330,9 +325,9 @@ func AlertingRules(cfg Config) RuleFile {
 		"RX CPU {{ $labels.cpu }} on {{ $labels.instance }} misses the last-level cache",
 		"{{ $value | humanizePercentage }} of the last-level cache references on RX CPU {{ $labels.cpu }} miss (IPC "+
 			queryValue(r.ipc()+`{instance='%s',cpu='%s'}`, "$labels.instance $labels.cpu", `printf "%.2f"`)+
-			"). Packet data written by the NIC should be in LLC through DDIO; misses mean the RX rings hold more memory than DDIO's share of LLC. "+
-			`RX ring sizes now: {{ with printf "xdp_ethtool_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+
-			"(the seed's fix: ethtool -G DEV rx 512 tx 512, or fewer RX queues).")
+			"); RX rings now: "+
+			`{{ with printf "xdp_ethtool_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+
+			"descriptors.")
 
 	b := cfg.RSSImbalance
 	busyQ := "(" + r.queueRxq() + " > " + num(b.MinQueuePackets) + ")"
@@ -343,8 +338,7 @@ func AlertingRules(cfg Config) RuleFile {
 		"RSS imbalance on {{ $labels.device }} ({{ $labels.instance }}): RX queue {{ $labels.queue }} carries more than its share",
 		"RX queue {{ $labels.queue }} of {{ $labels.device }} receives {{ $value | humanize }} packets/s, more than "+num(b.MaxOverMean)+"x the mean of its busy queues ("+
 			queryValue(`avg(`+r.queueRxq()+`{instance='%s',device='%s'} > `+num(b.MinQueuePackets)+`)`, "$labels.instance $labels.device", "humanize")+
-			" packets/s). The RSS hash or the indirection table (ethtool -x) spreads the flows unevenly, or the queues that get less are served by a CPU that also serves others: "+
-			"see "+AlertRXQueuesShareCPU+" and the run view's RX queue x CPU table.")
+			" packets/s).")
 
 	sc := cfg.RXQueuesShareCPU
 	sharing := "count by (" + h + ", device, cpu) (" + r.queueCPURxq() + " > " + num(sc.MinQueuePackets) + ")"
@@ -354,9 +348,7 @@ func AlertingRules(cfg Config) RuleFile {
 			"\n  <= on ("+h+")\n  count by ("+h+") ("+r.cpuMode()+`{mode="idle"}`+")\n)",
 		sc.For, sc.Severity,
 		"{{ $value }} busy RX queues of {{ $labels.device }} share CPU {{ $labels.cpu }} ({{ $labels.instance }})",
-		"CPU {{ $labels.cpu }} processes {{ $value }} RX queues of {{ $labels.device }} above "+num(sc.MinQueuePackets)+" packets/s each, although the host has a CPU for every busy queue. "+
-			"Those queues share one CPU's time and get worse service than a queue with a CPU of its own (seed 002: five queues at 180 kpps on CPU 0, one at 907 kpps on CPU 2). "+
-			"The IRQ affinity (/proc/irq/N/smp_affinity_list, irqbalance) or XPS/RPS maps them together: spread the queues' IRQs over the CPUs.")
+		"CPU {{ $labels.cpu }} processes {{ $value }} RX queues of {{ $labels.device }} above "+num(sc.MinQueuePackets)+" packets/s each, although the host has a CPU for every busy queue.")
 
 	event := func(name string, e EventConfig, expr, summary, description string) Rule {
 		return alert(name, "(\n"+expr+"\n) > "+num(e.MaxPerSecond), e.For, e.Severity, summary, description)
@@ -365,14 +357,12 @@ func AlertingRules(cfg Config) RuleFile {
 	exc := event(AlertExceptions, ex,
 		"sum by ("+h+", device, action) (rate(xdp_exceptions_total{"+sel+"}["+ex.Window+"]))",
 		"XDP exceptions on {{ $labels.device }} ({{ $labels.instance }})",
-		"{{ $value | humanize }} packets/s hit xdp:xdp_exception with action {{ $labels.action }}: the program returned XDP_ABORTED or an invalid verdict, "+
-			"or the driver failed an XDP_TX/XDP_REDIRECT. Those packets are dropped.")
+		"{{ $value | humanize }} packets/s hit xdp:xdp_exception with action {{ $labels.action }} and are dropped.")
 	re := cfg.RedirectErrors
 	redir := event(AlertRedirectErrors, re,
 		"sum by ("+h+", device, errno) (rate(xdp_redirect_errors_total{"+sel+"}["+re.Window+"]))",
 		"XDP redirects fail on {{ $labels.device }} ({{ $labels.instance }}) with {{ $labels.errno }}",
-		"{{ $value | humanize }} redirects/s fail with {{ $labels.errno }} (xdp:xdp_redirect_err). "+
-			"ENETDOWN: the target is down; EINVAL/ENXIO: empty map slot or no ndo_xdp_xmit (no XDP program on the target veth); EOPNOTSUPP: the target driver lacks XDP redirect support; ENOSPC/EBUSY: queue full.")
+		"{{ $value | humanize }} redirects/s fail with {{ $labels.errno }} (xdp:xdp_redirect_err).")
 	dm := cfg.DevmapDrops
 	devmap := event(AlertDevmapDrops, dm,
 		"sum by ("+h+", from_device, to_device) (\n  rate(xdp_devmap_xmit_drops_total{"+sel+"}["+dm.Window+"])\n  + rate(xdp_devmap_xmit_errors_total{"+sel+"}["+dm.Window+"])\n)",
@@ -387,7 +377,7 @@ func AlertingRules(cfg Config) RuleFile {
 	cpumap := event(AlertCpumapDrops, cm,
 		"  ("+enq+"\n  + "+kth+")\nor\n  "+enq+"\nor\n  "+kth,
 		"cpumap drops frames for CPU {{ $labels.to_cpu }} ({{ $labels.instance }})",
-		"{{ $value | humanize }} frames/s are dropped on the way to CPU {{ $labels.to_cpu }} of cpumap {{ $labels.map_id }}: its queue is full (xdp:xdp_cpumap_enqueue) or its kthread drops them (xdp:xdp_cpumap_kthread). The target CPU cannot keep up; spread the load over more CPUs or raise the cpumap qsize.")
+		"{{ $value | humanize }} frames/s are dropped on the way to CPU {{ $labels.to_cpu }} of cpumap {{ $labels.map_id }}: its queue is full or its kthread drops them.")
 
 	n := cfg.NAPIOverload
 	polls := "sum by (" + h + ", device) (" + r.napiPolls() + ")"
@@ -398,8 +388,7 @@ func AlertingRules(cfg Config) RuleFile {
 		"NAPI on {{ $labels.device }} ({{ $labels.instance }}) runs out of budget and falls back to ksoftirqd",
 		"{{ $value | humanizePercentage }} of the NAPI polls of {{ $labels.device }} use their whole budget and "+
 			queryValue(`sum(`+r.napiPolls()+`{instance='%s',device='%s',context='ksoftirqd'}) / sum(`+r.napiPolls()+`{instance='%s',device='%s'})`, "$labels.instance $labels.device $labels.instance $labels.device", "humanizePercentage")+
-			" of them run in ksoftirqd: the softirq is overloaded and deferred to the scheduler, adding latency and competing with user space. "+
-			"Add RX queues/CPUs, or lower the per-packet cost.")
+			" of them run in ksoftirqd.")
 
 	pr := cfg.ProgramNotRunning
 	prog := alert(AlertProgramNotRunning,
@@ -409,10 +398,9 @@ func AlertingRules(cfg Config) RuleFile {
 			"and on ("+h+")\n(max by ("+h+") ("+withSelector("xdp_bpf_stats_enabled", sel)+") == 1)",
 		pr.For, pr.Severity,
 		"XDP program {{ $labels.name }} (id {{ $labels.prog_id }}) on {{ $labels.device }} does not run ({{ $labels.instance }})",
-		"BPF statistics are on and {{ $labels.device }} receives "+
+		"{{ $labels.device }} receives "+
 			queryValue(r.deviceRx()+instDev, "$labels.instance $labels.device", "humanize")+
-			" packets/s, yet the attached XDP program {{ $labels.name }} (id {{ $labels.prog_id }}) has not run once in "+pr.Window+". "+
-			"Traffic bypasses it: it may be attached in a mode the traffic does not take (generic vs native), to the wrong device, or the packets arrive on queues steered elsewhere.")
+			" packets/s, yet its XDP program {{ $labels.name }} (id {{ $labels.prog_id }}) has not run once in "+pr.Window+" while BPF statistics are on.")
 
 	f := cfg.CollectorFailing
 	success := withSelector("xdp_scrape_collector_success", sel)
@@ -423,9 +411,7 @@ func AlertingRules(cfg Config) RuleFile {
 		success+" == 0",
 		f.For, f.Severity,
 		"xdp_exporter collector {{ $labels.collector }} fails on {{ $labels.instance }}",
-		"The {{ $labels.collector }} collector has reported failure for "+f.For+"; its metrics are missing or partial. The exporter log says why. "+
-			"What the host's kernel lacks (BTF, AF_XDP socket diag, the netdev netlink family) is not a failure and does not fire this alert: "+
-			"it shows as xdp_scrape_collector_unsupported 1.")
+		"The {{ $labels.collector }} collector has reported failure for "+f.For+"; its metrics are missing or partial, and the exporter's log says why.")
 
 	sd := cfg.StackDrops
 	stackDrops := alert(AlertStackDrops,
@@ -476,8 +462,7 @@ func AlertingRules(cfg Config) RuleFile {
 		"up{"+sel+"} == 0\nor\nabsent(up{"+sel+"})",
 		d2.For, d2.Severity,
 		"{{ with $labels.instance }}xdp_exporter on {{ . }} cannot be scraped{{ else }}no xdp_exporter target matches "+sel+"{{ end }}",
-		"Prometheus has not scraped xdp_exporter ("+sel+") for "+d2.For+": the target is down, or no target of the job exists at all (absent). "+
-			"Every other XDP alert is silent while this fires, because their series are gone. Check the exporter's process and log, and the scrape configuration.")
+		"Prometheus has not scraped xdp_exporter ("+sel+") for "+d2.For+": the target is down, or no target of the job exists at all; every other XDP alert is silent meanwhile.")
 
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: []Rule{
 		down, nicDrops, oob, page, pcie, ddio, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
