@@ -52,8 +52,8 @@ func init() {
 			enableStats := f.Flag("enable-stats",
 				"Hold a BPF_ENABLE_STATS fd so the kernel counts run count and run time of every BPF program "+
 					"(about 20 ns per program run: two clock reads); see docs/collectors/bpf.md.").Bool()
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				return NewBPFCollector(BPFConfig{EnableStats: *enableStats, Filter: filter}, logger)
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				return NewBPFCollector(BPFConfig{EnableStats: *enableStats, ProcFS: shared.ProcFS, Filter: shared.Filter}, logger)
 			}
 		},
 	})
@@ -63,8 +63,8 @@ func init() {
 type BPFConfig struct {
 	// EnableStats holds a BPF_ENABLE_STATS fd for the collector's lifetime.
 	EnableStats bool
-	// ProcPath is the procfs mount point; "/proc" when empty.
-	ProcPath string
+	// ProcFS is the procfs mount point; /proc when empty.
+	ProcFS string
 	// Filter's devices are those whose programs are reported.
 	Filter
 }
@@ -87,8 +87,8 @@ type progMeta struct{ name, tag string }
 // NewBPFCollector checks that BPF programs can be listed and, when asked,
 // enables BPF run-time statistics until Close.
 func NewBPFCollector(cfg BPFConfig, logger *slog.Logger) (*BPFCollector, error) {
-	if cfg.ProcPath == "" {
-		cfg.ProcPath = "/proc"
+	if cfg.ProcFS == "" {
+		cfg.ProcFS = "/proc"
 	}
 	if _, err := ebpf.ProgramGetNextID(0); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, capError("listing BPF programs (BPF_PROG_GET_NEXT_ID)", err)
@@ -166,7 +166,7 @@ func boolValue(b bool) float64 {
 }
 
 func (c *BPFCollector) sysctlStats() (bool, error) {
-	path := filepath.Join(c.cfg.ProcPath, "sys/kernel/bpf_stats_enabled")
+	path := filepath.Join(c.cfg.ProcFS, "sys/kernel/bpf_stats_enabled")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false, fmt.Errorf("reading kernel.bpf_stats_enabled: %w", err)

@@ -218,14 +218,14 @@ func TestBPFStatsEnabled(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(proc, "sys/kernel/bpf_stats_enabled"), []byte(sysctl+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		mfs := gather(t, newBPF(t, BPFConfig{ProcPath: proc}))
+		mfs := gather(t, newBPF(t, BPFConfig{ProcFS: proc}))
 		if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "sysctl"); strconv.FormatFloat(got, 'f', -1, 64) != sysctl {
 			t.Errorf("sysctl %s: gauge = %v", sysctl, got)
 		}
 	}
 
 	fds := countFDs(t)
-	on := newBPF(t, BPFConfig{ProcPath: proc, EnableStats: true})
+	on := newBPF(t, BPFConfig{ProcFS: proc, EnableStats: true})
 	if got := value(t, gather(t, on), "xdp_bpf_stats_enabled", "source", "exporter"); got != 1 {
 		t.Errorf("exporter gauge = %v with enable-stats, want 1", got)
 	}

@@ -34,8 +34,18 @@ type Collector interface {
 }
 
 // Builder constructs a collector from the flag values parsed for it and
-// the filter of its --collector.NAME.metrics-* and device-* flags.
-type Builder func(logger *slog.Logger, filter Filter) (Collector, error)
+// what the exporter's flags give every collector.
+type Builder func(logger *slog.Logger, shared Shared) (Collector, error)
+
+// Shared is what every collector's builder gets besides its own flags:
+// the filter of its --collector.NAME.metrics-* and device-* flags, and
+// the mount points of --path.procfs and --path.sysfs (node_exporter's
+// names), for an exporter that sees the host's file systems elsewhere (a
+// container).
+type Shared struct {
+	Filter        Filter
+	ProcFS, SysFS string
+}
 
 // Filter is what a collector's --collector.NAME.metrics-include/-exclude
 // and device-include/-exclude select. The zero value selects everything.
@@ -133,6 +143,7 @@ func (f *FlagSet) filterFlags(r Registration) func() (Filter, error) {
 // Selection is the outcome of flag parsing: which collectors are enabled and
 // how to build each.
 type Selection struct {
+	procFS, sysFS   *string
 	enabled         map[string]*bool
 	given           map[string]*bool // --[no-]collector.NAME on the command line
 	disableDefaults *bool
@@ -143,6 +154,8 @@ type Selection struct {
 // AddFlags declares --[no-]collector.NAME and every collector's own flags on app.
 func AddFlags(app *kingpin.Application) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, given: map[string]*bool{}, builders: map[string]Builder{}, flags: map[string]*FlagSet{}}
+	s.procFS = app.Flag("path.procfs", "procfs mount point every collector reads /proc from.").Default("/proc").String()
+	s.sysFS = app.Flag("path.sysfs", "sysfs mount point every collector reads /sys from.").Default("/sys").String()
 	s.disableDefaults = app.Flag("collector.disable-defaults",
 		"Turn off every collector that is on by default; turn on the ones wanted with --collector.NAME (as node_exporter's flag).").
 		Default("false").Bool()
@@ -245,9 +258,9 @@ func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
 			continue
 		}
 		var c Collector
-		filter, err := s.flags[name].filter()
+		shared, err := s.shared(name)
 		if err == nil {
-			c, err = b(logger.With("collector", name), filter)
+			c, err = b(logger.With("collector", name), shared)
 		}
 		switch {
 		case errors.Is(err, ErrUnsupported):
@@ -262,6 +275,12 @@ func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
 		out[name] = c
 	}
 	return out
+}
+
+// shared is what the parsed flags give collector name's builder.
+func (s *Selection) shared(name string) (Shared, error) {
+	filter, err := s.flags[name].filter()
+	return Shared{Filter: filter, ProcFS: *s.procFS, SysFS: *s.sysFS}, err
 }
 
 // ErrUnavailable marks an error that was already reported at startup; the

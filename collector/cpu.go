@@ -38,10 +38,9 @@ func init() {
 		DefaultEnabled: true,
 		Requires:       "any Linux kernel with /proc/stat and /proc/softirqs; the softnet CPU index column needs Linux 5.14+ (older kernels: line number); no privileges.",
 		Flags: func(f *FlagSet) Builder {
-			procfsPath := f.Flag("procfs", "procfs mount point the cpu collector reads.").Default(procfs.DefaultMountPoint).String()
 			all := f.Flag("softirqs.all", "Export every /proc/softirqs vector, not only NET_RX and NET_TX (adds 8 series per CPU).").Default("false").Bool()
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				return NewCPUCollector(CPUConfig{ProcFS: *procfsPath, SoftirqsAll: *all, Filter: filter}, logger)
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				return NewCPUCollector(CPUConfig{ProcFS: shared.ProcFS, SoftirqsAll: *all, Filter: shared.Filter}, logger)
 			}
 		},
 	})

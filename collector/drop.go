@@ -23,8 +23,8 @@ func init() {
 			"Runs a program per dropped skb; frames XDP drops are not skbs and cost nothing.",
 		DeviceLabel: true,
 		Flags: func(f *FlagSet) Builder {
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				return newDropCollector(DropConfig{Filter: filter}, logger)
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				return newDropCollector(DropConfig{Filter: shared.Filter}, logger)
 			}
 		},
 	})

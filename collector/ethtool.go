@@ -29,8 +29,8 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			metrics := f.Flag("metrics-include", "Regexp (anchored) of the untyped driver stats to expose, matched against stat_<name> for device-wide and queue_stat_<name> for per-queue stats. Curated families are on unless metrics-exclude names them.").Default(DefaultEthtoolMetricsInclude).Regexp()
 			sum := f.Flag("sum-queues", "Regexp (anchored) of the curated per-queue families to sum into one series per device (queue=\"\"), matched as metrics-exclude is; empty: every queue its own series.").Default(DefaultEthtoolSumQueues).Regexp()
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				return NewEthtoolCollector(EthtoolConfig{Filter: filter, MetricsInclude: *metrics, SumQueues: *sum}, logger)
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				return NewEthtoolCollector(EthtoolConfig{Filter: shared.Filter, MetricsInclude: *metrics, SumQueues: *sum}, logger)
 			}
 		},
 	})

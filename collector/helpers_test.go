@@ -132,12 +132,12 @@ func linksAddedBy(t *testing.T, name string, args []string) []string {
 	if _, err := app.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	filter, err := sel.flags[name].filter()
+	shared, err := sel.shared(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := tracingLinks(t)
-	c, err := sel.builders[name](discardLogger(), filter)
+	c, err := sel.builders[name](discardLogger(), shared)
 	testenv.Check(t, err, "building the "+name+" collector")
 	after := tracingLinks(t)
 	if err := c.Close(); err != nil {

@@ -244,9 +244,10 @@ func (h *hostNetdev) Close() error { return nil }
 // hostSysfs writes the fixture host's sysfs and /proc/irq: each port on a
 // Gen4 x16 link to its socket's root port, with AER, on its socket's NUMA
 // node; each queue's IRQ on the CPU of its number on that node.
-func hostSysfs(t testing.TB) (sys, irq string) {
+func hostSysfs(t testing.TB) (sys, proc string) {
 	root := t.TempDir()
-	sys, irq = filepath.Join(root, "sys"), filepath.Join(root, "proc", "irq")
+	sys, proc = filepath.Join(root, "sys"), filepath.Join(root, "proc")
+	irq := filepath.Join(proc, "irq")
 	write := func(path, content string) { writeTreeFile(t, path, content) }
 	write(filepath.Join(sys, "bus", "pci", "drivers_autoprobe"), "1\n")
 	for node := range hostCPUs / hostNodeCPUs {
@@ -281,7 +282,7 @@ func hostSysfs(t testing.TB) (sys, irq string) {
 			write(filepath.Join(irq, i, "effective_affinity_list"), cpu+"\n")
 		}
 	}
-	return sys, irq
+	return sys, proc
 }
 
 // noSockets is a sock_diag that finds no AF_XDP socket.
@@ -367,7 +368,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 		}
 		progs = append(progs, ebpf.ProgramID(id))
 	}
-	sys, irq := hostSysfs(t)
+	sys, proc := hostSysfs(t)
 	nd := newHostNetdev(t)
 	netdevFams, err := newFamilyFilter("netdev", nil, re(flags.netdevExclude))
 	if err != nil {
@@ -378,7 +379,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pcie, err := newPCIeCollector(PCIeConfig{SysFS: sys, ProcIRQ: irq}, discardLogger())
+	pcie, err := newPCIeCollector(PCIeConfig{SysFS: sys, ProcFS: proc}, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +401,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 		"cpu":     cpu,
 		"ethtool": newEthtoolCollector(EthtoolConfig{MetricsInclude: re(DefaultEthtoolMetricsInclude), SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), discardLogger()),
 		"napi":    napi,
-		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcIRQ: irq}, discardLogger(), nd, scrapeLinks),
+		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcFS: proc}, discardLogger(), nd, scrapeLinks),
 		"pcie":    pcie,
 		"xdp":     xdp,
 		"xsk":     &XSKCollector{logger: discardLogger(), src: noSockets{}, links: scrapeLinks},

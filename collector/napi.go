@@ -87,8 +87,8 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			softirq := f.Flag("softirq", "Attach irq:softirq_entry/exit/raise for per-CPU, per-vector softirq counts, raises and time. Off by default: they run several times per NAPI poll, and the cpu collector exports softirq time and counts from procfs.").Default("false").Bool()
 			vectors := f.Flag("softirq-vectors", "Comma-separated softirq vectors to export (names as in /proc/softirqs), or 'all'.").Default("all").String()
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				cfg := NapiConfig{Softirq: *softirq, Filter: filter}
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				cfg := NapiConfig{Softirq: *softirq, Filter: shared.Filter}
 				if *vectors != "all" {
 					cfg.SoftirqVectors = strings.Split(*vectors, ",")
 				}

@@ -30,8 +30,8 @@ func init() {
 		MetricsExclude: DefaultNetdevMetricsExclude,
 		Flags: func(f *FlagSet) Builder {
 			perQueue := f.Flag("per-queue-stats", "Report qstats per queue (the widest families: stats x queues x devices).").Default("true").Bool()
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				return NewNetdevCollector(NetdevConfig{Filter: filter, PerQueueStats: *perQueue}, logger)
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				return NewNetdevCollector(NetdevConfig{Filter: shared.Filter, PerQueueStats: *perQueue, ProcFS: shared.ProcFS}, logger)
 			}
 		},
 	})
@@ -64,8 +64,9 @@ type NetdevConfig struct {
 	Filter
 	// PerQueueStats adds the xdp_netdev_queue_* qstats families.
 	PerQueueStats bool
-	// ProcIRQ is the directory holding N/smp_affinity_list; /proc/irq when empty.
-	ProcIRQ string
+	// ProcFS is the procfs mount point, for irq/N/smp_affinity_list;
+	// /proc when empty.
+	ProcFS string
 }
 
 // netdevSource runs one netdev dump request and returns its replies. The
@@ -132,8 +133,8 @@ func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*NetdevCollector
 }
 
 func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource, links func(context.Context) (*Links, error)) *NetdevCollector {
-	if cfg.ProcIRQ == "" {
-		cfg.ProcIRQ = "/proc/irq"
+	if cfg.ProcFS == "" {
+		cfg.ProcFS = "/proc"
 	}
 	return &NetdevCollector{cfg: cfg, filter: cfg.Devices, fams: cfg.Families,
 		logger: logger, src: src, links: links, unsupported: map[uint8]bool{}}
@@ -371,7 +372,7 @@ func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 // napi-get answered, or effective_affinity_list on a kernel without
 // CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK) yields an empty label.
 func (c *NetdevCollector) irqFile(irq uint32, name string) string {
-	b, err := os.ReadFile(filepath.Join(c.cfg.ProcIRQ, strconv.FormatUint(uint64(irq), 10), name))
+	b, err := os.ReadFile(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(irq), 10), name))
 	if err != nil {
 		c.logger.Debug("reading IRQ affinity", "irq", irq, "file", name, "err", err)
 		return ""

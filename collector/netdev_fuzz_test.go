@@ -41,7 +41,7 @@ func FuzzNetdevDecode(f *testing.F) {
 		all = append(all, b...)
 	}
 	f.Add(all)
-	procIRQ := f.TempDir()
+	procFS := f.TempDir()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		nms, ok := splitNetlink(raw)
 		if !ok {
@@ -73,7 +73,7 @@ func FuzzNetdevDecode(f *testing.F) {
 		stats, err := decodePagePoolStats(msgs)
 		check("page-pool-stats-get", len(stats), err)
 
-		c := newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcIRQ: procIRQ}, discardLogger(),
+		c := newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcFS: procFS}, discardLogger(),
 			fuzzNetdevSource{msgs}, fixtureLinks)
 		ms, _ := collect(c)
 		writeAll(t, ms)

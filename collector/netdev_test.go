@@ -256,7 +256,8 @@ func TestNetdevReplayCaptured(t *testing.T) {
 // TestNetdevReplayConstructed decodes the constructed page-pool and IRQ
 // replies and joins queues to IRQ affinity from a fake /proc/irq.
 func TestNetdevReplayConstructed(t *testing.T) {
-	procIRQ := t.TempDir()
+	procFS := t.TempDir()
+	procIRQ := filepath.Join(procFS, "irq")
 	for irq, cpus := range map[string][2]string{"41": {"0-3", "2"}, "42": {"0-3", "2"}} {
 		if err := os.MkdirAll(filepath.Join(procIRQ, irq), 0o755); err != nil {
 			t.Fatal(err)
@@ -264,7 +265,7 @@ func TestNetdevReplayConstructed(t *testing.T) {
 		os.WriteFile(filepath.Join(procIRQ, irq, "smp_affinity_list"), []byte(cpus[0]+"\n"), 0o644)
 		os.WriteFile(filepath.Join(procIRQ, irq, "effective_affinity_list"), []byte(cpus[1]+"\n"), 0o644)
 	}
-	c, _, _ := replayCollector(t, NetdevConfig{ProcIRQ: procIRQ},
+	c, _, _ := replayCollector(t, NetdevConfig{ProcFS: procFS},
 		map[string]string{"napi-get": "napi-get-irq", "queue-get": "queue-get-irq"})
 	mfs := gather(t, c)
 

@@ -22,8 +22,8 @@ func init() {
 		Requires:       "sysfs with PCI devices (/sys/bus/pci); link files need PCI Express, AER counters Linux 5.7+ and a device with AER; queue IRQs from netdev netlink (Linux 6.9+) or the drivers' IRQ names. No capability.",
 		DeviceLabel:    true,
 		Flags: func(f *FlagSet) Builder {
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				return newPCIeCollector(PCIeConfig{Filter: filter}, logger)
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				return newPCIeCollector(PCIeConfig{SysFS: shared.SysFS, ProcFS: shared.ProcFS, Filter: shared.Filter}, logger)
 			}
 		},
 	})
@@ -66,9 +66,9 @@ var (
 type PCIeConfig struct {
 	// SysFS is the sysfs mount; /sys when empty.
 	SysFS string
-	// ProcIRQ is the directory holding N/effective_affinity_list; /proc/irq
-	// when empty.
-	ProcIRQ string
+	// ProcFS is the procfs mount point, for irq/N/effective_affinity_list;
+	// /proc when empty.
+	ProcFS string
 	// Filter's devices are the network devices whose PCI functions are
 	// read.
 	Filter
@@ -88,8 +88,8 @@ func newPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	if cfg.SysFS == "" {
 		cfg.SysFS = "/sys"
 	}
-	if cfg.ProcIRQ == "" {
-		cfg.ProcIRQ = "/proc/irq"
+	if cfg.ProcFS == "" {
+		cfg.ProcFS = "/proc"
 	}
 	if _, err := os.Stat(filepath.Join(cfg.SysFS, "bus", "pci")); err != nil {
 		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
@@ -207,10 +207,10 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, 
 		}
 	}
 	for _, q := range c.rxQueues(l, nic, irqs) {
-		cpus, err := readCPUList(filepath.Join(c.cfg.ProcIRQ, strconv.FormatUint(uint64(q.irq), 10), "effective_affinity_list"))
+		cpus, err := readCPUList(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(q.irq), 10), "effective_affinity_list"))
 		if err != nil || len(cpus) == 0 {
 			// Kernels without CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK.
-			cpus, err = readCPUList(filepath.Join(c.cfg.ProcIRQ, strconv.FormatUint(uint64(q.irq), 10), "smp_affinity_list"))
+			cpus, err = readCPUList(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(q.irq), 10), "smp_affinity_list"))
 		}
 		if err != nil || len(cpus) == 0 {
 			continue // the IRQ was freed since it was listed
@@ -246,7 +246,7 @@ func (c *pcieCollector) rxQueues(l Link, nic *pcieNIC, irqs map[netdevQueueKey]u
 		return out
 	}
 	for _, irq := range nic.msiIRQs {
-		if q, ok := irqQueue(c.cfg.ProcIRQ, irq, l.Name); ok {
+		if q, ok := irqQueue(filepath.Join(c.cfg.ProcFS, "irq"), irq, l.Name); ok {
 			out = append(out, rxQueueIRQ{queue: q, irq: irq})
 		}
 	}

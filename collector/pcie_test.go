@@ -99,7 +99,7 @@ func pcieFixture(t testing.TB) PCIeConfig {
 
 	write(filepath.Join(sys, "devices", "system", "node", "node0", "cpulist"), "0-3\n")
 	write(filepath.Join(sys, "devices", "system", "node", "node1", "cpulist"), "4-7\n")
-	return PCIeConfig{SysFS: sys, ProcIRQ: irq}
+	return PCIeConfig{SysFS: sys, ProcFS: filepath.Dir(irq)}
 }
 
 // writeTreeFile writes path, making its directories.

@@ -70,8 +70,8 @@ func init() {
 			cpus := f.Flag("cpus", `CPUs to count on, in the kernel's cpulist format ("0-3,8"); default: every online CPU.`).Default("").String()
 			hw := f.Flag("hardware", "Open the hardware counter groups (cycles/instructions, cache-references/misses, LLC loads/misses).").Default("true").Bool()
 			sw := f.Flag("software", "Open the software event group (cpu-clock, task-clock, context-switches, cpu-migrations, page-faults).").Default("true").Bool()
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				cfg := PerfConfig{Hardware: *hw, Software: *sw, Filter: filter}
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				cfg := PerfConfig{Hardware: *hw, Software: *sw, Filter: shared.Filter}
 				if *cpus != "" {
 					list, err := parseCPUList(*cpus)
 					if err != nil {

@@ -70,10 +70,10 @@ func init() {
 			checkIfindex := f.Flag("check-ifindex", "Count packets whose ctx->ingress_ifindex is not the device as issues "+
 				`(reason="ifindex_mismatch"), for parity with xdp_rxq_info; costs 0.5-2 ns per packet, and cannot fire `+
 				"when the program is attached to one device as here.").Bool()
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
 				return NewRxqCollector(RxqConfig{
 					Devices: *devices, Action: *action, RedirectDevice: *redirect,
-					Read: *read, Mode: *mode, Force: *force, CheckIfindex: *checkIfindex, Families: filter.Families,
+					Read: *read, Mode: *mode, Force: *force, CheckIfindex: *checkIfindex, Families: shared.Filter.Families,
 				}, logger)
 			}
 		},

@@ -34,8 +34,8 @@ func init() {
 			success := f.Flag("redirect-success",
 				"Also count successful redirects (xdp:xdp_redirect). Costs a tracepoint program run per redirected packet.").
 				Default("false").Bool()
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				return NewXDPCollector(XDPConfig{Xmit: *xmit, RedirectSuccess: *success, Filter: filter}, logger)
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				return NewXDPCollector(XDPConfig{Xmit: *xmit, RedirectSuccess: *success, Filter: shared.Filter}, logger)
 			}
 		},
 	})

@@ -21,8 +21,8 @@ func init() {
 		Requires:       "Linux 5.9+ (XDP_DIAG_STATS) built with CONFIG_XDP_SOCKETS_DIAG (module xsk_diag). No privileges: the dump lists every AF_XDP socket of the exporter's network namespace.",
 		DeviceLabel:    true,
 		Flags: func(f *FlagSet) Builder {
-			return func(logger *slog.Logger, filter Filter) (Collector, error) {
-				return NewXSKCollector(XSKConfig{Filter: filter}, logger)
+			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				return NewXSKCollector(XSKConfig{Filter: shared.Filter}, logger)
 			}
 		},
 	})
