@@ -134,7 +134,7 @@ func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	if err := c.maps[bpf.DropMapDropUntracked].Lookup(uint32(0), &untracked); err != nil {
 		errs = append(errs, fmt.Errorf("reading the untracked drop counter: %w", err))
 	} else {
-		c.fams.send(ch, skbDropUntracked, xdpSum(untracked))
+		c.fams.send(ch, skbDropUntracked, float64(perCPUSum(untracked)))
 	}
 	return errors.Join(errs...)
 }

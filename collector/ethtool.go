@@ -480,12 +480,12 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 			if sum {
 				queue = ""
 			}
-			t = target{cs.fam.Desc(), valueType(cs.fam), cs.scale, labelsFor(dev, queue, cs.extra, true), sum}
+			t = target{cs.fam.Desc(), cs.fam.valueType(), cs.scale, labelsFor(dev, queue, cs.extra, true), sum}
 		} else if cs, ok := deviceCurated[n]; ok {
 			if !c.fams.keeps(cs.fam) {
 				continue
 			}
-			t = target{cs.fam.Desc(), valueType(cs.fam), cs.scale, labelsFor(dev, "", cs.extra, false), false}
+			t = target{cs.fam.Desc(), cs.fam.valueType(), cs.scale, labelsFor(dev, "", cs.extra, false), false}
 		} else if size, ok := phyRxSize(n); ok {
 			if !c.fams.keeps(ethtoolPhyRxSize) {
 				continue
@@ -556,13 +556,6 @@ func labelsFor(dev, queue, extra string, withQueue bool) []string {
 		l = append(l, extra)
 	}
 	return l
-}
-
-func valueType(f *Family) prometheus.ValueType {
-	if f.Type == Gauge {
-		return prometheus.GaugeValue
-	}
-	return prometheus.CounterValue
 }
 
 // untypedDesc returns the shared descriptor of xdp_ethtool_<suffix>. Its

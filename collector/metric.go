@@ -62,18 +62,21 @@ func (f *Family) Desc() *prometheus.Desc { return f.desc }
 
 // Must builds one sample of a counter, gauge or untyped family.
 func (f *Family) Must(value float64, labelValues ...string) prometheus.Metric {
-	var vt prometheus.ValueType
+	return prometheus.MustNewConstMetric(f.desc, f.valueType(), value, validLabels(labelValues)...)
+}
+
+// valueType is the client library's value type of a counter, gauge or
+// untyped family.
+func (f *Family) valueType() prometheus.ValueType {
 	switch f.Type {
 	case Counter:
-		vt = prometheus.CounterValue
+		return prometheus.CounterValue
 	case Gauge:
-		vt = prometheus.GaugeValue
+		return prometheus.GaugeValue
 	case Untyped:
-		vt = prometheus.UntypedValue
-	default:
-		panic("collector: Must on a " + string(f.Type) + " family " + f.Name)
+		return prometheus.UntypedValue
 	}
-	return prometheus.MustNewConstMetric(f.desc, vt, value, validLabels(labelValues)...)
+	panic("collector: a sample of the " + string(f.Type) + " family " + f.Name)
 }
 
 // validLabels makes kernel and driver strings usable as label values.

@@ -266,7 +266,7 @@ func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Me
 	if err := c.maps[bpf.NapiMapNapiDropped].Lookup(uint32(0), &dropped); err != nil {
 		return fmt.Errorf("reading the untracked poll count: %w", err)
 	}
-	c.fams.send(ch, napiUntracked, float64(napiSum(dropped)))
+	c.fams.send(ch, napiUntracked, float64(perCPUSum(dropped)))
 	return nil
 }
 
@@ -336,7 +336,8 @@ func (c *NapiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
-func napiSum(xs []uint64) uint64 {
+// perCPUSum adds up the per-CPU copies of a BPF counter.
+func perCPUSum(xs []uint64) uint64 {
 	var t uint64
 	for _, x := range xs {
 		t += x

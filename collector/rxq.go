@@ -315,7 +315,7 @@ func (c *rxqCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 }
 
 func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) error {
-	c.cfg.Families.send(ch, rxqInfo, 1, d.name, c.cfg.Action, c.cfg.Mode, strconv.FormatBool(c.cfg.Read), strconv.FormatUint(uint64(d.progID), 10))
+	c.cfg.Families.send(ch, rxqInfo, 1, d.name, c.cfg.Action, c.cfg.Mode, strconv.FormatBool(c.cfg.Read), progIDLabel(d.progID))
 	counts := d.objs.Read()
 	for q, perCPU := range counts.Queue {
 		queue := strconv.Itoa(q)

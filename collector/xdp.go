@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -215,7 +216,7 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 			continue
 		}
 		action := xdpActionNames[min(int(ek.Action), len(xdpActionNames)-1)]
-		c.fams.send(ch, xdpExceptions, float64(sums[i]), d, fmt.Sprint(ek.ProgId), action)
+		c.fams.send(ch, xdpExceptions, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(ek.ProgId)), action)
 	}
 
 	redir, sums, err := reapHash(c.redirects, c.maps[bpf.XdpmonMapRedirects], func(k bpf.XdpmonRedirectKey) fate {
@@ -228,10 +229,10 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 			continue
 		}
 		if rk.Err == 0 {
-			c.fams.send(ch, xdpRedirects, float64(sums[i]), d, fmt.Sprint(rk.ProgId))
+			c.fams.send(ch, xdpRedirects, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)))
 			continue
 		}
-		c.fams.send(ch, xdpRedirectErrors, float64(sums[i]), d, fmt.Sprint(rk.ProgId), errnoName(rk.Err))
+		c.fams.send(ch, xdpRedirectErrors, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)), errnoName(rk.Err))
 	}
 
 	if c.xmit {
@@ -244,7 +245,7 @@ func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 			errs = append(errs, fmt.Errorf("reading overflow counter %s: %w", name, err))
 			continue
 		}
-		c.fams.send(ch, xdpMapFull, xdpSum(counts), name)
+		c.fams.send(ch, xdpMapFull, float64(perCPUSum(counts)), name)
 	}
 	errs = append(errs, c.missingErr())
 	return errors.Join(errs...)
@@ -351,7 +352,7 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(devKey) 
 			if v.Polls == 0 {
 				continue
 			}
-			cpuLabel := fmt.Sprint(cpu)
+			cpuLabel := strconv.Itoa(cpu)
 			c.fams.send(ch, xdpKthreadPackets, float64(v.Processed), id, cpuLabel)
 			c.fams.send(ch, xdpKthreadDrops, float64(v.Drops), id, cpuLabel)
 			c.fams.send(ch, xdpKthreadSched, float64(v.Sched), id, cpuLabel)
@@ -437,14 +438,6 @@ func errnoName(err int32) string {
 		return n
 	}
 	return fmt.Sprintf("errno%d", -err)
-}
-
-func xdpSum(v []uint64) float64 {
-	var t uint64
-	for _, n := range v {
-		t += n
-	}
-	return float64(t)
 }
 
 func sumXmit(slots [][]bpf.XdpmonXmitValue) bpf.XdpmonXmitValue {
