@@ -165,17 +165,6 @@ func TestEthtoolGuardPage(t *testing.T) {
 	}
 }
 
-// recording runs Update and keeps its error instead of panicking.
-type recording struct {
-	c   Collector
-	err error
-}
-
-func (r *recording) Describe(chan<- *prometheus.Desc) {}
-func (r *recording) Collect(ch chan<- prometheus.Metric) {
-	r.err = r.c.Update(context.Background(), ch)
-}
-
 // TestEthtoolVethChurn scrapes 500 times back to back while veth pairs
 // are created and deleted: no scrape may fail, panic or yield a
 // duplicate series (the pedantic registry rejects duplicates).
@@ -230,7 +219,7 @@ func TestEthtoolVethChurn(t *testing.T) {
 	seen, scrapes := 0, 0
 	for i := 0; i < 500 || (made.Load() < 20 && churnErr == nil && i < 1_000_000); i++ {
 		scrapes++
-		r := &recording{c: c}
+		r := &recorder{c: c}
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(r)
 		mfs, err := reg.Gather()

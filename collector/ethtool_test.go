@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -287,11 +286,8 @@ func TestEthtoolDefaultMetricsInclude(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink tests can read.
-type syncBuffer struct{ bytes.Buffer }
-
 func TestEthtoolOddNamesAndCollisions(t *testing.T) {
-	var logs syncBuffer
+	var logs logBuf
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	src := loadFixtures(t, "odd")
 	c := fixtureCollector(t, src, ".*", logger)

@@ -1,11 +1,13 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -20,6 +22,37 @@ import (
 
 // discardLogger keeps test output to failures.
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// logBuf captures a collector's log lines for assertions.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuf) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
+// recorder adapts a Collector whose Update may fail to a pedantic
+// registry, keeping the error instead of panicking.
+type recorder struct {
+	c   Collector
+	err error
+}
+
+func (r *recorder) Describe(chan<- *prometheus.Desc) {}
+
+func (r *recorder) Collect(ch chan<- prometheus.Metric) { r.err = r.c.Update(context.Background(), ch) }
 
 // single adapts one Collector to prometheus.Collector for a pedantic registry.
 type single struct{ c Collector }

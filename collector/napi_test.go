@@ -327,17 +327,6 @@ func TestNapiThreadedContext(t *testing.T) {
 	t.Logf("threaded NAPI delivered %d of %d frames: %v", delivered, n, summary(byCtx))
 }
 
-// recorder adapts a Collector whose Update may fail to a pedantic
-// registry, keeping the error instead of panicking.
-type recorder struct {
-	c   Collector
-	err error
-}
-
-func (r *recorder) Describe(chan<- *prometheus.Desc) {}
-
-func (r *recorder) Collect(ch chan<- prometheus.Metric) { r.err = r.c.Update(context.Background(), ch) }
-
 // gatherErr is gather for a collector whose Update may fail: it returns the
 // metrics emitted and the error.
 func gatherErr(t testing.TB, c Collector) (map[string]*dto.MetricFamily, error) {

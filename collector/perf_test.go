@@ -1,11 +1,9 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,26 +21,6 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
-
-// logBuf captures a collector's log lines for assertions.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuf) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
 // words lays out u64s in host byte order, as the kernel writes read_format.
 func words(w ...uint64) []byte {
