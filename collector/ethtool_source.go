@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -100,17 +99,10 @@ func (k *kernelEthtool) DriverInfo(dev string) (ethtoolDriverInfo, error) {
 		return ethtoolDriverInfo{}, err
 	}
 	return ethtoolDriverInfo{
-		Driver: cString(d.Driver[:]), Version: cString(d.Version[:]),
-		FirmwareVersion: cString(d.Fw_version[:]), BusInfo: cString(d.Bus_info[:]),
+		Driver: unix.ByteSliceToString(d.Driver[:]), Version: unix.ByteSliceToString(d.Version[:]),
+		FirmwareVersion: unix.ByteSliceToString(d.Fw_version[:]), BusInfo: unix.ByteSliceToString(d.Bus_info[:]),
 		NStats: int(d.N_stats), NPrivFlags: int(d.N_priv_flags),
 	}, nil
-}
-
-func cString(b []byte) string {
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return string(b)
 }
 
 func (k *kernelEthtool) Channels(dev string) (ethtool.Channels, error) {
