@@ -391,11 +391,7 @@ func reapHash[K comparable](r *reaper[K], m *ebpf.Map, fateOf func(K) fate) ([]K
 	)
 	it := m.Iterate()
 	for it.Next(&k, &counts) {
-		var t uint64
-		for _, n := range counts {
-			t += n
-		}
-		keys, sums = append(keys, k), append(sums, t)
+		keys, sums = append(keys, k), append(sums, perCPUSum(counts))
 	}
 	if err := it.Err(); err != nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", m, err)
