@@ -69,10 +69,10 @@ type BPFConfig struct {
 	Filter
 }
 
-// BPFCollector reports every XDP program attached to a device of the
+// bpfCollector reports every XDP program attached to a device of the
 // exporter's network namespace. It finds them through rtnetlink and reads
 // them by id; it never attaches anything.
-type BPFCollector struct {
+type bpfCollector struct {
 	cfg    BPFConfig
 	fams   familyFilter
 	logger *slog.Logger
@@ -86,14 +86,18 @@ type progMeta struct{ name, tag string }
 
 // NewBPFCollector checks that BPF programs can be listed and, when asked,
 // enables BPF run-time statistics until Close.
-func NewBPFCollector(cfg BPFConfig, logger *slog.Logger) (*BPFCollector, error) {
+func NewBPFCollector(cfg BPFConfig, logger *slog.Logger) (Collector, error) {
+	return asCollector(newBPFCollector(cfg, logger))
+}
+
+func newBPFCollector(cfg BPFConfig, logger *slog.Logger) (*bpfCollector, error) {
 	if cfg.ProcFS == "" {
 		cfg.ProcFS = "/proc"
 	}
 	if _, err := ebpf.ProgramGetNextID(0); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, capError("listing BPF programs (BPF_PROG_GET_NEXT_ID)", err)
 	}
-	c := &BPFCollector{cfg: cfg, fams: cfg.Families, logger: logger, meta: map[ebpf.ProgramID]progMeta{}}
+	c := &bpfCollector{cfg: cfg, fams: cfg.Families, logger: logger, meta: map[ebpf.ProgramID]progMeta{}}
 	if cfg.EnableStats {
 		fd, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 		if err != nil {
@@ -115,7 +119,7 @@ func capError(what string, err error) error {
 
 // Close releases the BPF_ENABLE_STATS fd; the kernel stops counting when no
 // holder and no sysctl keeps statistics on.
-func (c *BPFCollector) Close() error {
+func (c *bpfCollector) Close() error {
 	if c.stats == nil {
 		return nil
 	}
@@ -125,7 +129,7 @@ func (c *BPFCollector) Close() error {
 }
 
 // Update reports the statistics switches, then every attached program.
-func (c *BPFCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *bpfCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	var errs []error
 	if on, err := c.sysctlStats(); err != nil {
 		errs = append(errs, err)
@@ -165,7 +169,7 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-func (c *BPFCollector) sysctlStats() (bool, error) {
+func (c *bpfCollector) sysctlStats() (bool, error) {
 	path := filepath.Join(c.cfg.ProcFS, "sys/kernel/bpf_stats_enabled")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -181,7 +185,7 @@ func (c *BPFCollector) sysctlStats() (bool, error) {
 // emit reads each attached program once, however many devices and modes it
 // is attached to, and closes its fd before moving on. A program that went
 // away since the listing is skipped: it is no longer attached.
-func (c *BPFCollector) emit(ctx context.Context, ch chan<- prometheus.Metric, atts []xdpAttachment, links map[linkKey][]link.ID) error {
+func (c *bpfCollector) emit(ctx context.Context, ch chan<- prometheus.Metric, atts []xdpAttachment, links map[linkKey][]link.ID) error {
 	var errs []error
 	read := map[ebpf.ProgramID]*progMeta{}
 	for _, a := range atts {
@@ -220,7 +224,7 @@ func progIDLabel(id ebpf.ProgramID) string { return strconv.FormatUint(uint64(id
 
 // readProgram emits the program's counters and returns its name and tag, or
 // nil without error when the program no longer exists.
-func (c *BPFCollector) readProgram(ch chan<- prometheus.Metric, id ebpf.ProgramID) (*progMeta, error) {
+func (c *bpfCollector) readProgram(ch chan<- prometheus.Metric, id ebpf.ProgramID) (*progMeta, error) {
 	prog, err := ebpf.NewProgramFromID(id)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil

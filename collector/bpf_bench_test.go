@@ -24,7 +24,7 @@ import (
 //	go test ./collector -run '^$' -bench BPFStatsCost -benchtime=11x
 func BenchmarkBPFStatsCost(b *testing.B) {
 	testenv.Privileged(b)
-	sysctl := &BPFCollector{cfg: BPFConfig{ProcFS: "/proc"}}
+	sysctl := &bpfCollector{cfg: BPFConfig{ProcFS: "/proc"}}
 	if on, err := sysctl.sysctlStats(); err != nil || on {
 		testenv.Unavailable(b, "kernel.bpf_stats_enabled must be 0 to measure statistics off (on=%v, err=%v)", on, err)
 	}

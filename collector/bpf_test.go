@@ -66,9 +66,9 @@ func attachXDP(t *testing.T, p testProg, ifindex int, flags link.XDPAttachFlags)
 	return strconv.FormatUint(uint64(info.ID), 10)
 }
 
-func newBPF(t *testing.T, cfg BPFConfig) *BPFCollector {
+func newBPF(t *testing.T, cfg BPFConfig) *bpfCollector {
 	t.Helper()
-	c, err := NewBPFCollector(cfg, discardLogger())
+	c, err := newBPFCollector(cfg, discardLogger())
 	testenv.Check(t, err, "building the bpf collector")
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {

@@ -33,6 +33,15 @@ type Collector interface {
 	Close() error
 }
 
+// asCollector returns a constructor's collector as a Collector, and no
+// collector at all (not a typed nil) when it failed.
+func asCollector[T Collector](c T, err error) (Collector, error) {
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // Builder constructs a collector from the flag values parsed for it and
 // what the exporter's flags give every collector.
 type Builder func(logger *slog.Logger, shared Shared) (Collector, error)

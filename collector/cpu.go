@@ -55,9 +55,9 @@ type CPUConfig struct {
 	Filter
 }
 
-// CPUCollector reads /proc/stat, /proc/softirqs and /proc/net/softnet_stat.
+// cpuCollector reads /proc/stat, /proc/softirqs and /proc/net/softnet_stat.
 // It holds no open files between scrapes.
-type CPUCollector struct {
+type cpuCollector struct {
 	fs      procfs.FS
 	cfg     CPUConfig
 	fams    familyFilter
@@ -66,17 +66,21 @@ type CPUCollector struct {
 }
 
 // NewCPUCollector checks that cfg.ProcFS is a directory and returns the collector.
-func NewCPUCollector(cfg CPUConfig, logger *slog.Logger) (*CPUCollector, error) {
+func NewCPUCollector(cfg CPUConfig, logger *slog.Logger) (Collector, error) {
+	return asCollector(newCPUCollector(cfg, logger))
+}
+
+func newCPUCollector(cfg CPUConfig, logger *slog.Logger) (*cpuCollector, error) {
 	fs, err := procfs.NewFS(cfg.ProcFS)
 	if err != nil {
 		return nil, fmt.Errorf("cpu: procfs at %q: %w", cfg.ProcFS, err)
 	}
-	return &CPUCollector{fs: fs, cfg: cfg, fams: cfg.Families, logger: logger}, nil
+	return &cpuCollector{fs: fs, cfg: cfg, fams: cfg.Families, logger: logger}, nil
 }
 
 // Update reads the three files independently: one that is missing or
 // malformed is reported in the returned error while the others still emit.
-func (c *CPUCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (c *cpuCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	var errs []error
 	if err := c.updateStat(ch); err != nil {
 		errs = append(errs, fmt.Errorf("%s/stat: %w", c.cfg.ProcFS, err))
@@ -91,9 +95,9 @@ func (c *CPUCollector) Update(_ context.Context, ch chan<- prometheus.Metric) er
 }
 
 // Close releases nothing: every file is opened and closed within Update.
-func (c *CPUCollector) Close() error { return nil }
+func (c *cpuCollector) Close() error { return nil }
 
-func (c *CPUCollector) updateStat(ch chan<- prometheus.Metric) error {
+func (c *cpuCollector) updateStat(ch chan<- prometheus.Metric) error {
 	st, err := c.fs.Stat()
 	if err != nil {
 		return err
@@ -129,7 +133,7 @@ func (c *CPUCollector) updateStat(ch chan<- prometheus.Metric) error {
 // updateSoftirqs labels column i of /proc/softirqs as cpu i. The kernel
 // prints one column per possible CPU (for_each_possible_cpu), and
 // cpu_possible_mask is dense from 0, so the column index is the CPU number.
-func (c *CPUCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
+func (c *cpuCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 	s, err := c.fs.Softirqs()
 	if err != nil {
 		return err
@@ -163,7 +167,7 @@ func (c *CPUCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 	return nil
 }
 
-func (c *CPUCollector) updateSoftnet(ch chan<- prometheus.Metric) error {
+func (c *cpuCollector) updateSoftnet(ch chan<- prometheus.Metric) error {
 	rows, err := c.fs.NetSoftnetStat()
 	if err != nil {
 		return err

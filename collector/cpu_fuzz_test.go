@@ -36,7 +36,7 @@ func FuzzCPUProcfs(f *testing.F) {
 			}
 		}
 		for _, all := range []bool{false, true} {
-			c, err := NewCPUCollector(CPUConfig{ProcFS: proc, SoftirqsAll: all}, discardLogger())
+			c, err := newCPUCollector(CPUConfig{ProcFS: proc, SoftirqsAll: all}, discardLogger())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,9 +18,9 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
-func newCPUForTest(t testing.TB, cfg CPUConfig) *CPUCollector {
+func newCPUForTest(t testing.TB, cfg CPUConfig) *cpuCollector {
 	t.Helper()
-	c, err := NewCPUCollector(cfg, discardLogger())
+	c, err := newCPUCollector(cfg, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestCPUMalformed(t *testing.T) {
 
 func TestCPUMissingProcFS(t *testing.T) {
 	t.Parallel()
-	_, err := NewCPUCollector(CPUConfig{ProcFS: filepath.Join(t.TempDir(), "nope")}, discardLogger())
+	_, err := newCPUCollector(CPUConfig{ProcFS: filepath.Join(t.TempDir(), "nope")}, discardLogger())
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("err = %v, want an error naming the path", err)
 	}

@@ -24,7 +24,7 @@ func init() {
 		DeviceLabel: true,
 		Flags: func(f *FlagSet) Builder {
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return newDropCollector(DropConfig{Filter: shared.Filter}, logger)
+				return NewDropCollector(DropConfig{Filter: shared.Filter}, logger)
 			}
 		},
 	})
@@ -66,7 +66,7 @@ type dropCollector struct {
 	reaper  *reaper[slotKey]
 }
 
-func newDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
+func NewDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
 	spec, err := bpf.LoadDrop()
 	if err != nil {
 		return nil, err

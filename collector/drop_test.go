@@ -24,7 +24,7 @@ import (
 func newTestDrop(t *testing.T) (Collector, bool) {
 	t.Helper()
 	testenv.Privileged(t)
-	c, err := newDropCollector(DropConfig{}, discardLogger())
+	c, err := NewDropCollector(DropConfig{}, discardLogger())
 	if testenv.KernelBefore(t, 5, 17) {
 		if !errors.Is(err, ErrUnsupported) {
 			t.Fatalf("before 5.17 the drop collector must be unsupported, got %v", err)

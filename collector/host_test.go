@@ -293,7 +293,7 @@ func (noSockets) Close() error                     { return nil }
 
 // seedNapi claims a slot per device and context in the napi collector's
 // table, as bpf/slots.h's slot_find does, and counts polls in it.
-func seedNapi(t testing.TB, c *NapiCollector, netns uint64) {
+func seedNapi(t testing.TB, c *napiCollector, netns uint64) {
 	owners, claims, hist := c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiClaims], c.maps[bpf.NapiMapNapiHist]
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
@@ -375,11 +375,11 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 		t.Fatal(err)
 	}
 
-	cpu, err := NewCPUCollector(CPUConfig{ProcFS: "testdata/proc/128cpu"}, discardLogger())
+	cpu, err := newCPUCollector(CPUConfig{ProcFS: "testdata/proc/128cpu"}, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
-	pcie, err := newPCIeCollector(PCIeConfig{SysFS: sys, ProcFS: proc}, discardLogger())
+	pcie, err := NewPCIeCollector(PCIeConfig{SysFS: sys, ProcFS: proc}, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,13 +387,13 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 	// The BPF collectors are the real ones, loaded and attached: the
 	// device filter keeps the test host's own devices (and the other
 	// tests' veths) out of their tables.
-	napi, err := NewNapiCollector(NapiConfig{Filter: Filter{Devices: fixtureDevices}}, discardLogger())
+	napi, err := loadNapiCollector(NapiConfig{Filter: Filter{Devices: fixtureDevices}}, discardLogger())
 	testenv.Check(t, err, "loading the napi collector")
 	seedNapi(t, napi, napi.netns)
 	xdp, err := NewXDPCollector(XDPConfig{Filter: Filter{Devices: fixtureDevices}}, discardLogger())
 	testenv.Check(t, err, "loading the xdp collector")
 	seedXDP(t, xdp.(*xdpCollector), progs)
-	bpfc, err := NewBPFCollector(BPFConfig{}, discardLogger())
+	bpfc, err := newBPFCollector(BPFConfig{}, discardLogger())
 	testenv.Check(t, err, "building the bpf collector")
 
 	set := NewSet(map[string]Collector{
@@ -404,7 +404,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcFS: proc}, discardLogger(), nd, scrapeLinks),
 		"pcie":    pcie,
 		"xdp":     xdp,
-		"xsk":     &XSKCollector{logger: discardLogger(), src: noSockets{}, links: scrapeLinks},
+		"xsk":     &xskCollector{logger: discardLogger(), src: noSockets{}, links: scrapeLinks},
 	}, discardLogger())
 	t.Cleanup(func() {
 		if err := set.Close(); err != nil {

@@ -39,15 +39,15 @@ func TestDeviceNameNotUTF8(t *testing.T) {
 	logger := discardLogger()
 	eth, err := NewEthtoolCollector(EthtoolConfig{}, logger)
 	testenv.Check(t, err, "ethtool collector")
-	bp, err := NewBPFCollector(BPFConfig{}, logger)
+	bp, err := newBPFCollector(BPFConfig{}, logger)
 	testenv.Check(t, err, "bpf collector")
 	xd, err := NewXDPCollector(XDPConfig{}, logger)
 	testenv.Check(t, err, "xdp collector")
-	np, err := NewNapiCollector(NapiConfig{}, logger)
+	np, err := loadNapiCollector(NapiConfig{}, logger)
 	testenv.Check(t, err, "napi collector")
 	collectors := map[string]Collector{"ethtool": eth, "bpf": bp, "xdp": xd, "napi": np}
 	// Before Linux 6.3 there is no netdev family, and nothing of it to label.
-	nd, err := NewNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
+	nd, err := dialNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
 	if !errors.Is(err, ErrUnsupported) || !testenv.KernelBefore(t, 6, 3) {
 		testenv.Check(t, err, "netdev collector")
 		collectors["netdev"] = nd

@@ -114,8 +114,8 @@ type NapiConfig struct {
 	Filter
 }
 
-// NapiCollector owns the napi programs, their links and maps.
-type NapiCollector struct {
+// napiCollector owns the napi programs, their links and maps.
+type napiCollector struct {
 	*tracepointSet
 	devices deviceFilter
 	fams    familyFilter
@@ -125,7 +125,11 @@ type NapiCollector struct {
 }
 
 // NewNapiCollector loads and attaches the napi programs.
-func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (*NapiCollector, error) {
+func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (Collector, error) {
+	return asCollector(loadNapiCollector(cfg, logger))
+}
+
+func loadNapiCollector(cfg NapiConfig, logger *slog.Logger) (*napiCollector, error) {
 	spec, err := bpf.LoadNapi()
 	if err != nil {
 		return nil, err
@@ -135,8 +139,8 @@ func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (*NapiCollector, erro
 
 // newNapiCollector attaches the programs of spec that cfg asks for (see
 // tracepointSet); only when none attaches does it fail.
-func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (*NapiCollector, error) {
-	c := &NapiCollector{reaper: newReaper[slotKey](cfg.ForeignIdle), devices: cfg.Devices, fams: cfg.Families}
+func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (*napiCollector, error) {
+	c := &napiCollector{reaper: newReaper[slotKey](cfg.ForeignIdle), devices: cfg.Devices, fams: cfg.Families}
 	if len(cfg.SoftirqVectors) == 0 {
 		for i := range c.vectors {
 			c.vectors[i] = true
@@ -179,7 +183,7 @@ func vectorIndex(name string) int {
 // missing it returns ErrUnsupported or ErrUnavailable (see missingErr; the
 // reason was logged at startup) after emitting everything the attached
 // programs feed.
-func (c *NapiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *napiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	c.emitAttached(ch, c.fams, napiTracepointAttached)
 	var errs []error
 	for _, p := range c.progs {
@@ -208,7 +212,7 @@ type napiSeries struct {
 	device, context       string
 }
 
-func (c *NapiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *napiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Metric) error {
 	owners, hist := c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiHist]
 	slots, err := readSlots[bpf.NapiNapiVal](owners, hist)
 	if err != nil {
@@ -298,7 +302,7 @@ func (s napiSeries) histogram() prometheus.Metric {
 	return prometheus.MustNewConstHistogram(napiPollWork.Desc(), count, float64(work), buckets, s.device, s.context)
 }
 
-func (c *NapiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
+func (c *napiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 	seconds := c.attached["irq:softirq_entry"] && c.attached["irq:softirq_exit"]
 	perVec := make([][]bpf.NapiSoftirqVal, len(softirqVectors))
 	for vec := range softirqVectors {

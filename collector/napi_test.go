@@ -77,10 +77,10 @@ func (l *napiLab) xdpDrops(t testing.TB) uint64 {
 	return stats["rx_queue_0_xdp_drops"] + stats["rx_queue_1_xdp_drops"]
 }
 
-func newTestNapi(t testing.TB, cfg NapiConfig) *NapiCollector {
+func newTestNapi(t testing.TB, cfg NapiConfig) *napiCollector {
 	t.Helper()
 	testenv.Privileged(t)
-	c, err := NewNapiCollector(cfg, discardLogger())
+	c, err := loadNapiCollector(cfg, discardLogger())
 	testenv.Check(t, err, "loading the napi collector")
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {

@@ -98,8 +98,8 @@ func (s *genlSource) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) 
 
 func (s *genlSource) Close() error { return nil }
 
-// NetdevCollector reads the kernel's "netdev" generic netlink family.
-type NetdevCollector struct {
+// netdevCollector reads the kernel's "netdev" generic netlink family.
+type netdevCollector struct {
 	cfg    NetdevConfig
 	filter deviceFilter
 	fams   familyFilter
@@ -116,7 +116,11 @@ type NetdevCollector struct {
 }
 
 // NewNetdevCollector resolves the "netdev" generic netlink family. It fails when the kernel has no such family (before 6.3).
-func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*NetdevCollector, error) {
+func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (Collector, error) {
+	return asCollector(dialNetdevCollector(cfg, logger))
+}
+
+func dialNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*netdevCollector, error) {
 	conn, err := genetlink.Dial(nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
@@ -132,16 +136,16 @@ func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*NetdevCollector
 	return newNetdevCollector(cfg, logger, &genlSource{family: fam.ID}, scrapeLinks), nil
 }
 
-func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource, links func(context.Context) (*Links, error)) *NetdevCollector {
+func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource, links func(context.Context) (*Links, error)) *netdevCollector {
 	if cfg.ProcFS == "" {
 		cfg.ProcFS = "/proc"
 	}
-	return &NetdevCollector{cfg: cfg, filter: cfg.Devices, fams: cfg.Families,
+	return &netdevCollector{cfg: cfg, filter: cfg.Devices, fams: cfg.Families,
 		logger: logger, src: src, links: links, unsupported: map[uint8]bool{}}
 }
 
 // Close releases the source (sockets live only for one dump).
-func (c *NetdevCollector) Close() error { return c.src.Close() }
+func (c *netdevCollector) Close() error { return c.src.Close() }
 
 var netdevCmdNames = map[uint8]string{
 	netdevCmdDevGet:           "dev-get",
@@ -154,7 +158,7 @@ var netdevCmdNames = map[uint8]string{
 
 // dump runs one request; ok is false when the command is not supported here,
 // which is not an error after the first time it is logged.
-func (c *NetdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Message, ok bool, err error) {
+func (c *netdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Message, ok bool, err error) {
 	c.mu.Lock()
 	skip := c.unsupported[cmd]
 	c.mu.Unlock()
@@ -185,14 +189,14 @@ func (c *NetdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Messag
 
 // device returns the label to report for ifindex, or false when the
 // device is filtered out.
-func (c *NetdevCollector) device(links *Links, ifindex uint32) (string, bool) {
+func (c *netdevCollector) device(links *Links, ifindex uint32) (string, bool) {
 	label := links.Label(ifindex)
 	return label, c.filter.selects(label)
 }
 
 // Update runs one dump per supported command. A failing command does not
 // stop the others; its error is returned after everything else was sent.
-func (c *NetdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *netdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	links, err := c.links(ctx)
 	if links == nil {
 		return err
@@ -212,7 +216,7 @@ func (c *NetdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 	return errors.Join(errs...)
 }
 
-func (c *NetdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) error {
+func (c *netdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) error {
 	msgs, ok, err := c.dump(netdevCmdDevGet, nil)
 	if !ok {
 		return err
@@ -239,7 +243,7 @@ func (c *NetdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) 
 
 // emitFlags sends one 0/1 sample per known flag, and one per unknown set
 // bit (named by its value) so that flags of newer kernels are not lost.
-func (c *NetdevCollector) emitFlags(ch chan<- prometheus.Metric, fam *Family, bits uint64, names []string, dev string) {
+func (c *netdevCollector) emitFlags(ch chan<- prometheus.Metric, fam *Family, bits uint64, names []string, dev string) {
 	for i, name := range names {
 		c.fams.send(ch, fam, float64(bits>>i&1), dev, name)
 	}
@@ -250,7 +254,7 @@ func (c *NetdevCollector) emitFlags(ch chan<- prometheus.Metric, fam *Family, bi
 	}
 }
 
-func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links) error {
+func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links) error {
 	msgs, ok, err := c.dump(netdevCmdQstatsGet, nil)
 	if !ok {
 		return err
@@ -297,7 +301,7 @@ func (c *NetdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links
 	return errors.Join(errs...)
 }
 
-func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links) error {
+func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
 	napiMsgs, _, err := c.dump(netdevCmdNapiGet, nil)
 	if err != nil {
@@ -371,7 +375,7 @@ func (c *NetdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 // irqFile reads one /proc/irq/N file; a missing file (an IRQ freed since
 // napi-get answered, or effective_affinity_list on a kernel without
 // CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK) yields an empty label.
-func (c *NetdevCollector) irqFile(irq uint32, name string) string {
+func (c *netdevCollector) irqFile(irq uint32, name string) string {
 	b, err := os.ReadFile(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(irq), 10), name))
 	if err != nil {
 		c.logger.Debug("reading IRQ affinity", "irq", irq, "file", name, "err", err)
@@ -380,7 +384,7 @@ func (c *NetdevCollector) irqFile(irq uint32, name string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Links) error {
+func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
 	poolMsgs, ok, err := c.dump(netdevCmdPagePoolGet, nil)
 	if err != nil {
@@ -447,7 +451,7 @@ func (c *NetdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 // poolDevice names a pool's device. The kernel omits the ifindex of an
 // orphaned pool (its netdev is gone, the pool waits for its pages to come
 // back); such pools are reported with device="" unless a filter is set.
-func (c *NetdevCollector) poolDevice(links *Links, ifindex uint32) (string, bool) {
+func (c *netdevCollector) poolDevice(links *Links, ifindex uint32) (string, bool) {
 	if ifindex == 0 {
 		return "", c.filter.include == nil
 	}

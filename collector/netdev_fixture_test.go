@@ -308,7 +308,7 @@ func TestNetdevFixtures(t *testing.T) {
 // captureLive records the replies of this kernel, kept to lo and eth0 so
 // that the lab devices of concurrent tests do not end up in the files.
 func captureLive(t *testing.T, dir string) {
-	c, err := NewNetdevCollector(NetdevConfig{}, discardLogger())
+	c, err := dialNetdevCollector(NetdevConfig{}, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func FuzzXDPDiag(f *testing.F) {
 				want += len(xskStatNames) + len(s.rings)
 			}
 		}
-		c := &XSKCollector{logger: discardLogger(), src: replayXSK{msgs}, links: fixtureLinks}
+		c := &xskCollector{logger: discardLogger(), src: replayXSK{msgs}, links: fixtureLinks}
 		ms, err := collect(c)
 		if err != nil {
 			t.Fatalf("update: %v", err)

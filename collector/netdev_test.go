@@ -23,9 +23,9 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
 
-func newLiveNetdev(t testing.TB, cfg NetdevConfig) *NetdevCollector {
+func newLiveNetdev(t testing.TB, cfg NetdevConfig) *netdevCollector {
 	t.Helper()
-	c, err := NewNetdevCollector(cfg, discardLogger())
+	c, err := dialNetdevCollector(cfg, discardLogger())
 	checkNetdev(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -197,7 +197,7 @@ func labelValue(m *dto.Metric, name string) string {
 // CONFIG_PAGE_POOL_STATS) are logged once and never fail a scrape.
 func TestNetdevLiveUnsupported(t *testing.T) {
 	var log bytes.Buffer
-	c, err := NewNetdevCollector(NetdevConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("^lo$"), nil)}}, slog.New(slog.NewTextHandler(&log, nil)))
+	c, err := dialNetdevCollector(NetdevConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("^lo$"), nil)}}, slog.New(slog.NewTextHandler(&log, nil)))
 	checkNetdev(t, err)
 	defer c.Close()
 	gather(t, c)
@@ -212,7 +212,7 @@ func TestNetdevLiveUnsupported(t *testing.T) {
 
 // replayCollector builds the collector on the fixtures; override swaps a
 // request's file (or, with "", makes the command unsupported).
-func replayCollector(t testing.TB, cfg NetdevConfig, override map[string]string) (*NetdevCollector, *replaySource, *bytes.Buffer) {
+func replayCollector(t testing.TB, cfg NetdevConfig, override map[string]string) (*netdevCollector, *replaySource, *bytes.Buffer) {
 	src := &replaySource{dir: filepath.Join("testdata", "netdev"), override: override}
 	var log bytes.Buffer
 	c := newNetdevCollector(cfg, slog.New(slog.NewTextHandler(&log, nil)), src,

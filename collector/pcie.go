@@ -23,7 +23,7 @@ func init() {
 		DeviceLabel:    true,
 		Flags: func(f *FlagSet) Builder {
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return newPCIeCollector(PCIeConfig{SysFS: shared.SysFS, ProcFS: shared.ProcFS, Filter: shared.Filter}, logger)
+				return NewPCIeCollector(PCIeConfig{SysFS: shared.SysFS, ProcFS: shared.ProcFS, Filter: shared.Filter}, logger)
 			}
 		},
 	})
@@ -84,7 +84,7 @@ type pcieCollector struct {
 	netdev netdevSource
 }
 
-func newPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
+func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	if cfg.SysFS == "" {
 		cfg.SysFS = "/sys"
 	}

@@ -126,7 +126,7 @@ func symlinkTree(t testing.TB, target, name string) {
 
 func newFixturePCIe(t testing.TB, cfg PCIeConfig) Collector {
 	t.Helper()
-	c, err := newPCIeCollector(cfg, discardLogger())
+	c, err := NewPCIeCollector(cfg, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestPCIeFixture(t *testing.T) {
 // TestPCIeNoPCIBus: a sysfs without /sys/bus/pci (a container, a board
 // without PCI) makes the collector unsupported, not failed.
 func TestPCIeNoPCIBus(t *testing.T) {
-	_, err := newPCIeCollector(PCIeConfig{SysFS: t.TempDir()}, discardLogger())
+	_, err := NewPCIeCollector(PCIeConfig{SysFS: t.TempDir()}, discardLogger())
 	if err == nil || !strings.Contains(err.Error(), ErrUnsupported.Error()) {
 		t.Fatalf("want unsupported, got %v", err)
 	}
@@ -250,7 +250,7 @@ func TestPCIeRealSysfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer et.Close()
-	c, err := newPCIeCollector(PCIeConfig{}, discardLogger())
+	c, err := NewPCIeCollector(PCIeConfig{}, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

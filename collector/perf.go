@@ -1,11 +1,13 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -71,7 +73,7 @@ func init() {
 			hw := f.Flag("hardware", "Open the hardware counter groups (cycles/instructions, cache-references/misses, LLC loads/misses).").Default("true").Bool()
 			sw := f.Flag("software", "Open the software event group (cpu-clock, task-clock, context-switches, cpu-migrations, page-faults).").Default("true").Bool()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				cfg := PerfConfig{Hardware: *hw, Software: *sw, Filter: shared.Filter}
+				cfg := PerfConfig{Hardware: *hw, Software: *sw, SysFS: shared.SysFS, Filter: shared.Filter}
 				if *cpus != "" {
 					list, err := parseCPUList(*cpus)
 					if err != nil {
@@ -91,6 +93,9 @@ type PerfConfig struct {
 	CPUs []int
 	// Hardware opens the hardware groups, Software the software group.
 	Hardware, Software bool
+	// SysFS is the sysfs mount point, for devices/system/cpu/online;
+	// /sys when empty.
+	SysFS string
 	Filter
 }
 
@@ -149,8 +154,8 @@ type perfGroup struct {
 	scaler perfScaler
 }
 
-// PerfCollector holds one event group per (group, CPU).
-type PerfCollector struct {
+// perfCollector holds one event group per (group, CPU).
+type perfCollector struct {
 	fams      familyFilter
 	mu        sync.Mutex // Update may run concurrently; reads share buf and scaler
 	groups    []*perfGroup
@@ -161,18 +166,23 @@ type PerfCollector struct {
 // NewPerfCollector opens the configured groups on every selected CPU. A
 // group the host cannot count (no PMU, event unknown) is logged once and
 // left out; the constructor fails only when no group could be opened at all.
-func NewPerfCollector(cfg PerfConfig, logger *slog.Logger) (*PerfCollector, error) {
+func NewPerfCollector(cfg PerfConfig, logger *slog.Logger) (Collector, error) {
+	return asCollector(newPerfCollector(cfg, logger))
+}
+
+func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, error) {
 	cpus := cfg.CPUs
 	if cpus == nil {
-		b, err := os.ReadFile("/sys/devices/system/cpu/online")
+		sysfs := cmp.Or(cfg.SysFS, "/sys")
+		b, err := os.ReadFile(filepath.Join(sysfs, "devices", "system", "cpu", "online"))
 		if err != nil {
 			return nil, fmt.Errorf("perf: listing online CPUs: %w", err)
 		}
 		if cpus, err = parseCPUList(string(b)); err != nil {
-			return nil, fmt.Errorf("perf: /sys/devices/system/cpu/online: %w", err)
+			return nil, fmt.Errorf("perf: %s/devices/system/cpu/online: %w", sysfs, err)
 		}
 	}
-	c := &PerfCollector{available: map[string]bool{}, fams: cfg.Families, logger: logger}
+	c := &perfCollector{available: map[string]bool{}, fams: cfg.Families, logger: logger}
 	var errs []error
 	hwMissing := 0
 	hwRequested := 0
@@ -326,7 +336,7 @@ func (g *perfGroup) read() (perfGroupRead, error) {
 
 // Update reads every group; a group that fails to read is reported in the
 // error and the others still emit.
-func (c *PerfCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (c *perfCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.groups == nil {
@@ -361,7 +371,7 @@ func (c *PerfCollector) Update(_ context.Context, ch chan<- prometheus.Metric) e
 }
 
 // Close closes every perf event fd. It is safe to call more than once.
-func (c *PerfCollector) Close() error {
+func (c *perfCollector) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var errs []error

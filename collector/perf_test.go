@@ -208,7 +208,7 @@ func onCPU(t testing.TB, cpu int, fn func()) {
 // software counters of that CPU grew by at least as much.
 func TestPerfSoftwareLive(t *testing.T) {
 	testenv.Privileged(t)
-	c, err := NewPerfCollector(PerfConfig{Software: true}, discardLogger())
+	c, err := newPerfCollector(PerfConfig{Software: true}, discardLogger())
 	testenv.Check(t, err, "opening software perf events")
 	defer c.Close()
 
@@ -264,7 +264,7 @@ func TestPerfSoftwareLive(t *testing.T) {
 func TestPerfHardware(t *testing.T) {
 	testenv.Privileged(t)
 	var logs logBuf
-	c, err := NewPerfCollector(PerfConfig{Hardware: true, Software: true}, logs.logger())
+	c, err := newPerfCollector(PerfConfig{Hardware: true, Software: true}, logs.logger())
 	testenv.Check(t, err, "opening perf events")
 	defer c.Close()
 
@@ -305,7 +305,7 @@ func TestPerfHardware(t *testing.T) {
 			t.Errorf("%s exported without hardware counters", f)
 		}
 	}
-	if _, err := NewPerfCollector(PerfConfig{Hardware: true}, discardLogger()); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := newPerfCollector(PerfConfig{Hardware: true}, discardLogger()); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("hardware-only on a host without a PMU: err = %v, want a not-supported error", err)
 	}
 }
@@ -315,7 +315,7 @@ func TestPerfHardware(t *testing.T) {
 func TestPerfCloseFDs(t *testing.T) {
 	testenv.Privileged(t)
 	before := openFDs(t)
-	c, err := NewPerfCollector(PerfConfig{Software: true, Hardware: true}, discardLogger())
+	c, err := newPerfCollector(PerfConfig{Software: true, Hardware: true}, discardLogger())
 	testenv.Check(t, err, "opening perf events")
 	open := openFDs(t)
 	events := 0
@@ -347,7 +347,7 @@ const perfChildEnv = "XDP_EXPORTER_PERF_EACCES_CHILD"
 // what is missing.
 func TestPerfPermissionDenied(t *testing.T) {
 	if os.Getenv(perfChildEnv) == "1" {
-		_, err := NewPerfCollector(PerfConfig{Software: true}, discardLogger())
+		_, err := newPerfCollector(PerfConfig{Software: true}, discardLogger())
 		os.Stdout.WriteString("child error: " + strings.ReplaceAll(errString(err), "\n", " | ") + "\n")
 		return
 	}

@@ -27,14 +27,14 @@ type reapLab struct {
 	t    *testing.T
 	set  *Set
 	xdp  *xdpCollector
-	napi *NapiCollector
+	napi *napiCollector
 }
 
 func newReapLab(t *testing.T) *reapLab {
 	testenv.Privileged(t)
 	xd, err := NewXDPCollector(XDPConfig{}, discardLogger())
 	testenv.Check(t, err, "xdp collector")
-	np, err := NewNapiCollector(NapiConfig{}, discardLogger())
+	np, err := loadNapiCollector(NapiConfig{}, discardLogger())
 	testenv.Check(t, err, "napi collector")
 	l := &reapLab{t: t, set: NewSet(map[string]Collector{"xdp": xd, "napi": np}, discardLogger()), xdp: xd.(*xdpCollector), napi: np}
 	t.Cleanup(func() { l.set.Close() })

@@ -127,8 +127,8 @@ type XSKConfig struct {
 	Filter
 }
 
-// XSKCollector reports AF_XDP socket counters.
-type XSKCollector struct {
+// xskCollector reports AF_XDP socket counters.
+type xskCollector struct {
 	cfg    XSKConfig
 	fams   familyFilter
 	logger *slog.Logger
@@ -139,7 +139,11 @@ type XSKCollector struct {
 // NewXSKCollector opens a sock_diag socket and runs one dump to find out
 // whether the kernel answers for AF_XDP; without CONFIG_XDP_SOCKETS_DIAG it
 // answers ENOENT and the collector is unavailable.
-func NewXSKCollector(cfg XSKConfig, logger *slog.Logger) (*XSKCollector, error) {
+func NewXSKCollector(cfg XSKConfig, logger *slog.Logger) (Collector, error) {
+	return asCollector(newXSKCollector(cfg, logger))
+}
+
+func newXSKCollector(cfg XSKConfig, logger *slog.Logger) (*xskCollector, error) {
 	conn, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening a sock_diag netlink socket: %w", err)
@@ -152,14 +156,14 @@ func NewXSKCollector(cfg XSKConfig, logger *slog.Logger) (*XSKCollector, error) 
 		}
 		return nil, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
 	}
-	return &XSKCollector{cfg: cfg, fams: cfg.Families, logger: logger, src: src, links: scrapeLinks}, nil
+	return &xskCollector{cfg: cfg, fams: cfg.Families, logger: logger, src: src, links: scrapeLinks}, nil
 }
 
 // Close releases the netlink socket.
-func (c *XSKCollector) Close() error { return c.src.Close() }
+func (c *xskCollector) Close() error { return c.src.Close() }
 
 // Update dumps every AF_XDP socket of the namespace.
-func (c *XSKCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *xskCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
 	msgs, err := c.src.dump()
 	if err != nil {
 		return fmt.Errorf("AF_XDP sock_diag dump: %w", err)

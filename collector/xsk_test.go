@@ -139,7 +139,7 @@ func TestXSKDecode(t *testing.T) {
 	if !reflect.DeepEqual(msgs, want) {
 		t.Fatalf("%s differs from xskFixture; rerun with -netdev.capture", xskFixturePath)
 	}
-	c := &XSKCollector{logger: discardLogger(), src: replayXSK{msgs}, links: fixtureLinks}
+	c := &xskCollector{logger: discardLogger(), src: replayXSK{msgs}, links: fixtureLinks}
 	mfs := gather(t, c)
 	for _, s := range constructedXSK {
 		dev, queue := "", ""
@@ -185,7 +185,7 @@ func TestXSKDecodeErrors(t *testing.T) {
 // fails with ErrUnsupported and a clear reason (the framework then reports
 // the collector unsupported, once, at INFO); with it, a scrape works.
 func TestXSKLive(t *testing.T) {
-	c, err := NewXSKCollector(XSKConfig{}, discardLogger())
+	c, err := newXSKCollector(XSKConfig{}, discardLogger())
 	if err != nil {
 		if !errors.Is(err, ErrUnsupported) || !errors.Is(err, unix.ENOENT) || !strings.Contains(err.Error(), "CONFIG_XDP_SOCKETS_DIAG") {
 			t.Fatalf("unexpected error: %v", err)
