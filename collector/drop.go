@@ -122,7 +122,7 @@ func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 			errs = append(errs, err)
 			continue
 		}
-		if device != "" && !c.cfg.Devices.selects(device) || device == "" && c.cfg.Devices.include != nil {
+		if !c.cfg.Devices.selects(device) {
 			continue
 		}
 		totals[series{device, c.reasons.name(uint32(e.key.k1))}] += dropCount(e)

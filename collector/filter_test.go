@@ -187,3 +187,24 @@ func labelsWithout(m *dto.Metric, skip string) string {
 }
 
 func metricValue(m *dto.Metric) float64 { return m.GetCounter().GetValue() }
+
+// TestDeviceFilterNoDevice: a series of no device is kept unless
+// device-include names the devices wanted; device-exclude never drops it.
+func TestDeviceFilterNoDevice(t *testing.T) {
+	re := regexp.MustCompile
+	for _, c := range []struct {
+		f    deviceFilter
+		want bool
+	}{
+		{deviceFilter{}, true},
+		{newDeviceFilter(nil, re(".*")), true},
+		{newDeviceFilter(re("eth.*"), nil), false},
+	} {
+		if got := c.f.selects(""); got != c.want {
+			t.Errorf("%+v selects no device: %v, want %v", c.f, got, c.want)
+		}
+	}
+	if newDeviceFilter(nil, re(".*")).selects("eth0") {
+		t.Error("device-exclude .* kept eth0")
+	}
+}

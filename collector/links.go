@@ -262,7 +262,14 @@ func anchor(re *regexp.Regexp) *regexp.Regexp {
 	return regexp.MustCompile("^(?:" + re.String() + ")$")
 }
 
+// selects reports whether the filter keeps label. Series of no device
+// (label "": an orphaned page pool, an unbound AF_XDP socket, a dropped
+// skb without one) are kept unless device-include names the devices
+// wanted.
 func (f deviceFilter) selects(label string) bool {
+	if label == "" {
+		return f.include == nil
+	}
 	if f.include != nil && !f.include.MatchString(label) {
 		return false
 	}

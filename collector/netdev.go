@@ -453,7 +453,7 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 // back); such pools are reported with device="" unless a filter is set.
 func (c *netdevCollector) poolDevice(links *Links, ifindex uint32) (string, bool) {
 	if ifindex == 0 {
-		return "", c.filter.include == nil
+		return "", c.filter.selects("")
 	}
 	return c.device(links, ifindex)
 }

@@ -129,18 +129,14 @@ func seriesFormula(f *Family) string {
 }
 
 // defaultShape says what the default flags do to a family: not built
-// (netdev's metrics-exclude), summed per device (ethtool's sum-queues),
-// or nothing.
+// (the collector's default metrics-exclude), summed per device (ethtool's
+// sum-queues), or nothing.
 func defaultShape(f *Family) string {
-	switch f.Collector {
-	case "netdev":
-		if regexp.MustCompile("^(?:" + DefaultNetdevMetricsExclude + ")$").MatchString(f.ShortName()) {
-			return "off by default (`--collector.netdev.metrics-exclude`)"
-		}
-	case "ethtool":
-		if regexp.MustCompile("^(?:" + DefaultEthtoolSumQueues + ")$").MatchString(f.ShortName()) {
-			return "summed per device by default, queue=\"\" (`--collector.ethtool.sum-queues`)"
-		}
+	if exclude := registrations[f.Collector].MetricsExclude; exclude != "" && anchor(regexp.MustCompile(exclude)).MatchString(f.ShortName()) {
+		return "off by default (`--collector." + f.Collector + ".metrics-exclude`)"
+	}
+	if f.Collector == "ethtool" && anchor(regexp.MustCompile(DefaultEthtoolSumQueues)).MatchString(f.ShortName()) {
+		return "summed per device by default, queue=\"\" (`--collector.ethtool.sum-queues`)"
 	}
 	return ""
 }

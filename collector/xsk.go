@@ -186,7 +186,7 @@ func (c *xskCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 			dev = links.Label(s.ifindex)
 			queue = strconv.FormatUint(uint64(s.queue), 10)
 		}
-		if dev != "" && !c.cfg.Devices.selects(dev) || dev == "" && c.cfg.Devices.include != nil {
+		if !c.cfg.Devices.selects(dev) {
 			continue
 		}
 		inode := strconv.FormatUint(uint64(s.inode), 10)
