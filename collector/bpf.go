@@ -74,7 +74,6 @@ type BPFConfig struct {
 // them by id; it never attaches anything.
 type bpfCollector struct {
 	cfg    BPFConfig
-	fams   familyFilter
 	logger *slog.Logger
 	stats  io.Closer // the BPF_ENABLE_STATS fd, nil when not held
 
@@ -97,7 +96,7 @@ func newBPFCollector(cfg BPFConfig, logger *slog.Logger) (*bpfCollector, error) 
 	if _, err := ebpf.ProgramGetNextID(0); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, capError("listing BPF programs (BPF_PROG_GET_NEXT_ID)", err)
 	}
-	c := &bpfCollector{cfg: cfg, fams: cfg.Families, logger: logger, meta: map[ebpf.ProgramID]progMeta{}}
+	c := &bpfCollector{cfg: cfg, logger: logger, meta: map[ebpf.ProgramID]progMeta{}}
 	if cfg.EnableStats {
 		fd, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 		if err != nil {
@@ -134,9 +133,9 @@ func (c *bpfCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	if on, err := c.sysctlStats(); err != nil {
 		errs = append(errs, err)
 	} else {
-		c.fams.send(ch, bpfStatsEnabled, boolValue(on), "sysctl")
+		c.cfg.Families.send(ch, bpfStatsEnabled, boolValue(on), "sysctl")
 	}
-	c.fams.send(ch, bpfStatsEnabled, boolValue(c.stats != nil), "exporter")
+	c.cfg.Families.send(ch, bpfStatsEnabled, boolValue(c.stats != nil), "exporter")
 
 	devs, err := scrapeLinks(ctx)
 	if err != nil {
@@ -208,7 +207,7 @@ func (c *bpfCollector) emit(ctx context.Context, ch chan<- prometheus.Metric, at
 		if ids := links[linkKey{ifindex: a.ifindex, prog: a.progID}]; len(ids) == 1 {
 			linkID = strconv.FormatUint(uint64(ids[0]), 10)
 		}
-		c.fams.send(ch, bpfProgInfo, 1, a.device, a.mode, progIDLabel(a.progID), m.name, m.tag, linkID)
+		c.cfg.Families.send(ch, bpfProgInfo, 1, a.device, a.mode, progIDLabel(a.progID), m.name, m.tag, linkID)
 	}
 	c.mu.Lock()
 	for id := range c.meta {
@@ -252,8 +251,8 @@ func (c *bpfCollector) readProgram(ch chan<- prometheus.Metric, id ebpf.ProgramI
 		return &m, fmt.Errorf("reading run count and run time: %w", err)
 	}
 	label := progIDLabel(id)
-	c.fams.send(ch, bpfProgRuns, float64(stats.RunCount), label, m.name)
-	c.fams.send(ch, bpfProgRunSeconds, stats.Runtime.Seconds(), label, m.name)
+	c.cfg.Families.send(ch, bpfProgRuns, float64(stats.RunCount), label, m.name)
+	c.cfg.Families.send(ch, bpfProgRunSeconds, stats.Runtime.Seconds(), label, m.name)
 	return &m, nil
 }
 

@@ -60,7 +60,6 @@ type CPUConfig struct {
 type cpuCollector struct {
 	fs      procfs.FS
 	cfg     CPUConfig
-	fams    familyFilter
 	logger  *slog.Logger
 	softnet wrap32
 }
@@ -75,7 +74,7 @@ func newCPUCollector(cfg CPUConfig, logger *slog.Logger) (*cpuCollector, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cpu: procfs at %q: %w", cfg.ProcFS, err)
 	}
-	return &cpuCollector{fs: fs, cfg: cfg, fams: cfg.Families, logger: logger}, nil
+	return &cpuCollector{fs: fs, cfg: cfg, logger: logger}, nil
 }
 
 // Update reads the three files independently: one that is missing or
@@ -118,14 +117,14 @@ func (c *cpuCollector) updateStat(ch chan<- prometheus.Metric) error {
 	}
 	for id, s := range st.CPU {
 		cpu := strconv.FormatInt(id, 10)
-		c.fams.send(ch, cpuSeconds, s.User, cpu, "user")
-		c.fams.send(ch, cpuSeconds, s.Nice, cpu, "nice")
-		c.fams.send(ch, cpuSeconds, s.System, cpu, "system")
-		c.fams.send(ch, cpuSeconds, s.Idle, cpu, "idle")
-		c.fams.send(ch, cpuSeconds, s.Iowait, cpu, "iowait")
-		c.fams.send(ch, cpuSeconds, s.IRQ, cpu, "irq")
-		c.fams.send(ch, cpuSeconds, s.SoftIRQ, cpu, "softirq")
-		c.fams.send(ch, cpuSeconds, s.Steal, cpu, "steal")
+		c.cfg.Families.send(ch, cpuSeconds, s.User, cpu, "user")
+		c.cfg.Families.send(ch, cpuSeconds, s.Nice, cpu, "nice")
+		c.cfg.Families.send(ch, cpuSeconds, s.System, cpu, "system")
+		c.cfg.Families.send(ch, cpuSeconds, s.Idle, cpu, "idle")
+		c.cfg.Families.send(ch, cpuSeconds, s.Iowait, cpu, "iowait")
+		c.cfg.Families.send(ch, cpuSeconds, s.IRQ, cpu, "irq")
+		c.cfg.Families.send(ch, cpuSeconds, s.SoftIRQ, cpu, "softirq")
+		c.cfg.Families.send(ch, cpuSeconds, s.Steal, cpu, "steal")
 	}
 	return nil
 }
@@ -161,7 +160,7 @@ func (c *cpuCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 	}
 	for _, v := range vectors {
 		for i, n := range v.counts {
-			c.fams.send(ch, cpuSoftirqs, float64(n), strconv.Itoa(i), v.name)
+			c.cfg.Families.send(ch, cpuSoftirqs, float64(n), strconv.Itoa(i), v.name)
 		}
 	}
 	return nil
@@ -186,9 +185,9 @@ func (c *cpuCollector) updateSoftnet(ch chan<- prometheus.Metric) error {
 	defer c.softnet.mu.Unlock()
 	for _, r := range rows {
 		cpu := strconv.FormatUint(uint64(r.Index), 10)
-		c.fams.send(ch, softnetProcessed, float64(c.softnet.extend(wrapKey{r.Index, 0}, r.Processed)), cpu)
-		c.fams.send(ch, softnetDropped, float64(c.softnet.extend(wrapKey{r.Index, 1}, r.Dropped)), cpu)
-		c.fams.send(ch, softnetTimesSqueezed, float64(c.softnet.extend(wrapKey{r.Index, 2}, r.TimeSqueezed)), cpu)
+		c.cfg.Families.send(ch, softnetProcessed, float64(c.softnet.extend(wrapKey{r.Index, 0}, r.Processed)), cpu)
+		c.cfg.Families.send(ch, softnetDropped, float64(c.softnet.extend(wrapKey{r.Index, 1}, r.Dropped)), cpu)
+		c.cfg.Families.send(ch, softnetTimesSqueezed, float64(c.softnet.extend(wrapKey{r.Index, 2}, r.TimeSqueezed)), cpu)
 	}
 	return nil
 }

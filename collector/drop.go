@@ -60,7 +60,6 @@ type DropConfig struct {
 type dropCollector struct {
 	*tracepointSet
 	cfg     DropConfig
-	fams    familyFilter
 	netns   uint64 // the exporter's own network namespace inode
 	reasons *dropReasons
 	reaper  *reaper[slotKey]
@@ -87,7 +86,7 @@ func NewDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dropCollector{tracepointSet: set, cfg: cfg, fams: cfg.Families, netns: netns, reasons: reasons, reaper: newReaper[slotKey](foreignIdle)}, nil
+	return &dropCollector{tracepointSet: set, cfg: cfg, netns: netns, reasons: reasons, reaper: newReaper[slotKey](foreignIdle)}, nil
 }
 
 func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
@@ -128,13 +127,13 @@ func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		totals[series{device, c.reasons.name(uint32(e.key.k1))}] += dropCount(e)
 	}
 	for s, n := range totals {
-		c.fams.send(ch, skbDrops, float64(n), s.device, s.reason)
+		c.cfg.Families.send(ch, skbDrops, float64(n), s.device, s.reason)
 	}
 	var untracked []uint64
 	if err := c.maps[bpf.DropMapDropUntracked].Lookup(uint32(0), &untracked); err != nil {
 		errs = append(errs, fmt.Errorf("reading the untracked drop counter: %w", err))
 	} else {
-		c.fams.send(ch, skbDropUntracked, float64(perCPUSum(untracked)))
+		c.cfg.Families.send(ch, skbDropUntracked, float64(perCPUSum(untracked)))
 	}
 	return errors.Join(errs...)
 }

@@ -101,8 +101,6 @@ func (s *genlSource) Close() error { return nil }
 // netdevCollector reads the kernel's "netdev" generic netlink family.
 type netdevCollector struct {
 	cfg    NetdevConfig
-	filter deviceFilter
-	fams   familyFilter
 	logger *slog.Logger
 	src    netdevSource
 	// links is scrapeLinks; tests replace it with a fixed table.
@@ -140,7 +138,7 @@ func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource,
 	if cfg.ProcFS == "" {
 		cfg.ProcFS = "/proc"
 	}
-	return &netdevCollector{cfg: cfg, filter: cfg.Devices, fams: cfg.Families,
+	return &netdevCollector{cfg: cfg,
 		logger: logger, src: src, links: links, unsupported: map[uint8]bool{}}
 }
 
@@ -191,7 +189,7 @@ func (c *netdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Messag
 // device is filtered out.
 func (c *netdevCollector) device(links *Links, ifindex uint32) (string, bool) {
 	label := links.Label(ifindex)
-	return label, c.filter.selects(label)
+	return label, c.cfg.Devices.selects(label)
 }
 
 // Update runs one dump per supported command. A failing command does not
@@ -235,7 +233,7 @@ func (c *netdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) 
 			c.emitFlags(ch, netdevXSKFeature, d.xskFeatures, netdevXSKFlagNames[:], dev)
 		}
 		if d.hasZCMaxSegs {
-			c.fams.send(ch, netdevXDPZCMaxSegs, float64(d.xdpZCMaxSegs), dev)
+			c.cfg.Families.send(ch, netdevXDPZCMaxSegs, float64(d.xdpZCMaxSegs), dev)
 		}
 	}
 	return err
@@ -245,11 +243,11 @@ func (c *netdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) 
 // bit (named by its value) so that flags of newer kernels are not lost.
 func (c *netdevCollector) emitFlags(ch chan<- prometheus.Metric, fam *Family, bits uint64, names []string, dev string) {
 	for i, name := range names {
-		c.fams.send(ch, fam, float64(bits>>i&1), dev, name)
+		c.cfg.Families.send(ch, fam, float64(bits>>i&1), dev, name)
 	}
 	for i := len(names); i < 64; i++ {
 		if bits>>i&1 == 1 {
-			c.fams.send(ch, fam, 1, dev, "0x"+strconv.FormatUint(1<<i, 16))
+			c.cfg.Families.send(ch, fam, 1, dev, "0x"+strconv.FormatUint(1<<i, 16))
 		}
 	}
 }
@@ -286,7 +284,7 @@ func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links
 		if !s.perQueue {
 			for j, present := range s.present {
 				if present {
-					c.fams.send(ch, netdevQstatsDevice[j], float64(s.values[j]), dev)
+					c.cfg.Families.send(ch, netdevQstatsDevice[j], float64(s.values[j]), dev)
 				}
 			}
 			continue
@@ -294,7 +292,7 @@ func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links
 		queue, typ := strconv.FormatUint(uint64(s.queueID), 10), queueTypeName(s.queueType)
 		for j, present := range s.present {
 			if present {
-				c.fams.send(ch, netdevQstatsQueue[j], float64(s.values[j]), dev, queue, typ)
+				c.cfg.Families.send(ch, netdevQstatsQueue[j], float64(s.values[j]), dev, queue, typ)
 			}
 		}
 	}
@@ -327,12 +325,12 @@ func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 		if n.pid != 0 {
 			pid = strconv.FormatUint(uint64(n.pid), 10)
 		}
-		c.fams.send(ch, netdevNapiInfo, 1, dev, id, irq, pid)
+		c.cfg.Families.send(ch, netdevNapiInfo, 1, dev, id, irq, pid)
 		if n.hasDeferHardIRQs {
-			c.fams.send(ch, netdevNapiDeferHardIRQs, float64(n.deferHardIRQs), dev, id)
+			c.cfg.Families.send(ch, netdevNapiDeferHardIRQs, float64(n.deferHardIRQs), dev, id)
 		}
 		if n.hasGROFlushTimeout {
-			c.fams.send(ch, netdevNapiGROFlushTimeout, float64(n.groFlushTimeoutNs)/1e9, dev, id)
+			c.cfg.Families.send(ch, netdevNapiGROFlushTimeout, float64(n.groFlushTimeoutNs)/1e9, dev, id)
 		}
 	}
 
@@ -366,7 +364,7 @@ func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 			}
 			cpus, effective = a[0], a[1]
 		}
-		c.fams.send(ch, netdevQueueInfo, 1, dev, strconv.FormatUint(uint64(q.id), 10), queueTypeName(q.queueType),
+		c.cfg.Families.send(ch, netdevQueueInfo, 1, dev, strconv.FormatUint(uint64(q.id), 10), queueTypeName(q.queueType),
 			napiID, irq, cpus, effective)
 	}
 	return errors.Join(errs...)
@@ -409,16 +407,16 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 			napiID = strconv.FormatUint(p.napiID, 10)
 		}
 		napiOf[p.id] = napiID
-		c.fams.send(ch, netdevPagePoolInflight, float64(p.inflight), dev, id, napiID)
-		c.fams.send(ch, netdevPagePoolInflightMem, float64(p.inflightMem), dev, id, napiID)
+		c.cfg.Families.send(ch, netdevPagePoolInflight, float64(p.inflight), dev, id, napiID)
+		c.cfg.Families.send(ch, netdevPagePoolInflightMem, float64(p.inflightMem), dev, id, napiID)
 		detached := 0.0
 		if p.detached {
 			detached = 1
 		}
-		c.fams.send(ch, netdevPagePoolDetached, detached, dev, id, napiID)
+		c.cfg.Families.send(ch, netdevPagePoolDetached, detached, dev, id, napiID)
 	}
 
-	if !slices.ContainsFunc(netdevPagePoolStats[:], c.fams.keeps) {
+	if !slices.ContainsFunc(netdevPagePoolStats[:], c.cfg.Families.keeps) {
 		return errors.Join(errs...) // no family wants the dump
 	}
 	statMsgs, ok, err := c.dump(netdevCmdPagePoolStatsGet, nil)
@@ -441,7 +439,7 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 		id := strconv.FormatUint(s.id, 10)
 		for j, present := range s.present {
 			if present {
-				c.fams.send(ch, netdevPagePoolStats[j], float64(s.values[j]), dev, id, napiOf[s.id])
+				c.cfg.Families.send(ch, netdevPagePoolStats[j], float64(s.values[j]), dev, id, napiOf[s.id])
 			}
 		}
 	}
@@ -453,7 +451,7 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 // back); such pools are reported with device="" unless a filter is set.
 func (c *netdevCollector) poolDevice(links *Links, ifindex uint32) (string, bool) {
 	if ifindex == 0 {
-		return "", c.filter.selects("")
+		return "", c.cfg.Devices.selects("")
 	}
 	return c.device(links, ifindex)
 }

@@ -76,7 +76,6 @@ type PCIeConfig struct {
 
 type pcieCollector struct {
 	cfg    PCIeConfig
-	fams   familyFilter
 	logger *slog.Logger
 	links  func(context.Context) (*Links, error)
 	// netdev is the netdev generic netlink family, for queue -> NAPI ->
@@ -94,7 +93,7 @@ func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	if _, err := os.Stat(filepath.Join(cfg.SysFS, "bus", "pci")); err != nil {
 		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
 	}
-	c := &pcieCollector{cfg: cfg, fams: cfg.Families, logger: logger, links: scrapeLinks}
+	c := &pcieCollector{cfg: cfg, logger: logger, links: scrapeLinks}
 	conn, err := genetlink.Dial(nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
@@ -163,26 +162,26 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 
 func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, nodes nodeCPUs, irqs map[netdevQueueKey]uint32) {
 	dev := l.Label
-	c.fams.send(ch, pcieDeviceInfo, 1, dev, nic.address, strconv.Itoa(nic.numaNode))
+	c.cfg.Families.send(ch, pcieDeviceInfo, 1, dev, nic.address, strconv.Itoa(nic.numaNode))
 	for hop, h := range nic.hops {
 		hopLabel := strconv.Itoa(hop)
 		if h.speed > 0 {
-			c.fams.send(ch, pcieLinkSpeed, h.speed*1e9, dev, hopLabel, h.address)
+			c.cfg.Families.send(ch, pcieLinkSpeed, h.speed*1e9, dev, hopLabel, h.address)
 		}
 		if h.maxSpeed > 0 {
-			c.fams.send(ch, pcieLinkMaxSpeed, h.maxSpeed*1e9, dev, hopLabel, h.address)
+			c.cfg.Families.send(ch, pcieLinkMaxSpeed, h.maxSpeed*1e9, dev, hopLabel, h.address)
 		}
 		if h.width > 0 {
-			c.fams.send(ch, pcieLinkWidth, float64(h.width), dev, hopLabel, h.address)
+			c.cfg.Families.send(ch, pcieLinkWidth, float64(h.width), dev, hopLabel, h.address)
 		}
 		if h.maxWidth > 0 {
-			c.fams.send(ch, pcieLinkMaxWidth, float64(h.maxWidth), dev, hopLabel, h.address)
+			c.cfg.Families.send(ch, pcieLinkMaxWidth, float64(h.maxWidth), dev, hopLabel, h.address)
 		}
 		if bw := linkBandwidth(h.speed, h.width); bw > 0 {
-			c.fams.send(ch, pcieLinkBandwidth, bw, dev, hopLabel, h.address)
+			c.cfg.Families.send(ch, pcieLinkBandwidth, bw, dev, hopLabel, h.address)
 		}
 		for _, e := range h.aer {
-			c.fams.send(ch, pcieAERErrors, float64(e.count), dev, hopLabel, h.address, e.typ, e.name)
+			c.cfg.Families.send(ch, pcieAERErrors, float64(e.count), dev, hopLabel, h.address, e.typ, e.name)
 		}
 	}
 	for hop := 0; hop < len(nic.hops); hop += 2 {
@@ -191,7 +190,7 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, 
 			if degraded {
 				v = 1
 			}
-			c.fams.send(ch, pcieLinkDegraded, v, dev, strconv.Itoa(hop), nic.hops[hop].address)
+			c.cfg.Families.send(ch, pcieLinkDegraded, v, dev, strconv.Itoa(hop), nic.hops[hop].address)
 		}
 	}
 	if nic.numaNode < 0 || len(nodes.node) == 0 {
@@ -203,7 +202,7 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, 
 			if node != nic.numaNode {
 				remote = 1
 			}
-			c.fams.send(ch, pcieCPURemote, remote, dev, strconv.Itoa(cpu))
+			c.cfg.Families.send(ch, pcieCPURemote, remote, dev, strconv.Itoa(cpu))
 		}
 	}
 	for _, q := range c.rxQueues(l, nic, irqs) {
@@ -221,7 +220,7 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, 
 				remote++
 			}
 		}
-		c.fams.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.queue),
+		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.queue),
 			strconv.FormatUint(uint64(q.irq), 10), formatCPUList(cpus))
 	}
 }

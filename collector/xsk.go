@@ -130,7 +130,6 @@ type XSKConfig struct {
 // xskCollector reports AF_XDP socket counters.
 type xskCollector struct {
 	cfg    XSKConfig
-	fams   familyFilter
 	logger *slog.Logger
 	src    xskSource
 	links  func(context.Context) (*Links, error) // scrapeLinks; tests replace it
@@ -156,7 +155,7 @@ func newXSKCollector(cfg XSKConfig, logger *slog.Logger) (*xskCollector, error) 
 		}
 		return nil, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
 	}
-	return &xskCollector{cfg: cfg, fams: cfg.Families, logger: logger, src: src, links: scrapeLinks}, nil
+	return &xskCollector{cfg: cfg, logger: logger, src: src, links: scrapeLinks}, nil
 }
 
 // Close releases the netlink socket.
@@ -191,10 +190,10 @@ func (c *xskCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 		}
 		inode := strconv.FormatUint(uint64(s.inode), 10)
 		for i, v := range s.stats {
-			c.fams.send(ch, xskStats[i], float64(v), dev, queue, inode)
+			c.cfg.Families.send(ch, xskStats[i], float64(v), dev, queue, inode)
 		}
 		for ring, n := range s.rings {
-			c.fams.send(ch, xskRingEntries, float64(n), dev, queue, inode, ring)
+			c.cfg.Families.send(ch, xskRingEntries, float64(n), dev, queue, inode, ring)
 		}
 	}
 	return err
