@@ -333,7 +333,7 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 		c.scratch.Put(sp)
 	}
 
-	if !st.noRing.Load() {
+	if !st.noRing.Load() && (c.fams.keeps(ethtoolRing) || c.fams.keeps(ethtoolRingMax)) {
 		ring, err := c.src.Ring(d.Name)
 		if c.optional(err, d.Label, "ETHTOOL_GRINGPARAM", &st.noRing, &errs) {
 			c.fams.send(ch, ethtoolRing, float64(ring.RxPending), d.Label, "rx")
