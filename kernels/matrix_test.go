@@ -85,6 +85,7 @@ func TestKernelMatrix(t *testing.T) {
 			start := time.Now()
 			err = vm.Run(ctx, vm.Config{Kernel: k, Script: guestScript(root, bin), Out: out, Console: &console})
 			t.Logf("Debian %s, Linux %s (%s): booted and checked in %s", s.Name, k.Version, s.Series, time.Since(start).Round(time.Second))
+			logHarness(t, console.String())
 			for _, p := range guestPackages {
 				logf := filepath.Join(out, logName(p.pkg))
 				b, rerr := os.ReadFile(logf)
@@ -204,6 +205,16 @@ func selectedSuites(t *testing.T) []struct{ Name, Series string } {
 		}
 	}
 	return picked
+}
+
+// logHarness repeats what vm said about a guest's boots (a fallback from
+// KVM, a second boot after a panic), which passing runs must show too.
+func logHarness(t *testing.T, console string) {
+	for _, line := range strings.Split(console, "\n") {
+		if strings.HasPrefix(line, "vm: ") {
+			t.Log(line)
+		}
+	}
 }
 
 func testBinary(pkg string) string { return filepath.Base(pkg) + ".test" }

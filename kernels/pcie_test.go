@@ -74,6 +74,7 @@ func TestPCIeTopology(t *testing.T) {
 		trafficgen.MethodEnv, bin, bin, aerErrors, pcieFrames)
 	var console strings.Builder
 	err = vm.Run(ctx, vm.Config{Kernel: k, Script: script, Out: out, Console: &console, NUMA: true, Devices: pcieTopology})
+	logHarness(t, console.String())
 	if err != nil {
 		t.Fatalf("%v\nguest console:\n%s\nthe pcie series the guest saw:\n%s", err, console.String(), pcieSeries(out))
 	}
