@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/prometheus/common/model"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -37,6 +38,8 @@ type Config struct {
 	// RateWindow is the range of the rate() in every recording rule. Keep it
 	// at least four scrape intervals.
 	RateWindow string `yaml:"rate_window"`
+	// Lab is the rule group the paper figures read (rules/lab.yml).
+	Lab LabConfig `yaml:"lab"`
 
 	// RXCPU decides which CPUs are "RX CPUs" (the ones processing packets),
 	// which several alerts restrict themselves to.
@@ -70,6 +73,21 @@ type Config struct {
 type RXCPUConfig struct {
 	MinPackets      float64 `yaml:"min_packets_per_second"`
 	MinSoftirqRatio float64 `yaml:"min_softirq_ratio"`
+}
+
+// LabConfig: the paper figures plot one point per evaluation of a sweep,
+// so their group is evaluated at the lab's scrape interval with a short
+// window, where the standard group's minute would smear a sweep's steps
+// together. A point is drawn only while its step stands still: the count
+// of active CPUs or queues equals the one a window earlier and the packet
+// rate moved by at most SteadyTolerance.
+type LabConfig struct {
+	Interval   string `yaml:"interval"`
+	RateWindow string `yaml:"rate_window"`
+	// MinPackets is the rate above which a CPU or queue counts as
+	// processing (stray packets do not add a core).
+	MinPackets      float64 `yaml:"min_packets_per_second"`
+	SteadyTolerance float64 `yaml:"steady_tolerance"`
 }
 
 // NICDropsConfig: the NIC discards at the port while the RX CPUs still have
@@ -282,8 +300,10 @@ type CollectorFailConfig struct {
 // DefaultConfig returns the shipped thresholds (the ones in rules/*.yml).
 func DefaultConfig() Config {
 	return Config{
-		RunbookURL:   "https://github.com/xdp-exporter/xdp_exporter/blob/main/docs/runbook.md",
-		RateWindow:   "1m",
+		RunbookURL: "https://github.com/xdp-exporter/xdp_exporter/blob/main/docs/runbook.md",
+		RateWindow: "1m",
+		// Four scrapes of the lab's Prometheus (scrape_interval 1s).
+		Lab:          LabConfig{Interval: "1s", RateWindow: "4s", MinPackets: 1000, SteadyTolerance: 0.05},
 		Selector:     `job=~"xdp.*"`,
 		ClusterLabel: "cluster",
 		RXCPU:        RXCPUConfig{MinPackets: 1000, MinSoftirqRatio: 0.05},
@@ -344,6 +364,13 @@ func LoadConfig(path string) (Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, d := range []struct{ key, value string }{
+		{"rate_window", cfg.RateWindow}, {"lab.interval", cfg.Lab.Interval}, {"lab.rate_window", cfg.Lab.RateWindow},
+	} {
+		if _, err := model.ParseDuration(d.value); err != nil {
+			return cfg, fmt.Errorf("%s: %s: %w", path, d.key, err)
+		}
 	}
 	return cfg, nil
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func boards(cfg Config) []board {
-	bs := []board{paperBoard(), runBoard(cfg), fleetBoard(cfg)}
+	bs := []board{paperBoard(cfg), runBoard(cfg), fleetBoard(cfg)}
 	for i := range bs {
 		bs[i].runbookURL = cfg.RunbookURL
 	}
@@ -14,7 +14,7 @@ func boards(cfg Config) []board {
 }
 
 // Generate renders every generated file, keyed by its path relative to
-// the dashboards directory: the three dashboards and the two rule files.
+// the dashboards directory: the three dashboards and the three rule files.
 func Generate(cfg Config) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	bs := boards(cfg)
@@ -29,15 +29,22 @@ func Generate(cfg Config) (map[string][]byte, error) {
 		}
 		out[b.file] = append(j, '\n')
 	}
-	rec, err := marshalRules(RecordingRules(cfg))
-	if err != nil {
-		return nil, err
+	for file, rf := range ruleFiles(cfg) {
+		b, err := marshalRules(rf)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		out[file] = b
 	}
-	out["rules/recording.yml"] = rec
-	alerts, err := marshalRules(AlertingRules(cfg))
-	if err != nil {
-		return nil, err
-	}
-	out["rules/alerts.yml"] = alerts
 	return out, nil
+}
+
+// ruleFiles are the rule files, keyed by their path relative to the
+// dashboards directory.
+func ruleFiles(cfg Config) map[string]RuleFile {
+	return map[string]RuleFile{
+		"rules/recording.yml": RecordingRules(cfg),
+		"rules/lab.yml":       LabRecordingRules(cfg),
+		alertsFile:            AlertingRules(cfg),
+	}
 }

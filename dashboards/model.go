@@ -16,8 +16,9 @@ import (
 )
 
 // The dashboards are described by the small model below; build turns it
-// into grafana-foundation-sdk builders and Queries() reads the same model,
-// so the exported query list cannot drift from the JSON.
+// into grafana-foundation-sdk builders. Queries() reads the queries back
+// from the committed JSON and the rest of a query's facts (figure axes,
+// lab exemptions) from this model.
 
 type kind int
 

@@ -14,69 +14,34 @@ const (
 	selInst    = `cluster=~"$cluster",job=~"$job",instance=~"$instance"`
 	selInstDev = selInst + `,device=~"$device"`
 	ri         = `[$__rate_interval]`
-	// activePPS is the rate above which a CPU or queue counts as
-	// "processing XDP" in the figures (stray packets do not add a core).
-	activePPS = "1000"
 )
 
 func rate(metric, matchers string) string {
 	return "rate(" + metric + "{" + matchers + "}" + ri + ")"
 }
 
-// rxqAction restricts xdp_rxq_packets_total to devices where the rxq
-// collector's program returns the given verdict (xdp_rxq_info{action}),
-// and with read set ("true" or "false") to the program that does or does
-// not read packet data.
-func rxqAction(action, read string) string {
-	info := selInstDev + `,action="` + action + `"`
+// scaling is the x and y target of one live series of a scaling figure:
+// the CPUs (by "cpu") or RX queues (by "queue") carrying the rxq
+// program's packets with the verdict, and their packet rate, at the
+// steady points of a sweep (rules/lab.yml). read "" takes either mode.
+func scaling(r recorded, refX, refY, by, action, read, name string) []target {
+	m := selInst + `,action="` + action + `"`
 	if read != "" {
-		info += `,read="` + read + `"`
+		m += `,read="` + read + `"`
 	}
-	return rate("xdp_rxq_packets_total", selInstDev) +
-		` and on (cluster, job, instance, device) xdp_rxq_info{` + info + `}`
-}
-
-// counted is the number of CPUs (by "cpu") or RX queues (by "queue") on
-// which the rxq program processes more than activePPS packets with the
-// verdict: the x axis of the paper's scaling figures.
-func counted(by, action, read string) string {
-	return "count(sum by (" + by + ") (" + rxqAction(action, read) + ") > " + activePPS + ")"
-}
-
-func mpps(action, read string) string {
-	return "sum(" + rxqAction(action, read) + ") / 1e6"
-}
-
-// steady keeps a figure's points only where the sweep stood still over
-// the last two rate windows: the count behind its x (CPUs or queues) is the
-// same now and one window earlier, and so is the packet rate, within
-// steadyTolerance. A point then measures one step of the sweep, and each
-// cores value draws a short cloud at its steady rate instead of a smear of
-// the ramps between steps (and of a new exporter's first windows, whose
-// window-earlier counts are the previous run's).
-func steady(expr, count, rate string) string {
-	before := func(e string) string { return strings.ReplaceAll(e, ri, ri+" offset $__rate_interval") }
-	return "(" + expr + ") and on () (" + count + " == " + before(count) + ")" +
-		" and on () (abs(" + rate + " - " + before(rate) + ") <= " + steadyTolerance + " * " + before(rate) + ")"
-}
-
-// steadyTolerance is the change of the packet rate between two windows
-// that still counts as one step of a sweep.
-const steadyTolerance = "0.05"
-
-// scaling is the x and y target of one live series of a scaling figure.
-func scaling(refX, refY, by, action, read, name string) []target {
-	c := counted(by, action, read)
-	xName := name + " " + map[string]string{"cpu": "cores", "queue": "RX queues"}[by]
+	count, xName := r.steadyCPUs(), name+" cores"
+	if by == "queue" {
+		count, xName = r.steadyQueues(), name+" RX queues"
+	}
 	return []target{
-		{refID: refX, expr: steady(c, c, mpps(action, read)), legend: xName, axis: "x", series: name},
-		{refID: refY, expr: steady(mpps(action, read), c, mpps(action, read)), legend: name, axis: "y", series: name},
+		{refID: refX, expr: "sum(" + count + "{" + m + "})", legend: xName, axis: "x", series: name},
+		{refID: refY, expr: "sum(" + r.actionSteady() + "{" + m + "}) / 1e6", legend: name, axis: "y", series: name},
 	}
 }
 
-// rxCPUs keeps per-CPU series of CPUs on which the rxq program runs.
-func rxCPUs(expr string) string {
-	return expr + " and on (cpu) (sum by (cpu) (" + rate("xdp_rxq_packets_total", selInstDev) + ") > " + activePPS + ")"
+// rxCPUs keeps a per-CPU recorded series to the RX CPUs.
+func rxCPUs(r recorded, series string) string {
+	return series + "{" + selInst + "} and on (cluster, job, instance, cpu) " + r.rxCPU() + "{" + selInst + "}"
 }
 
 // csvTable renders a seed table as TestData CSV content; NaN cells are
@@ -117,11 +82,9 @@ var (
 	queuesAxis = axis{label: "RX queues", unit: "none", min: ptr(0.0), integer: true}
 )
 
-func paperBoard() board {
+func paperBoard(cfg Config) board {
 	f0, f105 := 0.0, 105.0
-	linuxCores := "count(sum by (cpu) (" + rate("xdp_softnet_processed_total", selInst) + ") > " + activePPS + ")"
-	linuxMpps := "sum(" + rate("xdp_napi_poll_work_sum", selInstDev) + ") / 1e6"
-	noRxq := " unless on () count(xdp_rxq_info{" + selInstDev + "})"
+	lab, std := recorded{cfg.Lab.RateWindow}, recorded{cfg.RateWindow}
 	return board{
 		uid:   "xdp-paper-figures",
 		title: "XDP paper figures",
@@ -137,8 +100,8 @@ func paperBoard() board {
 						"for the program that does not touch packet data (no_touch) and the one that reads it (--collector.rxq.read, xdp_rxq_info{read=\"true\"}). " +
 						"Each steady scrape is a point; a sweep over 1..N queues draws the curve. Reference (dashed): the paper's DPDK, XDP, Linux raw and conntrack drop rates (Mellanox ConnectX-5, 64-byte packets).",
 					kind: kindXY, unit: "Mpps", min: &f0, width: 24, height: 10, xAxis: coresAxis, yLabel: "Mpps",
-					targets: append(scaling("A", "B", "cpu", "drop", "false", "XDP_DROP no_touch (live)"),
-						scaling("C", "D", "cpu", "drop", "true", "XDP_DROP read (live)")...),
+					targets: append(scaling(lab, "A", "B", "cpu", "drop", "false", "XDP_DROP no_touch (live)"),
+						scaling(lab, "C", "D", "cpu", "drop", "true", "XDP_DROP read (live)")...),
 					refs: []reference{{refID: "R", csv: csvTable([]string{"cores (paper)", "DPDK (paper)", "XDP (paper)", "Linux raw (paper)", "Linux conntrack (paper)"}, paper.Drop, 1e6)}},
 				},
 				{
@@ -149,10 +112,8 @@ func paperBoard() board {
 					// The paper's xlim(0, 27): the panel's y max would apply to x too.
 					xAxis: axis{label: "Offered load (Mpps)", unit: "none", min: ptr(0.0), max: ptr(27.0)},
 					targets: []target{
-						{refID: "A", expr: "(sum(" + rate("xdp_ethtool_phy_packets_total", selInstDev+`,direction="rx"`) + ") or sum(" + rate("xdp_rxq_packets_total", selInstDev) + ")) / 1e6",
-							legend: "offered Mpps", axis: "x", series: "XDP (live)"},
-						{refID: "B", expr: "100 * (1 - avg(" + rxCPUs("sum by (cpu) ("+rate("xdp_cpu_seconds_total", selInst+`,mode="idle"`)+") / sum by (cpu) ("+rate("xdp_cpu_seconds_total", selInst)+")") + "))",
-							legend: "XDP (live)", axis: "y", series: "XDP (live)"},
+						{refID: "A", expr: "sum(" + lab.offered() + "{" + selInst + "}) / 1e6", legend: "offered Mpps", axis: "x", series: "XDP (live)"},
+						{refID: "B", expr: "100 * avg(" + lab.rxqCPUsBusy() + "{" + selInst + "})", legend: "XDP (live)", axis: "y", series: "XDP (live)"},
 					},
 					refs: []reference{{refID: "R", csv: csvTable([]string{"offered Mpps (paper)", "DPDK (paper)", "XDP (paper)", "Linux (paper)"}, paper.CPUUsage(), 1)}},
 				},
@@ -161,9 +122,9 @@ func paperBoard() board {
 					description: "Live: packets/s the rxq program passed to the stack (--collector.rxq.action=pass) against its cores, and, with no XDP program on the device, the packets NAPI delivered to the stack " +
 						"(xdp_napi_poll_work_sum) against the CPUs whose softnet processed them. Reference (dashed): the paper's iptables raw drop with and without an XDP_PASS program (about 300 kpps, 13 ns per packet).",
 					kind: kindXY, unit: "Mpps", min: &f0, width: 12, height: 10, xAxis: coresAxis, yLabel: "Mpps",
-					targets: append(scaling("A", "B", "cpu", "pass", "", "XDP_PASS (live)"),
-						target{refID: "C", expr: steady(linuxCores+noRxq, linuxCores, linuxMpps), legend: "Linux cores", axis: "x", series: "Linux, no XDP (live)"},
-						target{refID: "D", expr: steady(linuxMpps+noRxq, linuxCores, linuxMpps), legend: "Linux, no XDP (live)", axis: "y", series: "Linux, no XDP (live)"}),
+					targets: append(scaling(lab, "A", "B", "cpu", "pass", "", "XDP_PASS (live)"),
+						target{refID: "C", expr: "sum(" + lab.stackSteadyCPUs() + "{" + selInst + "})", legend: "Linux cores", axis: "x", series: "Linux, no XDP (live)"},
+						target{refID: "D", expr: "sum(" + lab.stackSteadyRate() + "{" + selInst + "}) / 1e6", legend: "Linux, no XDP (live)", axis: "y", series: "Linux, no XDP (live)"}),
 					refs: []reference{{refID: "R", csv: csvTable([]string{"cores (paper)", "Linux raw + XDP_PASS (paper)", "Linux raw (paper)"}, paper.Pass, 1e6)}},
 				},
 			}},
@@ -173,7 +134,7 @@ func paperBoard() board {
 					description: "Live: packets the rxq program returned XDP_TX for (same NIC) and XDP_REDIRECT for (to another device through a devmap), against the cores processing them. " +
 						"Reference (dashed): the paper's DPDK forwarding (different NIC), XDP_TX with RX ring 256 (same NIC) and XDP_REDIRECT with RX ring 256 (different NIC).",
 					kind: kindXY, unit: "Mpps", min: &f0, width: 12, height: 10, xAxis: coresAxis, yLabel: "Mpps",
-					targets: append(scaling("A", "B", "cpu", "tx", "", "XDP_TX (live)"), scaling("C", "D", "cpu", "redirect", "", "XDP_REDIRECT (live)")...),
+					targets: append(scaling(lab, "A", "B", "cpu", "tx", "", "XDP_TX (live)"), scaling(lab, "C", "D", "cpu", "redirect", "", "XDP_REDIRECT (live)")...),
 					refs:    []reference{{refID: "R", csv: csvTable([]string{"cores (paper)", "DPDK different NIC (paper)", "XDP same NIC (paper)", "XDP different NIC (paper)"}, paper.Forward, 1e6)}},
 				},
 				{
@@ -181,7 +142,7 @@ func paperBoard() board {
 					description: "The paper's tx-test figure: XDP_TX (back out of the same NIC) against XDP_REDIRECT (out of another NIC) as the cores grow. Live: the rxq program with --collector.rxq.action=tx and =redirect. " +
 						"Reference (dashed): the paper's XDP_TX with RX ring 256 and XDP_REDIRECT with RX ring 256.",
 					kind: kindXY, unit: "Mpps", min: &f0, width: 12, height: 10, xAxis: coresAxis, yLabel: "Mpps",
-					targets: append(scaling("A", "B", "cpu", "tx", "", "TX (live)"), scaling("C", "D", "cpu", "redirect", "", "REDIRECT (live)")...),
+					targets: append(scaling(lab, "A", "B", "cpu", "tx", "", "TX (live)"), scaling(lab, "C", "D", "cpu", "redirect", "", "REDIRECT (live)")...),
 					refs:    []reference{{refID: "R", csv: csvTable([]string{"cores (paper)", "TX (paper)", "REDIRECT (paper)"}, paper.TXvsRedirect(), 1e6)}},
 				},
 			}},
@@ -196,14 +157,14 @@ func paperBoard() board {
 					},
 				},
 				ringPanel(),
-				cacheMissPanel(),
-				ipcPanel(),
+				cacheMissPanel(std),
+				ipcPanel(std),
 				{
 					title: "XDP_TX Mpps vs RX queues, by ring size",
 					description: "Live: XDP_TX packets/s against the number of RX queues carrying them. Reference (dashed): the paper's XDP_TX with RX ring 1024, 512 and 256; " +
 						"the 1024 curve flattens at 3 queues where cache misses start.",
 					kind: kindXY, unit: "Mpps", min: &f0, xAxis: queuesAxis, yLabel: "Mpps",
-					targets: scaling("A", "B", "queue", "tx", "", "XDP_TX (live)"),
+					targets: scaling(lab, "A", "B", "queue", "tx", "", "XDP_TX (live)"),
 					refs:    []reference{{refID: "R", csv: csvTable([]string{"RX queues (paper)", "ring 1024 (paper)", "ring 512 (paper)", "ring 256 (paper)"}, paper.TXRing, 1e6)}},
 				},
 				{
@@ -211,9 +172,8 @@ func paperBoard() board {
 					description: "Live: the worst cache-miss ratio among the RX CPUs against the number of RX queues. Reference (dashed): the paper's perf stat cache-miss % for XDP_TX with RX ring 1024, 512 and 256.",
 					kind:        kindXY, unit: "percent", min: &f0, exempt: exemptPerf, xAxis: queuesAxis, yLabel: "% cache-miss",
 					targets: []target{
-						{refID: "A", expr: steady(activeQueues, activeQueues, rxqMpps), legend: "RX queues", axis: "x", series: "cache-miss (live)"},
-						{refID: "B", expr: steady("100 * max("+rxCPUs("sum by (cpu) ("+rate("xdp_perf_cache_misses_total", selInst)+") / sum by (cpu) ("+rate("xdp_perf_cache_references_total", selInst)+")")+")", activeQueues, rxqMpps),
-							legend: "cache-miss (live)", axis: "y", series: "cache-miss (live)"},
+						{refID: "A", expr: "max(" + lab.steadyQueues() + "{" + selInst + "})", legend: "RX queues", axis: "x", series: "cache-miss (live)"},
+						{refID: "B", expr: "100 * max(" + lab.rxqCacheMiss() + "{" + selInst + "})", legend: "cache-miss (live)", axis: "y", series: "cache-miss (live)"},
 					},
 					refs: []reference{{refID: "R", csv: csvTable([]string{"RX queues (paper)", "ring 1024 (paper)", "ring 512 (paper)", "ring 256 (paper)"}, paper.TXCacheMiss, 1)}},
 				},
@@ -227,19 +187,12 @@ func paperBoard() board {
 					{refID: "A", expr: sumBy("device, queue", "xdp_xsk_rx_dropped_total", selInstDev), legend: "{{device}} q{{queue}} rx dropped"},
 					{refID: "B", expr: sumBy("device, queue", "xdp_xsk_rx_ring_full_total", selInstDev), legend: "{{device}} q{{queue}} rx ring full"},
 					{refID: "C", expr: sumBy("device, queue", "xdp_xsk_rx_fill_ring_empty_descriptors_total", selInstDev), legend: "{{device}} q{{queue}} fill ring empty"},
-					{refID: "D", expr: sumBy("device, queue", "xdp_xsk_rx_invalid_descriptors_total", selInstDev) + " + " + sumBy("device, queue", "xdp_xsk_tx_invalid_descriptors_total", selInstDev), legend: "{{device}} q{{queue}} invalid descriptors"},
+					{refID: "D", expr: sumBy("device, queue", "", `__name__=~"xdp_xsk_(rx|tx)_invalid_descriptors_total",`+selInstDev), legend: "{{device}} q{{queue}} invalid descriptors"},
 				},
 			}}},
 		},
 	}
 }
-
-// activeQueues counts the RX queues the rxq program sees traffic on, and
-// rxqMpps is their packet rate.
-var (
-	activeQueues = "count(sum by (queue) (" + rate("xdp_rxq_packets_total", selInstDev) + ") > " + activePPS + ")"
-	rxqMpps      = "sum(" + rate("xdp_rxq_packets_total", selInstDev) + ") / 1e6"
-)
 
 func ringPanel() panel {
 	return panel{
@@ -250,20 +203,20 @@ func ringPanel() panel {
 	}
 }
 
-func cacheMissPanel() panel {
+func cacheMissPanel(r recorded) panel {
 	return panel{
 		title:       "Cache-miss ratio per RX CPU",
 		description: "Last-level cache misses per reference on each CPU the rxq program runs on (perf stat -e cache-misses,cache-references). The paper's DDIO signature: some RX CPUs at 20-40% while others stay below 1%.",
 		unit:        "percentunit", min: ptr(0.0), exempt: exemptPerf, runbook: AlertDDIOCacheMiss,
-		targets: []target{{refID: "A", expr: rxCPUs("sum by (cpu) (" + rate("xdp_perf_cache_misses_total", selInst) + ") / sum by (cpu) (" + rate("xdp_perf_cache_references_total", selInst) + ")"), legend: "cpu {{cpu}}"}},
+		targets: []target{{refID: "A", expr: rxCPUs(r, r.cacheMiss()), legend: "cpu {{cpu}}"}},
 	}
 }
 
-func ipcPanel() panel {
+func ipcPanel(r recorded) panel {
 	return panel{
 		title:       "Instructions per cycle per RX CPU",
 		description: "IPC of each RX CPU (perf stat insn per cycle). It falls from ~2.8 to ~1.2 as cache misses rise.",
 		unit:        "short", min: ptr(0.0), exempt: exemptPerf,
-		targets: []target{{refID: "A", expr: rxCPUs("sum by (cpu) (" + rate("xdp_perf_instructions_total", selInst) + ") / sum by (cpu) (" + rate("xdp_perf_cycles_total", selInst) + ")"), legend: "cpu {{cpu}}"}},
+		targets: []target{{refID: "A", expr: rxCPUs(r, r.ipc()), legend: "cpu {{cpu}}"}},
 	}
 }

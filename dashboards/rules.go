@@ -16,8 +16,10 @@ type RuleFile struct {
 
 // RuleGroup is one group of a rule file.
 type RuleGroup struct {
-	Name  string `yaml:"name"`
-	Rules []Rule `yaml:"rules"`
+	Name string `yaml:"name"`
+	// Interval overrides Prometheus' evaluation_interval for the group.
+	Interval string `yaml:"interval,omitempty"`
+	Rules    []Rule `yaml:"rules"`
 }
 
 // Rule is a recording rule (Record set) or an alerting rule (Alert set).
@@ -53,7 +55,19 @@ func (r recorded) hostXDP() string   { return r.rate("instance", "xdp_processed_
 func (r recorded) deviceXDP() string {
 	return r.rate("instance_device", "xdp_processed_packets")
 }
-func (r recorded) cpuMode() string   { return r.ratio("instance_cpu_mode", "xdp_cpu_seconds") }
+func (r recorded) cpuMode() string { return r.ratio("instance_cpu_mode", "xdp_cpu_seconds") }
+func (r recorded) rxCPUMode() string {
+	return r.ratio("instance_cpu_mode", "xdp_rx_cpu_seconds")
+}
+func (r recorded) queueCPUIRQ() string {
+	return r.rate("instance_device_queue_cpu_irq", "xdp_rxq_packets")
+}
+func (r recorded) cqePackets() string {
+	return r.rate("instance_device", "xdp_ethtool_rx_cqe_compressed_packets")
+}
+func (r recorded) cqeBlocks() string {
+	return r.rate("instance_device", "xdp_ethtool_rx_cqe_compressed_blocks")
+}
 func (r recorded) rxCPU() string     { return "instance_cpu:xdp_rx_cpu:active" }
 func (r recorded) rxIdle() string    { return "instance:xdp_rx_cpus_idle:avg_ratio" }
 func (r recorded) rxSoftirq() string { return "instance:xdp_rx_cpus_softirq:avg_ratio" }
@@ -113,6 +127,17 @@ func (r recorded) rxRemote() string {
 	return r.ratio("instance_device", "xdp_netdev_queue_rx_packets_numa_remote")
 }
 
+// record is a recording rule.
+func record(name, expr string) Rule { return Rule{Record: name, Expr: expr} }
+
+// sumRater sums the per-second rate of a series (with the rules' selector
+// sel) over window, by the labels given.
+func sumRater(sel, window string) func(by, series string) string {
+	return func(by, series string) string {
+		return "sum by (" + by + ") (rate(" + withSelector(series, sel) + "[" + window + "]))"
+	}
+}
+
 // RecordingRules returns the recording rules: per-CPU, per-queue and
 // per-device rates the alerts share, and per-host roll-ups that keep the
 // fleet dashboard cheap with hundreds of instances.
@@ -120,15 +145,16 @@ func RecordingRules(cfg Config) RuleFile {
 	r := recorded{cfg.RateWindow}
 	h, sel := cfg.hostLabels(), cfg.Selector
 	w := "[" + cfg.RateWindow + "]"
-	rec := func(name, expr string) Rule { return Rule{Record: name, Expr: expr} }
-	sumRate := func(by, series string) string {
-		return "sum by (" + by + ") (rate(" + withSelector(series, sel) + w + "))"
-	}
+	rec, sumRate := record, sumRater(sel, cfg.RateWindow)
 	rxOnly := func(expr string) string { return expr + " and on (" + h + ", cpu) " + r.rxCPU() }
 	rules := []Rule{
 		rec(r.cpuRxq(), sumRate(h+", cpu", "xdp_rxq_packets_total")),
 		// The RXQ:CPU pairs of xdp_rxq_info: which CPU serves which queue.
 		rec(r.queueCPURxq(), sumRate(h+", device, queue, cpu", "xdp_rxq_packets_total")),
+		// The same with the queue's NAPI, IRQ and the CPUs that IRQ runs on,
+		// where the driver reports them (netdev queue-get).
+		rec(r.queueCPUIRQ(), r.queueCPURxq()+"\n* on ("+h+", device, queue) group_left (napi_id, irq, effective_cpus)\n"+
+			"max by ("+h+", device, queue, napi_id, irq, effective_cpus) ("+withSelector(`xdp_netdev_queue_info{type="rx"}`, sel)+")\nor\n"+r.queueCPURxq()),
 		rec(r.queueRxq(), "sum by ("+h+", device, queue) ("+r.queueCPURxq()+")"),
 		rec(r.deviceRxq(), "sum by ("+h+", device) ("+r.queueRxq()+")"),
 		// Normalised by the CPU's total so a ratio stays within 0..1 even
@@ -137,6 +163,9 @@ func RecordingRules(cfg Config) RuleFile {
 			"\n/ on ("+h+", cpu) group_left ()\n"+sumRate(h+", cpu", "xdp_cpu_seconds_total")),
 		rec(r.rxCPU(), "group by ("+h+", cpu) (\n  "+r.cpuRxq()+" > "+num(cfg.RXCPU.MinPackets)+
 			"\n  or\n  "+r.cpuMode()+`{mode="softirq"} > `+num(cfg.RXCPU.MinSoftirqRatio)+"\n)"),
+		// The RX CPUs' modes, or every CPU's on a host with no RX CPU to
+		// tell (mpstat's view).
+		rec(r.rxCPUMode(), r.cpuMode()+" and on ("+h+", cpu) "+r.rxCPU()+"\nor\n("+r.cpuMode()+" unless on ("+h+") "+r.rxCPU()+")"),
 		rec(r.rxIdle(), "avg by ("+h+") ("+rxOnly(r.cpuMode()+`{mode="idle"}`)+")"),
 		rec(r.rxSoftirq(), "avg by ("+h+") ("+rxOnly(r.cpuMode()+`{mode="softirq"}`)+")"),
 		rec(r.rxCPUs(), "count by ("+h+") ("+r.rxCPU()+")"),
@@ -146,6 +175,8 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.outOfBuffer(), sumRate(h+", device", "xdp_ethtool_rx_out_of_buffer_total")),
 		rec(r.pageCache(), sumRate(h+", device, event", "xdp_ethtool_rx_page_cache_events_total")),
 		rec(r.pagePool(), sumRate(h+", device, path", "xdp_ethtool_rx_page_pool_allocations_total")),
+		rec(r.cqePackets(), sumRate(h+", device", "xdp_ethtool_rx_cqe_compressed_packets_total")),
+		rec(r.cqeBlocks(), sumRate(h+", device", "xdp_ethtool_rx_cqe_compressed_blocks_total")),
 		rec(r.xdpActions(), sumRate(h+", device, action", "xdp_ethtool_rx_xdp_packets_total")),
 		rec(r.cacheRefs(), sumRate(h+", cpu", "xdp_perf_cache_references_total")),
 		rec(r.cacheMiss(), sumRate(h+", cpu", "xdp_perf_cache_misses_total")+"\n/\n"+r.cacheRefs()),
@@ -186,7 +217,7 @@ func RecordingRules(cfg Config) RuleFile {
 // and the share of XDP packets (rxq, per CPU) and of NIC RX (qstats, per
 // queue) processed on CPUs remote from the NIC's NUMA node.
 func pcieRecordingRules(cfg Config, r recorded, h, sel, w string, sumRate func(by, series string) string) []Rule {
-	rec := func(name, expr string) Rule { return Rule{Record: name, Expr: expr} }
+	rec := record
 	m := cfg.PCIeBusy.Model
 	rxB, rxP, txB, txP := r.qstats("rx_bytes"), r.qstats("rx_packets"), r.qstats("tx_bytes"), r.qstats("tx_packets")
 	// Data in TLPs of at most MaxPayloadBytes, each with its overhead,

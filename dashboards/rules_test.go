@@ -13,7 +13,7 @@ import (
 
 func TestRulesCheck(t *testing.T) {
 	bin := promtool(t)
-	out, err := exec.Command(bin, "check", "rules", "rules/recording.yml", "rules/alerts.yml").CombinedOutput()
+	out, err := exec.Command(bin, "check", "rules", "rules/recording.yml", "rules/lab.yml", "rules/alerts.yml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
@@ -130,6 +130,13 @@ func TestConfigOverride(t *testing.T) {
 	}
 	if _, err := LoadConfig(bad); err == nil || !strings.Contains(err.Error(), "max_over_men") {
 		t.Errorf("LoadConfig(misspelt key) = %v, want an error naming it", err)
+	}
+	window := filepath.Join(dir, "window.yaml")
+	if err := os.WriteFile(window, []byte("lab:\n  rate_window: 4 seconds\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(window); err == nil || !strings.Contains(err.Error(), "lab.rate_window") {
+		t.Errorf("LoadConfig(a window PromQL cannot read) = %v, want an error naming it", err)
 	}
 }
 

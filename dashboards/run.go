@@ -4,27 +4,6 @@ func sumBy(by, metric, matchers string) string {
 	return "sum by (" + by + ") (" + rate(metric, matchers) + ")"
 }
 
-// queueCPU is packets/s per RX queue and CPU: xdp_rxq_info's RXQ:CPU rows.
-var queueCPU = sumBy("device, queue, cpu", "xdp_rxq_packets_total", selInstDev)
-
-// rxCPUsKnown keeps a per-CPU expression to the CPUs the rxq program
-// counts packets on, and to every CPU when there is no rxq data to tell.
-func rxCPUsKnown(expr string) string {
-	busy := "(" + sumBy("cpu", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ")"
-	return "(" + expr + " and on (cpu) " + busy + ") or (" + expr + " unless on () " + busy + ")"
-}
-
-// changedStats is every ethtool counter of the devices that moved over the
-// rate window, per second. rate() would drop the family name the table
-// needs, so the name is copied into a "stat" label and the increase is
-// taken by hand (a counter reset shows as a negative change and is left
-// out by the > 0).
-var changedStats = func() string {
-	sel := `{__name__=~"xdp_ethtool_.+_total|xdp_ethtool_(queue_)?stat_.+",` + selInstDev + `}`
-	named := func(v string) string { return `label_replace(` + v + `, "stat", "$1", "__name__", "xdp_ethtool_(.+)")` }
-	return "(" + named(sel) + " - " + named(sel+" offset $__rate_interval") + ") / ($__rate_interval_ms / 1000) > 0"
-}()
-
 func withTitle(p panel, title string) panel {
 	p.title = title
 	return p
@@ -32,11 +11,12 @@ func withTitle(p panel, title string) panel {
 
 func runBoard(cfg Config) board {
 	f0 := 0.0
-	rec := recorded{cfg.RateWindow}
-	perCPUShare := func(mode string) string {
-		return rxCPUsKnown(sumBy("cpu", "xdp_cpu_seconds_total", selInst+`,mode="`+mode+`"`) +
-			" / " + sumBy("cpu", "xdp_cpu_seconds_total", selInst))
+	rec, lab := recorded{cfg.RateWindow}, recorded{cfg.Lab.RateWindow}
+	perCPUShare := func(mode string) string { return rec.rxCPUMode() + "{" + selInst + `,mode="` + mode + `"}` }
+	devmap := func(family string) string {
+		return "rate(" + family + "{" + selInst + `,from_device=~"$device"}` + ri + ")"
 	}
+	recDev := func(series string) string { return series + "{" + selInstDev + "}" }
 	const eventNote = "The series exist only after the first event; no data means none happened."
 	return board{
 		uid:   "xdp-run-view",
@@ -63,17 +43,15 @@ func runBoard(cfg Config) board {
 					description: "xdp_rxq_info's RXQ:CPU rows as a table: packets/s of each RX queue on each CPU, with the queue's NAPI id, IRQ and the CPUs its IRQ runs on (xdp_netdev_queue_info, where the driver reports them). " +
 						"Several busy queues on one CPU while other CPUs idle is seed 002's RSS/IRQ-affinity imbalance.",
 					kind: kindTable, unit: "pps", width: 12, runbook: AlertRXQueuesShareCPU,
-					targets: []target{{refID: "A", instant: true, expr: "(" + queueCPU + " * on (cluster, job, instance, device, queue) group_left (napi_id, irq, effective_cpus) " +
-						`max by (cluster, job, instance, device, queue, napi_id, irq, effective_cpus) (xdp_netdev_queue_info{` + selInstDev + `,type="rx"})) or ` + queueCPU}},
+					targets: []target{{refID: "A", instant: true, expr: recDev(rec.queueCPUIRQ())}},
 				},
 				{
 					title:       "RSS imbalance: busiest RX queue / mean, and busy queues per CPU",
 					description: "The busiest RX queue's packet rate over the mean of the busy queues (above 1 kpps): 1 is even, seed 002's five queues at 180 kpps and one at 907 kpps is 3.0. And the number of busy queues each CPU serves.",
 					unit:        "short", min: &f0, runbook: AlertRSSImbalance,
 					targets: []target{
-						{refID: "A", expr: "max(" + sumBy("device, queue", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ") / avg(" +
-							sumBy("device, queue", "xdp_rxq_packets_total", selInstDev) + " > " + activePPS + ")", legend: "queue max / mean"},
-						{refID: "B", expr: "count by (cpu) (" + queueCPU + " > " + activePPS + ")", legend: "cpu {{cpu}} busy queues"},
+						{refID: "A", expr: recDev(rec.rxImbalance()), legend: "{{device}} queue max / mean"},
+						{refID: "B", expr: "count by (cpu) (" + recDev(rec.queueCPURxq()) + " > " + num(cfg.RXQueuesShareCPU.MinQueuePackets) + ")", legend: "cpu {{cpu}} busy queues"},
 					},
 				},
 				{
@@ -119,8 +97,7 @@ func runBoard(cfg Config) board {
 					targets: []target{
 						{refID: "A", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} sent"},
 						{refID: "B", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_drops_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} drops"},
-						{refID: "C", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`) + " / " +
-							sumBy("from_device, to_device", "xdp_devmap_xmit_bulks_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} bulk average", unit: "short", unitLabel: "frames per bulk"},
+						{refID: "C", expr: devmap("xdp_devmap_xmit_packets_total") + " / " + devmap("xdp_devmap_xmit_bulks_total"), legend: "{{from_device}} -> {{to_device}} bulk average", unit: "short", unitLabel: "frames per bulk"},
 					},
 				},
 				{
@@ -225,8 +202,8 @@ func runBoard(cfg Config) board {
 						{refID: "C", expr: perCPUShare("idle"), legend: "cpu {{cpu}} %idle"},
 					},
 				},
-				withTitle(cacheMissPanel(), "Cache-miss ratio per RX CPU (perf stat)"),
-				withTitle(ipcPanel(), "Instructions per cycle per RX CPU (perf stat)"),
+				withTitle(cacheMissPanel(rec), "Cache-miss ratio per RX CPU (perf stat)"),
+				withTitle(ipcPanel(rec), "Instructions per cycle per RX CPU (perf stat)"),
 				{
 					title:       "NET_RX softirqs and squeezed runs per CPU",
 					description: "NET_RX softirq runs per CPU (/proc/softirqs) and softnet time_squeeze (the softirq ran out of budget or time with work left).",
@@ -243,15 +220,13 @@ func runBoard(cfg Config) board {
 					description: "ethtool_stats.pl's view: each ethtool -S counter of the selected devices that moved over the rate window, per second, by its exporter family (stat) and labels. " +
 						"Curated families (rx_xdp_packets, phy_packets, ...) appear under their name; the driver's other stats as stat_<name> and queue_stat_<name>.",
 					kind: kindTable, unit: "ops", width: 12, height: 10,
-					targets: []target{{refID: "A", instant: true, expr: changedStats}},
+					targets: []target{{refID: "A", instant: true, expr: recDev(lab.changedStats())}},
 				},
 				{
 					title:       "Channels, rings and private flags",
 					description: "What the seed's experiments change: channels (ethtool -l), ring sizes (ethtool -g) and driver private flags such as mlx5 rx_cqe_compress (ethtool --show-priv-flags). The value is the count, the descriptors, or 1/0 for a flag.",
 					kind:        kindTable, width: 12, height: 10,
-					targets: []target{{refID: "A", instant: true, expr: `label_replace(xdp_ethtool_channels{` + selInstDev + `}, "setting", "channels $1", "type", "(.+)")` +
-						` or label_replace(xdp_ethtool_ring_descriptors{` + selInstDev + `}, "setting", "ring $1", "ring", "(.+)")` +
-						` or label_replace(xdp_ethtool_private_flag_enabled{` + selInstDev + `}, "setting", "flag $1", "flag", "(.+)")`}},
+					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_ethtool_(channels|ring_descriptors|private_flag_enabled)",` + selInstDev + `}`}},
 				},
 				{
 					title:       "PHY received vs delivered",
@@ -286,8 +261,8 @@ func runBoard(cfg Config) board {
 					description: "Share of received packets that came through compressed completion entries (rx_cqe_compress_pkts / rx_packets_phy) and packets per compressed block. Compression saves PCIe transactions.",
 					unit:        "short", min: &f0, exempt: exemptCQE,
 					targets: []target{
-						{refID: "A", expr: sumBy("device", "xdp_ethtool_rx_cqe_compressed_packets_total", selInstDev) + " / " + sumBy("device", "xdp_ethtool_phy_packets_total", selInstDev+`,direction="rx"`), legend: "{{device}} compressed share"},
-						{refID: "B", expr: sumBy("device", "xdp_ethtool_rx_cqe_compressed_packets_total", selInstDev) + " / " + sumBy("device", "xdp_ethtool_rx_cqe_compressed_blocks_total", selInstDev), legend: "{{device}} packets per block"},
+						{refID: "A", expr: recDev(rec.cqePackets()) + " / " + recDev(rec.phyRx()), legend: "{{device}} compressed share"},
+						{refID: "B", expr: recDev(rec.cqePackets()) + " / " + recDev(rec.cqeBlocks()), legend: "{{device}} packets per block"},
 					},
 				},
 				{

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
 
-var ruleFiles = []string{"../dashboards/rules/recording.yml", "../dashboards/rules/alerts.yml"}
+var ruleFiles = []string{"../dashboards/rules/recording.yml", "../dashboards/rules/lab.yml", "../dashboards/rules/alerts.yml"}
 
 // noDataHere lists the non-exempt panel queries the lab cannot make return
 // data, with the reason. Everything else must return data.
@@ -91,7 +92,10 @@ func TestLabWithPrometheus(t *testing.T) {
 	addr := exportertest.FreeAddr(t)
 	prom := promtest.Start(t, []string{addr}, ruleFiles...)
 	vars := dashboards.Vars{Instance: addr, Device: ".*", RateInterval: 4 * time.Second}
-	queries := dashboards.Queries()
+	queries, err := dashboards.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := make([]bool, len(queries))
 	ctx := context.Background()
 
@@ -161,6 +165,7 @@ func TestLabWithPrometheus(t *testing.T) {
 		exp.Stop(t)
 	}
 	figures := xyCharts(t, prom, vars, sweepStart, time.Now())
+	checkSweepSteps(t, figures)
 
 	eventsPhase(t, addr, prom, evaluate)
 	evaluateRules(t, prom)
@@ -261,6 +266,71 @@ func evaluateRules(t *testing.T, prom *promtest.Server) {
 
 // writeFigures writes each XY chart's live points, as Grafana draws them,
 // as CSV under $XDP_EXPORTER_FIGURES (default: the test's temp dir).
+// sweepSeries names the steps each live series of a scaling figure plots.
+var sweepSeries = map[string]func(phase) bool{
+	"XDP_DROP no_touch (live)": func(p phase) bool { return p.sc == lab.Drop && !p.read },
+	"XDP_DROP read (live)":     func(p phase) bool { return p.sc == lab.Drop && p.read },
+	"XDP_PASS (live)":          func(p phase) bool { return p.sc == lab.Pass },
+	"Linux, no XDP (live)":     func(p phase) bool { return p.sc == lab.Linux },
+	"XDP_TX (live)":            func(p phase) bool { return p.sc == lab.TX },
+	"TX (live)":                func(p phase) bool { return p.sc == lab.TX },
+	"XDP_REDIRECT (live)":      func(p phase) bool { return p.sc == lab.Redirect },
+	"REDIRECT (live)":          func(p phase) bool { return p.sc == lab.Redirect },
+}
+
+// checkSweepSteps holds the scaling figures to the sweep: each point of a
+// live series sits on one of its steps (x the step's queues, which the
+// lab runs on as many CPUs; y the step's rate within 5%), and each step
+// draws points. The ramps between steps draw none.
+func checkSweepSteps(t *testing.T, figures map[string][][]string) {
+	t.Helper()
+	drawn := map[string]map[int]int{}
+	for panel, rows := range figures {
+		for _, r := range rows {
+			match, ok := sweepSeries[r[0]]
+			if !ok {
+				continue
+			}
+			x, errX := strconv.ParseFloat(r[1], 64)
+			y, errY := strconv.ParseFloat(r[2], 64)
+			if errX != nil || errY != nil {
+				t.Fatalf("%s / %s: point %v", panel, r[0], r[1:])
+			}
+			on := false
+			for i, p := range phases {
+				if match(p) && x == float64(p.queues) && math.Abs(y-p.rate/1e6) <= 0.05*p.rate/1e6 {
+					on = true
+					key := panel + " / " + r[0]
+					if drawn[key] == nil {
+						drawn[key] = map[int]int{}
+					}
+					drawn[key][i]++
+				}
+			}
+			if !on {
+				t.Errorf("%s / %s: point (%v, %v) is on no step of the sweep", panel, r[0], r[1], r[2])
+			}
+		}
+	}
+	for panel, rows := range figures {
+		series := map[string]bool{}
+		for _, r := range rows {
+			series[r[0]] = true
+		}
+		for name := range series {
+			match, ok := sweepSeries[name]
+			if !ok {
+				continue
+			}
+			for i, p := range phases {
+				if match(p) && drawn[panel+" / "+name][i] == 0 {
+					t.Errorf("%s / %s: the %s step with %d queues at %.0f pps drew no point", panel, name, p.sc, p.queues, p.rate)
+				}
+			}
+		}
+	}
+}
+
 func writeFigures(t *testing.T, figures map[string][][]string) {
 	dir := os.Getenv("XDP_EXPORTER_FIGURES")
 	if dir == "" {
