@@ -3,12 +3,12 @@ package bpf
 import (
 	"bytes"
 	"fmt"
+	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -313,15 +313,6 @@ func threadNow(b *testing.B) int64 {
 	return ts.Nano()
 }
 
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // xdpBenchDrop loads xdp-bench's drop programs (no-touch and read-data,
 // as `xdp-bench drop [-p read-data]` runs them) from the built xdp-tools
 // tree named by XDP_TOOLS_DIR, so they run in the same rotation as ours;
@@ -423,14 +414,14 @@ func BenchmarkRxqProgRun(b *testing.B) {
 	// One line of metrics per run, so that one benchmark loop serves every
 	// variant (sub-benchmarks would each time a separate loop), and a table.
 	table := fmt.Sprintf("bare drop: %.2f ns/packet (median)\n%-14s %8s %8s %6s %10s\n",
-		median(base), "variant", "ns/pkt", "extra", "ratio", "min-extra")
+		stat.Median(base), "variant", "ns/pkt", "extra", "ratio", "min-extra")
 	for v, variant := range variants {
-		b.ReportMetric(median(diffs[v]), variant.name+"-extra-ns/pkt")
-		b.ReportMetric(median(runs[v])/median(base), variant.name+"-ratio")
-		table += fmt.Sprintf("%-14s %8.2f %8.2f %6.3f %10.2f\n", variant.name, median(runs[v]),
-			median(diffs[v]), median(runs[v])/median(base), slices.Min(runs[v])-slices.Min(base))
+		b.ReportMetric(stat.Median(diffs[v]), variant.name+"-extra-ns/pkt")
+		b.ReportMetric(stat.Median(runs[v])/stat.Median(base), variant.name+"-ratio")
+		table += fmt.Sprintf("%-14s %8.2f %8.2f %6.3f %10.2f\n", variant.name, stat.Median(runs[v]),
+			stat.Median(diffs[v]), stat.Median(runs[v])/stat.Median(base), slices.Min(runs[v])-slices.Min(base))
 	}
-	b.ReportMetric(median(base), "bare-ns/pkt")
+	b.ReportMetric(stat.Median(base), "bare-ns/pkt")
 	b.ReportMetric(0, "ns/op")
 	b.Log("\n" + table)
 }

@@ -94,26 +94,23 @@ func newBPFCollector(cfg BPFConfig, logger *slog.Logger) (*bpfCollector, error) 
 		cfg.ProcFS = "/proc"
 	}
 	if _, err := ebpf.ProgramGetNextID(0); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, capError("listing BPF programs (BPF_PROG_GET_NEXT_ID)", err)
+		return nil, denied("listing BPF programs (BPF_PROG_GET_NEXT_ID)", err)
 	}
 	c := &bpfCollector{cfg: cfg, logger: logger, meta: map[ebpf.ProgramID]progMeta{}}
 	if cfg.EnableStats {
 		fd, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 		if err != nil {
-			return nil, capError("enabling BPF run-time statistics (BPF_ENABLE_STATS)", err)
+			return nil, denied("enabling BPF run-time statistics (BPF_ENABLE_STATS)", err)
 		}
 		c.stats = fd
 	}
 	return c, nil
 }
 
-// capError names the missing capability when the kernel said EPERM: every
-// command this collector uses checks CAP_SYS_ADMIN, and CAP_BPF is not enough.
-func capError(what string, err error) error {
-	if errors.Is(err, unix.EPERM) {
-		return fmt.Errorf("%s needs CAP_SYS_ADMIN: %w", what, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
+// denied explains a command of this collector the kernel refused: each
+// checks CAP_SYS_ADMIN, and CAP_BPF is not enough.
+func denied(what string, err error) error {
+	return fmt.Errorf("%s: %w", what, bpfDenied("bpf", needsAdmin, err))
 }
 
 // Close releases the BPF_ENABLE_STATS fd; the kernel stops counting when no
@@ -229,7 +226,7 @@ func (c *bpfCollector) readProgram(ch chan<- prometheus.Metric, id ebpf.ProgramI
 		return nil, nil
 	}
 	if err != nil {
-		return nil, capError("opening by id (BPF_PROG_GET_FD_BY_ID)", err)
+		return nil, denied("opening by id (BPF_PROG_GET_FD_BY_ID)", err)
 	}
 	defer prog.Close()
 
@@ -305,7 +302,7 @@ func xdpLinks() (map[linkKey][]link.ID, error) {
 		out[k] = append(out[k], info.ID)
 	}
 	if err := it.Err(); err != nil {
-		return out, capError("listing bpf_links (BPF_LINK_GET_NEXT_ID)", err)
+		return out, denied("listing bpf_links (BPF_LINK_GET_NEXT_ID)", err)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"runtime"
 	"testing"
 	"time"
@@ -107,7 +108,7 @@ func BenchmarkBPFStatsCost(b *testing.B) {
 		for i := range off {
 			xOff, xOn = append(xOff, clock.get(off[i])), append(xOn, clock.get(on[i]))
 		}
-		mOff, mOn := median(xOff), median(xOn)
+		mOff, mOn := stat.Median(xOff), stat.Median(xOn)
 		b.Logf("%s clock, ns per run: statistics off %.1f, on %.1f", clock.name, xOff, xOn)
 		b.ReportMetric(mOff, clock.name+"-ns/run-off")
 		b.ReportMetric(mOn, clock.name+"-ns/run-on")

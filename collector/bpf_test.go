@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,10 +17,10 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // testProg is an XDP_DROP program loaded for one test.
@@ -68,7 +69,7 @@ func attachXDP(t *testing.T, p testProg, ifindex int, flags link.XDPAttachFlags)
 
 func newBPF(t *testing.T, cfg BPFConfig) *bpfCollector {
 	t.Helper()
-	c, err := newBPFCollector(cfg, discardLogger())
+	c, err := newBPFCollector(cfg, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "building the bpf collector")
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
@@ -81,7 +82,7 @@ func newBPF(t *testing.T, cfg BPFConfig) *bpfCollector {
 // sendPacketSocket writes n frames out of the pair's peer through an
 // AF_PACKET socket. Unlike live frames, this path needs no XDP program on
 // the receiving end, so frames reach generic XDP through the stack.
-func sendPacketSocket(t *testing.T, pair *netlab.Pair, n int) {
+func sendPacketSocket(t *testing.T, pair *vethns.Pair, n int) {
 	t.Helper()
 	err := pair.Do(func() error {
 		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0) // protocol 0: send only
@@ -119,30 +120,20 @@ func samples(mfs map[string]*dto.MetricFamily, name string, labels ...string) in
 // collector finds both with their id, name, tag, mode and link, and that
 // with --collector.bpf.enable-stats each run count equals the frames sent.
 func TestBPFAttachedPrograms(t *testing.T) {
-	native, generic := labtest.Pair(t, 2), labtest.Pair(t, 1)
+	native, generic := vethtest.Pair(t, 2), vethtest.Pair(t, 1)
 	pn, pg := loadDrop(t, "xdpt_native"), loadDrop(t, "xdpt_generic")
 	linkN := attachXDP(t, pn, native.Host.Index, 0)
 	linkG := attachXDP(t, pg, generic.Host.Index, link.XDPGenericMode)
 
 	c := newBPF(t, BPFConfig{EnableStats: true})
 
-	gen, err := trafficgen.New()
-	testenv.Check(t, err, "loading the traffic generator")
-	defer gen.Close()
 	const nNative, nGeneric = 100_000, 1_000
-	sent, err := gen.Run(context.Background(), trafficgen.Config{
-		NS: native.NS, Ifindex: native.Peer.Index,
-		SrcMAC: native.Peer.HardwareAddr, DstMAC: native.Host.HardwareAddr,
-		Count: nNative, CPUs: []int{0, 1},
-	})
-	if err != nil || sent != nNative {
-		t.Fatalf("generator sent %d frames (%v), want %d", sent, err, nNative)
-	}
+	vethtest.SendExactly(t, native, nNative)
 	sendPacketSocket(t, generic, nGeneric)
 
 	mfs := gather(t, c)
 	for _, tc := range []struct {
-		pair      *netlab.Pair
+		pair      *vethns.Pair
 		p         testProg
 		mode, lid string
 		runs      float64
@@ -175,7 +166,7 @@ func TestBPFAttachedPrograms(t *testing.T) {
 // TestBPFLegacyAttach checks that a program attached through netlink
 // without a bpf_link is found, with an empty link_id.
 func TestBPFLegacyAttach(t *testing.T) {
-	pair := labtest.Pair(t, 1)
+	pair := vethtest.Pair(t, 1)
 	p := loadDrop(t, "xdpt_legacy")
 	l, err := netlink.LinkByIndex(pair.Host.Index)
 	if err != nil {
@@ -274,7 +265,7 @@ func drain(t *testing.T, c Collector) {
 // link and without one) and checks that the process holds no more fds
 // afterwards than before.
 func TestBPFNoFDLeak(t *testing.T) {
-	a, b := labtest.Pair(t, 1), labtest.Pair(t, 1)
+	a, b := vethtest.Pair(t, 1), vethtest.Pair(t, 1)
 	attachXDP(t, loadDrop(t, "xdpt_leak_link"), a.Host.Index, 0)
 	p := loadDrop(t, "xdpt_leak_nl")
 	l, err := netlink.LinkByIndex(b.Host.Index)
@@ -297,7 +288,7 @@ func TestBPFNoFDLeak(t *testing.T) {
 // unloads the program before the collector reads it, as happens when a
 // program is replaced during a scrape: it is skipped without an error.
 func TestBPFDetachedSkipped(t *testing.T) {
-	pair := labtest.Pair(t, 1)
+	pair := vethtest.Pair(t, 1)
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "xdpt_gone", Type: ebpf.XDP, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, // XDP_PASS

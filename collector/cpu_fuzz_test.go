@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,7 +37,7 @@ func FuzzCPUProcfs(f *testing.F) {
 			}
 		}
 		for _, all := range []bool{false, true} {
-			c, err := newCPUCollector(CPUConfig{ProcFS: proc, SoftirqsAll: all}, discardLogger())
+			c, err := newCPUCollector(CPUConfig{ProcFS: proc, SoftirqsAll: all}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,14 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 func newCPUForTest(t testing.TB, cfg CPUConfig) *cpuCollector {
 	t.Helper()
-	c, err := newCPUCollector(cfg, discardLogger())
+	c, err := newCPUCollector(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestCPUMalformed(t *testing.T) {
 			}
 		}
 
-		set := NewSet(map[string]Collector{"cpu": c}, discardLogger())
+		set := NewSet(map[string]Collector{"cpu": c}, slog.New(slog.DiscardHandler))
 		// A plain registry, as main uses: Set.Scrape describes only the
 		// scrape families.
 		reg := prometheus.NewRegistry()
@@ -205,7 +206,7 @@ func TestCPUMalformed(t *testing.T) {
 
 func TestCPUMissingProcFS(t *testing.T) {
 	t.Parallel()
-	_, err := newCPUCollector(CPUConfig{ProcFS: filepath.Join(t.TempDir(), "nope")}, discardLogger())
+	_, err := newCPUCollector(CPUConfig{ProcFS: filepath.Join(t.TempDir(), "nope")}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("err = %v, want an error naming the path", err)
 	}
@@ -278,8 +279,8 @@ func TestCPULiveBusy(t *testing.T) {
 // over CPUs must grow by at least the frames sent.
 func TestCPULiveSoftnet(t *testing.T) {
 	testenv.Privileged(t)
-	pair := labtest.Pair(t, 2)
-	labtest.AttachVerdict(t, pair, netlab.XDPPass)
+	pair := vethtest.Pair(t, 2)
+	vethtest.AttachVerdict(t, pair, vethns.XDPPass)
 
 	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
 	processed := func() map[string]uint32 {
@@ -291,7 +292,7 @@ func TestCPULiveSoftnet(t *testing.T) {
 	}
 	before := processed()
 	const n = 50_000
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 	after := processed()
 	var delta uint64
 	for cpu, v := range after {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -14,9 +15,9 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // newTestDrop builds the drop collector, or reports false where the kernel
@@ -24,7 +25,7 @@ import (
 func newTestDrop(t *testing.T) (Collector, bool) {
 	t.Helper()
 	testenv.Privileged(t)
-	c, err := NewDropCollector(DropConfig{}, discardLogger())
+	c, err := NewDropCollector(DropConfig{}, slog.New(slog.DiscardHandler))
 	if testenv.KernelBefore(t, 5, 17) {
 		if !errors.Is(err, ErrUnsupported) {
 			t.Fatalf("before 5.17 the drop collector must be unsupported, got %v", err)
@@ -50,7 +51,7 @@ func TestDropNoSocketExact(t *testing.T) {
 	if !ok {
 		return
 	}
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	host, err := netlink.LinkByIndex(pair.Host.Index)
 	testenv.Check(t, err, pair.Host.Name)
 	// The generator's frames go from 198.18.0.1 to 198.18.0.2, UDP port
@@ -58,7 +59,7 @@ func TestDropNoSocketExact(t *testing.T) {
 	addr, err := netlink.ParseAddr("198.18.0.2/30")
 	testenv.Check(t, err, "address")
 	testenv.Check(t, netlink.AddrAdd(host, addr), "adding 198.18.0.2 to the DUT")
-	labtest.AttachVerdict(t, pair, netlab.XDPPass)
+	vethtest.AttachVerdict(t, pair, vethns.XDPPass)
 
 	before := gather(t, c)
 	// Bringing the pair up frees a few skbs as NOT_SPECIFIED; none has
@@ -67,7 +68,7 @@ func TestDropNoSocketExact(t *testing.T) {
 		t.Fatalf("a new device has %v NO_SOCKET drops before any traffic", v)
 	}
 	const n = 20_000
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 	after := gather(t, c)
 	if got := value(t, after, "xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); got != n {
 		t.Errorf("NO_SOCKET drops on %s = %v, want %d", pair.Host.Name, got, n)
@@ -96,8 +97,8 @@ func TestDropOtherNamespace(t *testing.T) {
 	if !ok {
 		return
 	}
-	name := "xdpt-" + netlab.UniqueID()
-	ns, err := netlab.NewNamespace(name, true)
+	name := "xdpt-" + vethns.UniqueID()
+	ns, err := vethns.NewNamespace(name, true)
 	testenv.Check(t, err, "creating "+name)
 	t.Cleanup(func() {
 		ns.Close()
@@ -107,7 +108,7 @@ func TestDropOtherNamespace(t *testing.T) {
 	})
 	var inode uint64
 	const n = 50
-	err = netlab.InNamespace(ns, func() error {
+	err = vethns.InNamespace(ns, func() error {
 		var st unix.Stat_t
 		if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
 			return err

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -162,7 +163,7 @@ func FuzzEthtoolDump(f *testing.F) {
 		if err != nil {
 			return
 		}
-		c := newEthtoolCollector(EthtoolConfig{}, newFixtureSource(map[string]*fixtureDev{"eth0": d}), discardLogger())
+		c := newEthtoolCollector(EthtoolConfig{}, newFixtureSource(map[string]*fixtureDev{"eth0": d}), slog.New(slog.DiscardHandler))
 		var scrapes []string
 		for range 2 {
 			ms, err := collect(c)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"os/exec"
 	"regexp"
@@ -20,24 +21,24 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // TestEthtoolVethXDPExact sends a known number of frames from each CPU to
 // a veth with two RX queues and an XDP_DROP program, and checks the
 // collector's per-queue veth XDP counters equal what was sent, exactly.
 func TestEthtoolVethXDPExact(t *testing.T) {
-	pair := labtest.Pair(t, 2)
-	labtest.AttachVerdict(t, pair, netlab.XDPDrop)
+	pair := vethtest.Pair(t, 2)
+	vethtest.AttachVerdict(t, pair, vethns.XDPDrop)
 
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the generator")
 	defer g.Close()
 
-	c, err := NewEthtoolCollector(EthtoolConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(pair.Host.Name)), nil)}}, discardLogger())
+	c, err := NewEthtoolCollector(EthtoolConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(pair.Host.Name)), nil)}}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestEthtoolVethXDPExact(t *testing.T) {
 			frameBytes = 60 - 14
 		}
 
-		mfs := gatherOnce(t, c)
+		mfs := gather(t, c)
 		dev := pair.Host.Name
 		for q, want := range sent {
 			if got := value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", dev, "queue", q, "action", "drop"); got != float64(want) {
@@ -105,7 +106,7 @@ func TestEthtoolVethXDPExact(t *testing.T) {
 // EOPNOTSUPP, its 6.1 has them; a newer kernel without them fails.
 func vethChannelsBefore61(t *testing.T) bool {
 	t.Helper()
-	pair := labtest.Pair(t, 1)
+	pair := vethtest.Pair(t, 1)
 	out, err := exec.Command("ethtool", "-l", pair.Host.Name).CombinedOutput()
 	if err == nil {
 		return false
@@ -124,7 +125,7 @@ func vethChannelsBefore61(t *testing.T) bool {
 // anyway, which the guard stops with EFAULT; this one checks the count
 // itself and answers 0. Either way the call reports the change.
 func TestEthtoolGuardPage(t *testing.T) {
-	pair := labtest.Pair(t, 1)
+	pair := vethtest.Pair(t, 1)
 	k, err := newKernelEthtool()
 	if err != nil {
 		t.Fatal(err)
@@ -170,11 +171,11 @@ func TestEthtoolGuardPage(t *testing.T) {
 // duplicate series (the pedantic registry rejects duplicates).
 func TestEthtoolVethChurn(t *testing.T) {
 	testenv.Privileged(t)
-	prefix := "xc" + netlab.UniqueID()
+	prefix := "xc" + vethns.UniqueID()
 	c, err := NewEthtoolCollector(EthtoolConfig{
 		Filter:         Filter{Devices: newDeviceFilter(regexp.MustCompile(prefix+".*"), nil)},
 		MetricsInclude: regexp.MustCompile(".*"),
-	}, discardLogger())
+	}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +267,8 @@ func checkNoDuplicates(t *testing.T, mfs []*dto.MetricFamily) {
 // the value ethtool -S gives each stat.
 func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 	testenv.Privileged(t)
-	id := netlab.UniqueID()
-	pair, err := netlab.NewPair(netlab.PairConfig{Namespace: "xdpt-" + id, Host: "xt" + id + "d", Peer: "xt" + id + "g", Queues: 8})
+	id := vethns.UniqueID()
+	pair, err := vethns.NewPair(vethns.PairConfig{Namespace: "xdpt-" + id, Host: "xt" + id + "d", Peer: "xt" + id + "g", Queues: 8})
 	testenv.Check(t, err, "creating a veth pair with 8 queues")
 	t.Cleanup(func() { pair.Close() })
 	dev := pair.Host.Name
@@ -287,25 +288,25 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 	// With XDP on the DUT end, veth wants at least as many RX queues there
 	// as the peer has TX queues.
 	channels(pair.Namespace, pair.Peer.Name, 8, 1)
-	labtest.AttachVerdict(t, pair, netlab.XDPDrop)
+	vethtest.AttachVerdict(t, pair, vethns.XDPDrop)
 	cfg := EthtoolConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(dev)), nil)}, MetricsInclude: regexp.MustCompile(".*")}
-	cached, err := NewEthtoolCollector(cfg, discardLogger())
+	cached, err := NewEthtoolCollector(cfg, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "ethtool collector")
 	defer cached.Close()
 
 	channels("", dev, 3, 1)
-	before := len(labtest.EthtoolS(t, "", dev))
-	gatherOnce(t, cached)
+	before := len(vethtest.EthtoolS(t, "", dev))
+	gather(t, cached)
 	channels("", dev, 1, 8)
-	if after := len(labtest.EthtoolS(t, "", dev)); after != before {
+	if after := len(vethtest.EthtoolS(t, "", dev)); after != before {
 		t.Fatalf("%d stats with rx 3 tx 1, %d with rx 1 tx 8: the test needs equal counts", before, after)
 	}
-	labtest.SendExactly(t, pair, 1000)
+	vethtest.SendExactly(t, pair, 1000)
 
-	fresh, err := NewEthtoolCollector(cfg, discardLogger())
+	fresh, err := NewEthtoolCollector(cfg, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "ethtool collector")
 	defer fresh.Close()
-	got, want := deviceSeries(gatherOnce(t, cached)), deviceSeries(gatherOnce(t, fresh))
+	got, want := deviceSeries(gather(t, cached)), deviceSeries(gather(t, fresh))
 	if !maps.Equal(got, want) {
 		for k, v := range want {
 			if g, ok := got[k]; !ok || g != v {
@@ -318,7 +319,7 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 			}
 		}
 	}
-	st := labtest.EthtoolS(t, "", dev)
+	st := vethtest.EthtoolS(t, "", dev)
 	for key, stat := range map[string]string{
 		`xdp_ethtool_rx_xdp_packets_total{action="drop",device="` + dev + `",queue="0"}`: "rx_queue_0_xdp_drops",
 		`xdp_ethtool_xdp_xmit_packets_total{device="` + dev + `",queue="7"}`:             "tx_queue_7_xdp_xmit",

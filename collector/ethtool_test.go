@@ -9,40 +9,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 )
-
-// gatherOnce is gather with exactly one Update (so tests can count the
-// source's calls). Lint findings about units in the names of untyped raw
-// driver stats (mlx5's pfc_pri0_rx_duration_us, rx_bits) are the driver's
-// naming and are passed through as the driver spells them, so they are
-// not failures here; every other lint finding is.
-func gatherOnce(t testing.TB, c Collector) map[string]*dto.MetricFamily {
-	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(single{c})
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	problems, err := testutil.GatherAndLint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil }))
-	if err != nil {
-		t.Fatalf("lint: %v", err)
-	}
-	for _, p := range problems {
-		raw := strings.HasPrefix(p.Metric, "xdp_ethtool_stat_") || strings.HasPrefix(p.Metric, "xdp_ethtool_queue_stat_")
-		if raw && strings.Contains(p.Text, "unit") {
-			continue
-		}
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
-	out := map[string]*dto.MetricFamily{}
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out
-}
 
 func TestParseQueue(t *testing.T) {
 	for _, tc := range []struct {
@@ -134,7 +102,7 @@ func fixtureCollector(t testing.TB, src ethtoolSource, metricsInclude string, lo
 		cfg.MetricsInclude = regexp.MustCompile(metricsInclude)
 	}
 	if logger == nil {
-		logger = discardLogger()
+		logger = slog.New(slog.DiscardHandler)
 	}
 	return newEthtoolCollector(cfg, src, logger)
 }
@@ -153,7 +121,7 @@ func series(mfs map[string]*dto.MetricFamily) int {
 func TestEthtoolFixtures(t *testing.T) {
 	src := loadFixtures(t, "mlx5", "i40e", "ice", "ixgbe", "bnxt", "virtio_net", "veth")
 	c := fixtureCollector(t, src, ".*", nil)
-	mfs := gatherOnce(t, c)
+	mfs := gather(t, c)
 
 	type want struct {
 		family string
@@ -271,7 +239,7 @@ func TestEthtoolFixtures(t *testing.T) {
 
 func TestEthtoolDefaultMetricsInclude(t *testing.T) {
 	src := loadFixtures(t, "mlx5")
-	mfs := gatherOnce(t, fixtureCollector(t, src, DefaultEthtoolMetricsInclude, nil))
+	mfs := gather(t, fixtureCollector(t, src, DefaultEthtoolMetricsInclude, nil))
 	value(t, mfs, "xdp_ethtool_stat_rx_prio0_packets", "device", "mlx5")
 	value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "mlx5", "queue", "0", "action", "drop")
 	for name := range mfs {
@@ -279,7 +247,7 @@ func TestEthtoolDefaultMetricsInclude(t *testing.T) {
 			t.Errorf("%s exported by default", name)
 		}
 	}
-	mfs = gatherOnce(t, fixtureCollector(t, src, "queue_stat_ch_.*", nil))
+	mfs = gather(t, fixtureCollector(t, src, "queue_stat_ch_.*", nil))
 	value(t, mfs, "xdp_ethtool_queue_stat_ch_arm", "device", "mlx5", "queue", "0")
 	if _, ok := mfs["xdp_ethtool_stat_rx_prio0_packets"]; ok {
 		t.Error("metrics-include queue_stat_ch_.* exported a device-wide stat")
@@ -292,7 +260,7 @@ func TestEthtoolOddNamesAndCollisions(t *testing.T) {
 	src := loadFixtures(t, "odd")
 	c := fixtureCollector(t, src, ".*", logger)
 	for range 3 {
-		mfs := gatherOnce(t, c)
+		mfs := gather(t, c)
 		for fam, want := range map[string]float64{
 			"xdp_ethtool_stat_rx_bytes":          3, // "RX Bytes" sorts before "rx-bytes" and "rx_bytes"
 			"xdp_ethtool_stat_port_rx_dropped":   4,
@@ -333,16 +301,11 @@ func TestEthtool20000Stats(t *testing.T) {
 	src := newFixtureSource(map[string]*fixtureDev{"big": d})
 	// The pedantic registry rejects duplicate series; promlint is left out
 	// here because its duplicate check is quadratic in a family's size.
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(single{fixtureCollector(t, src, ".*", nil)})
-	list, err := reg.Gather()
+	list, err := pedantic(t, fixtureCollector(t, src, ".*", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mfs := map[string]*dto.MetricFamily{}
-	for _, mf := range list {
-		mfs[mf.GetName()] = mf
-	}
+	mfs := byName(list)
 	// 20,000 stats, plus driver_info.
 	if n := series(mfs); n != 20001 {
 		t.Fatalf("%d series, want 20001", n)
@@ -356,7 +319,7 @@ func TestEthtoolCache(t *testing.T) {
 	src := loadFixtures(t, "veth", "mlx5")
 	c := fixtureCollector(t, src, ".*", nil)
 	for range 3 {
-		gatherOnce(t, c)
+		gather(t, c)
 	}
 	for call, want := range map[string]int{
 		"StatNames veth": 1, "StatNames mlx5": 1, "PrivFlagNames mlx5": 1,
@@ -376,7 +339,7 @@ func TestEthtoolCache(t *testing.T) {
 	veth.vals = append(append([]uint64(nil), veth.vals...), 42)
 	veth.info.NStats = len(veth.names)
 	src.set("veth", &veth)
-	mfs := gatherOnce(t, c)
+	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "veth", "queue", "1", "action", "drop"); got != 42 {
 		t.Fatalf("new queue's drops = %v, want 42", got)
 	}
@@ -397,7 +360,7 @@ func TestEthtoolStatsChangedMidScrape(t *testing.T) {
 	src := loadFixtures(t, "veth")
 	c := fixtureCollector(t, countChangingSource{src}, ".*", nil)
 	for range 2 {
-		mfs := gatherOnce(t, c)
+		mfs := gather(t, c)
 		value(t, mfs, "xdp_ethtool_driver_info", "device", "veth")
 		if _, ok := mfs["xdp_ethtool_stat_peer_ifindex"]; ok {
 			t.Error("stats emitted although the count changed")
@@ -430,8 +393,8 @@ func TestEthtoolDeviceFilter(t *testing.T) {
 	src := loadFixtures(t, "veth", "mlx5", "i40e")
 	c := newEthtoolCollector(EthtoolConfig{
 		Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("mlx5|i40"), regexp.MustCompile("i40e"))},
-	}, src, discardLogger())
-	mfs := gatherOnce(t, c)
+	}, src, slog.New(slog.DiscardHandler))
+	mfs := gather(t, c)
 	var devs []string
 	for _, m := range mfs["xdp_ethtool_driver_info"].GetMetric() {
 		for _, l := range m.GetLabel() {

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -125,8 +126,8 @@ func TestValidateFamilyFlags(t *testing.T) {
 // the per-queue ones, and leaves the other families per queue.
 func TestEthtoolSumQueues(t *testing.T) {
 	src := hostEthtool(t)
-	perQueue := gatherOnce(t, newEthtoolCollector(EthtoolConfig{}, src, discardLogger()))
-	summed := gatherOnce(t, newEthtoolCollector(EthtoolConfig{SumQueues: regexp.MustCompile(DefaultEthtoolSumQueues)}, src, discardLogger()))
+	perQueue := gather(t, newEthtoolCollector(EthtoolConfig{}, src, slog.New(slog.DiscardHandler)))
+	summed := gather(t, newEthtoolCollector(EthtoolConfig{SumQueues: regexp.MustCompile(DefaultEthtoolSumQueues)}, src, slog.New(slog.DiscardHandler)))
 	for _, fam := range []*Family{ethtoolPagePoolAlloc, ethtoolPagePoolRecycle, ethtoolXDPXmitFail} {
 		want := map[string]float64{}
 		for _, m := range perQueue[fam.Name].GetMetric() {

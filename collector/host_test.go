@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -62,13 +63,6 @@ func hostLinks(progs []ebpf.ProgramID) *Links {
 			XDP: []xdpAttachment{{ifindex: int(n.ifindex), device: n.name, mode: "native", progID: progs[i]}}})
 	}
 	return newLinks(list)
-}
-
-// withFixedLinks makes l the scrape's interface dump.
-func withFixedLinks(ctx context.Context, l *Links) context.Context {
-	s := &linkSnapshot{}
-	s.once.Do(func() { s.links = l })
-	return context.WithValue(ctx, linksKey{}, s)
 }
 
 // mlx5Queued matches mlx5's per-queue stat names: rx3_cache_reuse,
@@ -375,11 +369,11 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 		t.Fatal(err)
 	}
 
-	cpu, err := newCPUCollector(CPUConfig{ProcFS: "testdata/proc/128cpu"}, discardLogger())
+	cpu, err := newCPUCollector(CPUConfig{ProcFS: "testdata/proc/128cpu"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pcie, err := NewPCIeCollector(PCIeConfig{SysFS: sys, ProcFS: proc}, discardLogger())
+	pcie, err := NewPCIeCollector(PCIeConfig{SysFS: sys, ProcFS: proc}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,25 +381,25 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 	// The BPF collectors are the real ones, loaded and attached: the
 	// device filter keeps the test host's own devices (and the other
 	// tests' veths) out of their tables.
-	napi, err := loadNapiCollector(NapiConfig{Filter: Filter{Devices: fixtureDevices}}, discardLogger())
+	napi, err := loadNapiCollector(NapiConfig{Filter: Filter{Devices: fixtureDevices}}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "loading the napi collector")
 	seedNapi(t, napi, napi.netns)
-	xdp, err := NewXDPCollector(XDPConfig{Filter: Filter{Devices: fixtureDevices}}, discardLogger())
+	xdp, err := NewXDPCollector(XDPConfig{Filter: Filter{Devices: fixtureDevices}}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "loading the xdp collector")
 	seedXDP(t, xdp.(*xdpCollector), progs)
-	bpfc, err := newBPFCollector(BPFConfig{}, discardLogger())
+	bpfc, err := newBPFCollector(BPFConfig{}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "building the bpf collector")
 
 	set := NewSet(map[string]Collector{
 		"bpf":     bpfc,
 		"cpu":     cpu,
-		"ethtool": newEthtoolCollector(EthtoolConfig{MetricsInclude: re(DefaultEthtoolMetricsInclude), SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), discardLogger()),
+		"ethtool": newEthtoolCollector(EthtoolConfig{MetricsInclude: re(DefaultEthtoolMetricsInclude), SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), slog.New(slog.DiscardHandler)),
 		"napi":    napi,
-		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcFS: proc}, discardLogger(), nd, scrapeLinks),
+		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcFS: proc}, slog.New(slog.DiscardHandler), nd),
 		"pcie":    pcie,
 		"xdp":     xdp,
-		"xsk":     &xskCollector{logger: discardLogger(), src: noSockets{}, links: scrapeLinks},
-	}, discardLogger())
+		"xsk":     &xskCollector{logger: slog.New(slog.DiscardHandler), src: noSockets{}},
+	}, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		if err := set.Close(); err != nil {
 			t.Errorf("closing the collectors: %v", err)

@@ -209,32 +209,31 @@ func parseLink(m []byte) (Link, error) {
 	}
 	index := int32(binary.NativeEndian.Uint32(m[4:8]))
 	l := Link{Index: uint32(index)}
-	ad, err := netlink.NewAttributeDecoder(m[unix.SizeofIfInfomsg:])
-	if err != nil {
-		return l, fmt.Errorf("parsing link %d attributes: %w", index, err)
-	}
-	for ad.Next() {
-		switch ad.Type() {
-		case unix.IFLA_IFNAME:
-			l.Name = ad.String()
-		case unix.IFLA_NUM_RX_QUEUES:
-			l.RxQueues = ad.Uint32()
-		case unix.IFLA_XDP:
-			ad.Nested(func(nad *netlink.AttributeDecoder) error {
-				for nad.Next() {
-					for _, mode := range xdpModes {
-						if nad.Type() == mode.attr && len(nad.Bytes()) >= 4 {
-							if id := nad.Uint32(); id != 0 {
-								l.XDP = append(l.XDP, xdpAttachment{ifindex: int(l.Index), mode: mode.name, progID: ebpf.ProgramID(id)})
+	err := decodeAttrs(m[unix.SizeofIfInfomsg:], func(ad *netlink.AttributeDecoder) error {
+		for ad.Next() {
+			switch ad.Type() {
+			case unix.IFLA_IFNAME:
+				l.Name = ad.String()
+			case unix.IFLA_NUM_RX_QUEUES:
+				l.RxQueues = ad.Uint32()
+			case unix.IFLA_XDP:
+				ad.Nested(func(nad *netlink.AttributeDecoder) error {
+					for nad.Next() {
+						for _, mode := range xdpModes {
+							if nad.Type() == mode.attr && len(nad.Bytes()) >= 4 {
+								if id := nad.Uint32(); id != 0 {
+									l.XDP = append(l.XDP, xdpAttachment{ifindex: int(l.Index), mode: mode.name, progID: ebpf.ProgramID(id)})
+								}
 							}
 						}
 					}
-				}
-				return nil
-			})
+					return nil
+				})
+			}
 		}
-	}
-	if err := ad.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return l, fmt.Errorf("parsing link %d attributes: %w", index, err)
 	}
 	for i := range l.XDP {

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"regexp"
 	"slices"
 	"sort"
@@ -12,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // TestDeviceNameNotUTF8 runs every collector that names devices on two
@@ -25,18 +26,18 @@ import (
 // without error.
 func TestDeviceNameNotUTF8(t *testing.T) {
 	testenv.Privileged(t)
-	id := netlab.UniqueID()
+	id := vethns.UniqueID()
 	plain, odd := "xt"+id+"a", "xt"+id+"\xff\xfe"
-	var pairs []*netlab.Pair
+	var pairs []*vethns.Pair
 	for _, name := range []string{plain, odd} {
-		p, err := netlab.NewPair(netlab.PairConfig{Namespace: "xdpt-" + netlab.UniqueID(), Host: name, Peer: "xt" + netlab.UniqueID() + "g", Queues: 2})
+		p, err := vethns.NewPair(vethns.PairConfig{Namespace: "xdpt-" + vethns.UniqueID(), Host: name, Peer: "xt" + vethns.UniqueID() + "g", Queues: 2})
 		testenv.Check(t, err, "creating a veth pair")
 		t.Cleanup(func() { p.Close() })
-		labtest.AttachVerdict(t, p, 0) // XDP_ABORTED: an xdp:xdp_exception per frame
+		vethtest.AttachVerdict(t, p, 0) // XDP_ABORTED: an xdp:xdp_exception per frame
 		pairs = append(pairs, p)
 	}
 
-	logger := discardLogger()
+	logger := slog.New(slog.DiscardHandler)
 	eth, err := NewEthtoolCollector(EthtoolConfig{}, logger)
 	testenv.Check(t, err, "ethtool collector")
 	bp, err := newBPFCollector(BPFConfig{}, logger)
@@ -56,7 +57,7 @@ func TestDeviceNameNotUTF8(t *testing.T) {
 	t.Cleanup(func() { set.Close() })
 
 	for _, p := range pairs {
-		labtest.SendExactly(t, p, 500)
+		vethtest.SendExactly(t, p, 500)
 	}
 
 	reg := prometheus.NewRegistry() // as the exporter serves it

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -18,22 +19,22 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // napiLab is a veth pair whose DUT end has an XDP_DROP program (veth runs
 // NAPI only with XDP attached) and a loaded traffic generator.
 type napiLab struct {
-	pair *netlab.Pair
+	pair *vethns.Pair
 	gen  *trafficgen.Generator
 }
 
 func newNapiLab(t testing.TB) *napiLab {
 	t.Helper()
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:         ebpf.XDP,
 		License:      "GPL",
@@ -73,14 +74,14 @@ func (l *napiLab) send(t testing.TB, n uint64, cpus ...int) uint64 {
 // over RX queues: the packets its NAPI polls delivered to XDP.
 func (l *napiLab) xdpDrops(t testing.TB) uint64 {
 	t.Helper()
-	stats := labtest.EthtoolS(t, "", l.pair.Host.Name)
+	stats := vethtest.EthtoolS(t, "", l.pair.Host.Name)
 	return stats["rx_queue_0_xdp_drops"] + stats["rx_queue_1_xdp_drops"]
 }
 
 func newTestNapi(t testing.TB, cfg NapiConfig) *napiCollector {
 	t.Helper()
 	testenv.Privileged(t)
-	c, err := loadNapiCollector(cfg, discardLogger())
+	c, err := loadNapiCollector(cfg, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "loading the napi collector")
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
@@ -327,24 +328,6 @@ func TestNapiThreadedContext(t *testing.T) {
 	t.Logf("threaded NAPI delivered %d of %d frames: %v", delivered, n, summary(byCtx))
 }
 
-// gatherErr is gather for a collector whose Update may fail: it returns the
-// metrics emitted and the error.
-func gatherErr(t testing.TB, c Collector) (map[string]*dto.MetricFamily, error) {
-	t.Helper()
-	r := &recorder{c: c}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(r)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]*dto.MetricFamily{}
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out, r.err
-}
-
 // TestNapiMissingTracepoint points the raise program at a tracepoint no
 // kernel has: the collector still loads, the poll histogram and the other
 // softirq counters keep working, only raises disappear, and each scrape
@@ -358,7 +341,7 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	}
 	spec.Programs[bpf.NapiProgSoftirqRaise].AttachTo = "xdp_exporter_no_such_tracepoint"
 	const missing = "irq:xdp_exporter_no_such_tracepoint"
-	c, err := newNapiCollector(NapiConfig{Softirq: true}, discardLogger(), spec)
+	c, err := newNapiCollector(NapiConfig{Softirq: true}, slog.New(slog.DiscardHandler), spec)
 	if err != nil {
 		t.Fatalf("one missing tracepoint failed the whole collector: %v", err)
 	}
@@ -392,7 +375,7 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	// Through the scrape machinery (whose Describe is unchecked, so not a
 	// pedantic registry): success 1, unsupported 1, metrics kept.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewSet(map[string]Collector{"napi": c}, discardLogger()).Scrape(context.Background()))
+	reg.MustRegister(NewSet(map[string]Collector{"napi": c}, slog.New(slog.DiscardHandler)).Scrape(context.Background()))
 	scraped, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +396,7 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	for _, p := range spec.Programs {
 		p.AttachTo = "xdp_exporter_no_such_tracepoint"
 	}
-	if c, err := newNapiCollector(NapiConfig{Softirq: true}, discardLogger(), spec); !errors.Is(err, ErrUnsupported) {
+	if c, err := newNapiCollector(NapiConfig{Softirq: true}, slog.New(slog.DiscardHandler), spec); !errors.Is(err, ErrUnsupported) {
 		if c != nil {
 			c.Close()
 		}
@@ -422,7 +405,7 @@ func TestNapiMissingTracepoint(t *testing.T) {
 }
 
 func TestNapiConfig(t *testing.T) {
-	if _, err := newNapiCollector(NapiConfig{SoftirqVectors: []string{"NET_RX", "BOGUS"}}, discardLogger(), nil); err == nil {
+	if _, err := newNapiCollector(NapiConfig{SoftirqVectors: []string{"NET_RX", "BOGUS"}}, slog.New(slog.DiscardHandler), nil); err == nil {
 		t.Fatal("unknown softirq vector accepted")
 	}
 }

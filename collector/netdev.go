@@ -103,8 +103,6 @@ type netdevCollector struct {
 	cfg    NetdevConfig
 	logger *slog.Logger
 	src    netdevSource
-	// links is scrapeLinks; tests replace it with a fixed table.
-	links func(context.Context) (*Links, error)
 
 	mu sync.Mutex
 	// unsupported holds commands the kernel refused with EOPNOTSUPP (an
@@ -131,15 +129,15 @@ func dialNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*netdevCollecto
 		}
 		return nil, fmt.Errorf("resolving generic netlink family %q: %w", netdevFamilyName, err)
 	}
-	return newNetdevCollector(cfg, logger, &genlSource{family: fam.ID}, scrapeLinks), nil
+	return newNetdevCollector(cfg, logger, &genlSource{family: fam.ID}), nil
 }
 
-func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource, links func(context.Context) (*Links, error)) *netdevCollector {
+func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource) *netdevCollector {
 	if cfg.ProcFS == "" {
 		cfg.ProcFS = "/proc"
 	}
 	return &netdevCollector{cfg: cfg,
-		logger: logger, src: src, links: links, unsupported: map[uint8]bool{}}
+		logger: logger, src: src, unsupported: map[uint8]bool{}}
 }
 
 // Close releases the source (sockets live only for one dump).
@@ -195,7 +193,7 @@ func (c *netdevCollector) device(links *Links, ifindex uint32) (string, bool) {
 // Update runs one dump per supported command. A failing command does not
 // stop the others; its error is returned after everything else was sent.
 func (c *netdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	links, err := c.links(ctx)
+	links, err := scrapeLinks(ctx)
 	if links == nil {
 		return err
 	}

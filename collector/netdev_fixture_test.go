@@ -2,10 +2,10 @@ package collector
 
 import (
 	"bufio"
-	"context"
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,13 +43,13 @@ const fixtureFamilyID = 0x14
 // fixtureNames is the interface table of the capture VM.
 var fixtureNames = map[uint32]string{1: "lo", 4: "eth0"}
 
-// fixtureLinks answers scrapeLinks with the capture VM's table.
-func fixtureLinks(context.Context) (*Links, error) {
+// fixtureLinks is the capture VM's interface table.
+func fixtureLinks() *Links {
 	var list []Link
 	for i, n := range fixtureNames {
 		list = append(list, Link{Index: i, Name: n})
 	}
-	return newLinks(list), nil
+	return newLinks(list)
 }
 
 // fixtureRequests names the fixture file that answers each request.
@@ -308,7 +308,7 @@ func TestNetdevFixtures(t *testing.T) {
 // captureLive records the replies of this kernel, kept to lo and eth0 so
 // that the lab devices of concurrent tests do not end up in the files.
 func captureLive(t *testing.T, dir string) {
-	c, err := dialNetdevCollector(NetdevConfig{}, discardLogger())
+	c, err := dialNetdevCollector(NetdevConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"log/slog"
 	"path/filepath"
 	"testing"
 
@@ -73,8 +74,8 @@ func FuzzNetdevDecode(f *testing.F) {
 		stats, err := decodePagePoolStats(msgs)
 		check("page-pool-stats-get", len(stats), err)
 
-		c := newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcFS: procFS}, discardLogger(),
-			fuzzNetdevSource{msgs}, fixtureLinks)
+		c := onLinks{newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcFS: procFS}, slog.New(slog.DiscardHandler),
+			fuzzNetdevSource{msgs}), fixtureLinks()}
 		ms, _ := collect(c)
 		writeAll(t, ms)
 	})
@@ -114,7 +115,7 @@ func FuzzXDPDiag(f *testing.F) {
 				want += len(xskStatNames) + len(s.rings)
 			}
 		}
-		c := &xskCollector{logger: discardLogger(), src: replayXSK{msgs}, links: fixtureLinks}
+		c := onLinks{&xskCollector{logger: slog.New(slog.DiscardHandler), src: replayXSK{msgs}}, fixtureLinks()}
 		ms, err := collect(c)
 		if err != nil {
 			t.Fatalf("update: %v", err)

@@ -144,18 +144,25 @@ func adUint(ad *netlink.AttributeDecoder) uint64 {
 // first malformed one.
 func decodeEach(msgs []genetlink.Message, what string, fn func(ad *netlink.AttributeDecoder) error) error {
 	for i, m := range msgs {
-		ad, err := netlink.NewAttributeDecoder(m.Data)
-		if err != nil {
-			return fmt.Errorf("%s message %d: %w", what, i, err)
-		}
-		if err := fn(ad); err != nil {
-			return fmt.Errorf("%s message %d: %w", what, i, err)
-		}
-		if err := ad.Err(); err != nil {
+		if err := decodeAttrs(m.Data, fn); err != nil {
 			return fmt.Errorf("%s message %d: %w", what, i, err)
 		}
 	}
 	return nil
+}
+
+// decodeAttrs walks the netlink attributes in b with fn, and fails with
+// the first error fn or the decoder met: every reply of every family the
+// collectors read (rtnetlink, generic netlink, sock_diag) ends in them.
+func decodeAttrs(b []byte, fn func(ad *netlink.AttributeDecoder) error) error {
+	ad, err := netlink.NewAttributeDecoder(b)
+	if err != nil {
+		return err
+	}
+	if err := fn(ad); err != nil {
+		return err
+	}
+	return ad.Err()
 }
 
 // netdevQstats is one qstats-get reply, per queue or (perQueue false) per

@@ -18,14 +18,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 func newLiveNetdev(t testing.TB, cfg NetdevConfig) *netdevCollector {
 	t.Helper()
-	c, err := dialNetdevCollector(cfg, discardLogger())
+	c, err := dialNetdevCollector(cfg, slog.New(slog.DiscardHandler))
 	checkNetdev(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -100,7 +99,7 @@ func TestNetdevQstatsEth0(t *testing.T) {
 // instances must appear with the program and vanish with it.
 func TestNetdevVeth(t *testing.T) {
 	const queues = 2
-	pair := labtest.Pair(t, queues)
+	pair := vethtest.Pair(t, queues)
 	dev := pair.Host.Name
 	c := newLiveNetdev(t, NetdevConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("^"+dev+"$"), nil)}, PerQueueStats: true})
 
@@ -124,18 +123,8 @@ func TestNetdevVeth(t *testing.T) {
 	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
 	testenv.Check(t, err, "attaching XDP to veth")
 
-	g, err := trafficgen.New()
-	testenv.Check(t, err, "loading the generator")
-	defer g.Close()
 	const n = 20_000
-	sent, err := g.Run(context.Background(), trafficgen.Config{
-		NS: pair.NS, Ifindex: pair.Peer.Index,
-		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
-		Count: n, CPUs: []int{0, 1},
-	})
-	if err != nil || sent != n {
-		t.Fatalf("generator sent %d of %d: %v", sent, n, err)
-	}
+	vethtest.SendExactly(t, pair, n)
 
 	mfs = gather(t, c)
 	napiIDs := map[string]bool{}
@@ -165,7 +154,7 @@ func TestNetdevVeth(t *testing.T) {
 	// veth has no netdev_stat_ops on this kernel; where it has, qstats must
 	// count exactly what veth's own ethtool counters saw.
 	if _, ok := mfs["xdp_netdev_qstats_rx_packets_total"]; ok {
-		st := labtest.EthtoolS(t, "", dev)
+		st := vethtest.EthtoolS(t, "", dev)
 		for q := range queues {
 			want := float64(st["rx_queue_"+strconv.Itoa(q)+"_xdp_packets"])
 			if v := value(t, mfs, "xdp_netdev_queue_rx_packets_total", "device", dev, "queue", strconv.Itoa(q)); v != want {
@@ -212,12 +201,11 @@ func TestNetdevLiveUnsupported(t *testing.T) {
 
 // replayCollector builds the collector on the fixtures; override swaps a
 // request's file (or, with "", makes the command unsupported).
-func replayCollector(t testing.TB, cfg NetdevConfig, override map[string]string) (*netdevCollector, *replaySource, *bytes.Buffer) {
+func replayCollector(t testing.TB, cfg NetdevConfig, override map[string]string) (Collector, *replaySource, *bytes.Buffer) {
 	src := &replaySource{dir: filepath.Join("testdata", "netdev"), override: override}
 	var log bytes.Buffer
-	c := newNetdevCollector(cfg, slog.New(slog.NewTextHandler(&log, nil)), src,
-		fixtureLinks)
-	return c, src, &log
+	c := newNetdevCollector(cfg, slog.New(slog.NewTextHandler(&log, nil)), src)
+	return onLinks{c, fixtureLinks()}, src, &log
 }
 
 // TestNetdevReplayCaptured decodes the replies captured from this VM's kernel.

@@ -77,7 +77,6 @@ type PCIeConfig struct {
 type pcieCollector struct {
 	cfg    PCIeConfig
 	logger *slog.Logger
-	links  func(context.Context) (*Links, error)
 	// netdev is the netdev generic netlink family, for queue -> NAPI ->
 	// IRQ; nil where the kernel has none.
 	netdev netdevSource
@@ -93,7 +92,7 @@ func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	if _, err := os.Stat(filepath.Join(cfg.SysFS, "bus", "pci")); err != nil {
 		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
 	}
-	c := &pcieCollector{cfg: cfg, logger: logger, links: scrapeLinks}
+	c := &pcieCollector{cfg: cfg, logger: logger}
 	conn, err := genetlink.Dial(nil)
 	if err != nil {
 		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
@@ -109,7 +108,7 @@ func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 func (c *pcieCollector) Close() error { return nil }
 
 func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	links, err := c.links(ctx)
+	links, err := scrapeLinks(ctx)
 	if links == nil {
 		return err
 	}

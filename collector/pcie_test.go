@@ -1,7 +1,7 @@
 package collector
 
 import (
-	"context"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -126,16 +126,13 @@ func symlinkTree(t testing.TB, target, name string) {
 
 func newFixturePCIe(t testing.TB, cfg PCIeConfig) Collector {
 	t.Helper()
-	c, err := NewPCIeCollector(cfg, discardLogger())
+	c, err := NewPCIeCollector(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pc := c.(*pcieCollector)
 	pc.netdev = nil // the fixture's queues are named by their IRQs
-	pc.links = func(context.Context) (*Links, error) {
-		return newLinks([]Link{{Index: 2, Name: "eth1"}, {Index: 4, Name: "mlx5p0"}, {Index: 5, Name: "veth0"}, {Index: 6, Name: "usb0"}}), nil
-	}
-	return c
+	return onLinks{c, newLinks([]Link{{Index: 2, Name: "eth1"}, {Index: 4, Name: "mlx5p0"}, {Index: 5, Name: "veth0"}, {Index: 6, Name: "usb0"}})}
 }
 
 // TestPCIeFixture reads the two-socket fixture: the NIC's path with each
@@ -231,7 +228,7 @@ func TestPCIeFixture(t *testing.T) {
 // TestPCIeNoPCIBus: a sysfs without /sys/bus/pci (a container, a board
 // without PCI) makes the collector unsupported, not failed.
 func TestPCIeNoPCIBus(t *testing.T) {
-	_, err := NewPCIeCollector(PCIeConfig{SysFS: t.TempDir()}, discardLogger())
+	_, err := NewPCIeCollector(PCIeConfig{SysFS: t.TempDir()}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), ErrUnsupported.Error()) {
 		t.Fatalf("want unsupported, got %v", err)
 	}
@@ -250,7 +247,7 @@ func TestPCIeRealSysfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer et.Close()
-	c, err := NewPCIeCollector(PCIeConfig{}, discardLogger())
+	c, err := NewPCIeCollector(PCIeConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

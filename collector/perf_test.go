@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -208,7 +209,7 @@ func onCPU(t testing.TB, cpu int, fn func()) {
 // software counters of that CPU grew by at least as much.
 func TestPerfSoftwareLive(t *testing.T) {
 	testenv.Privileged(t)
-	c, err := newPerfCollector(PerfConfig{Software: true}, discardLogger())
+	c, err := newPerfCollector(PerfConfig{Software: true}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "opening software perf events")
 	defer c.Close()
 
@@ -268,7 +269,7 @@ func TestPerfHardware(t *testing.T) {
 	testenv.Check(t, err, "opening perf events")
 	defer c.Close()
 
-	set := NewSet(map[string]Collector{"perf": c}, discardLogger())
+	set := NewSet(map[string]Collector{"perf": c}, slog.New(slog.DiscardHandler))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(set.Scrape(context.Background()))
 	list, err := reg.Gather()
@@ -305,7 +306,7 @@ func TestPerfHardware(t *testing.T) {
 			t.Errorf("%s exported without hardware counters", f)
 		}
 	}
-	if _, err := newPerfCollector(PerfConfig{Hardware: true}, discardLogger()); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := newPerfCollector(PerfConfig{Hardware: true}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("hardware-only on a host without a PMU: err = %v, want a not-supported error", err)
 	}
 }
@@ -315,7 +316,7 @@ func TestPerfHardware(t *testing.T) {
 func TestPerfCloseFDs(t *testing.T) {
 	testenv.Privileged(t)
 	before := openFDs(t)
-	c, err := newPerfCollector(PerfConfig{Software: true, Hardware: true}, discardLogger())
+	c, err := newPerfCollector(PerfConfig{Software: true, Hardware: true}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "opening perf events")
 	open := openFDs(t)
 	events := 0
@@ -347,7 +348,7 @@ const perfChildEnv = "XDP_EXPORTER_PERF_EACCES_CHILD"
 // what is missing.
 func TestPerfPermissionDenied(t *testing.T) {
 	if os.Getenv(perfChildEnv) == "1" {
-		_, err := newPerfCollector(PerfConfig{Software: true}, discardLogger())
+		_, err := newPerfCollector(PerfConfig{Software: true}, slog.New(slog.DiscardHandler))
 		os.Stdout.WriteString("child error: " + strings.ReplaceAll(errString(err), "\n", " | ") + "\n")
 		return
 	}

@@ -11,23 +11,35 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/caps"
 )
 
+// bpfNeeds is what the kernel checks for a bpf(2) command.
+type bpfNeeds int
+
+const (
+	// needsBPF: CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN (loading and
+	// attaching tracing and XDP programs, creating their maps).
+	needsBPF bpfNeeds = iota
+	// needsAdmin: CAP_SYS_ADMIN, which CAP_BPF does not replace (walking
+	// every program or link by id, BPF_ENABLE_STATS).
+	needsAdmin
+)
+
 // bpfDenied explains a bpf(2) call the kernel refused with EPERM or
 // EACCES. The kernel says only "not permitted"; the cause can be a missing
 // capability, RLIMIT_MEMLOCK (kernels before 5.11 charge BPF maps and
 // programs to it), kernel lockdown, or unprivileged BPF being disabled, so
 // the error names each that holds on this host instead of guessing
 // capabilities. Other errors pass unchanged.
-func bpfDenied(collector string, err error) error {
+func bpfDenied(collector string, needs bpfNeeds, err error) error {
 	if !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EACCES) {
 		return err
 	}
 	var causes []string
 	st, capErr := caps.Current()
-	var haveBPF, havePerfmon bool
+	var haveBPF bool
 	if capErr == nil {
 		admin := st.Effective.Has(unix.CAP_SYS_ADMIN)
 		haveBPF = admin || st.Effective.Has(unix.CAP_BPF)
-		havePerfmon = admin || st.Effective.Has(unix.CAP_PERFMON)
+		havePerfmon := admin || st.Effective.Has(unix.CAP_PERFMON)
 		var missing []string
 		if !haveBPF {
 			missing = append(missing, "CAP_BPF")
@@ -35,7 +47,10 @@ func bpfDenied(collector string, err error) error {
 		if !havePerfmon {
 			missing = append(missing, "CAP_PERFMON")
 		}
-		if len(missing) > 0 {
+		switch {
+		case needs == needsAdmin && !admin:
+			causes = append(causes, "missing CAP_SYS_ADMIN (CAP_BPF is not enough for this command)")
+		case needs == needsBPF && len(missing) > 0:
 			causes = append(causes, "missing "+strings.Join(missing, " and ")+" (or CAP_SYS_ADMIN)")
 		}
 	}

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -17,9 +18,9 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // reapLab is the xdp and napi collectors behind one Set.
@@ -32,11 +33,11 @@ type reapLab struct {
 
 func newReapLab(t *testing.T) *reapLab {
 	testenv.Privileged(t)
-	xd, err := NewXDPCollector(XDPConfig{}, discardLogger())
+	xd, err := NewXDPCollector(XDPConfig{}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "xdp collector")
-	np, err := loadNapiCollector(NapiConfig{}, discardLogger())
+	np, err := loadNapiCollector(NapiConfig{}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "napi collector")
-	l := &reapLab{t: t, set: NewSet(map[string]Collector{"xdp": xd, "napi": np}, discardLogger()), xdp: xd.(*xdpCollector), napi: np}
+	l := &reapLab{t: t, set: NewSet(map[string]Collector{"xdp": xd, "napi": np}, slog.New(slog.DiscardHandler)), xdp: xd.(*xdpCollector), napi: np}
 	t.Cleanup(func() { l.set.Close() })
 	return l
 }
@@ -159,7 +160,7 @@ func vethPair(host, peer string) (h, p *net.Interface, del func(), err error) {
 	for i, name := range []string{host, peer} {
 		l, err := netlink.LinkByName(name)
 		if err == nil {
-			err = netlab.DisableIPv6(name)
+			err = vethns.DisableIPv6(name)
 		}
 		if err == nil {
 			err = netlink.LinkSetUp(l)
@@ -184,7 +185,7 @@ func vethPair(host, peer string) (h, p *net.Interface, del func(), err error) {
 func TestReapChurn(t *testing.T) {
 	const cycles, workers, bound = 2000, 8, 100
 	l := newReapLab(t)
-	id := netlab.UniqueID()[:5]
+	id := vethns.UniqueID()[:5]
 
 	// A reload as load balancers do it: a new program swapped into the
 	// device's bpf_link (BPF_LINK_UPDATE), the old one released.

@@ -216,7 +216,7 @@ func attachRxq(dev Link, cfg RxqConfig, action bpf.XDPAction, flags link.XDPAtta
 	if d.objs, err = bpf.LoadRxqConfigured(bpf.RxqConfig{
 		Action: action, Read: cfg.Read, CheckIfindex: cfg.CheckIfindex, Ifindex: int(dev.Index), Queues: queues,
 	}); err != nil {
-		return d, fmt.Errorf("rxq: device %s: %w", name, bpfDenied("rxq", err))
+		return d, fmt.Errorf("rxq: device %s: %w", name, bpfDenied("rxq", needsBPF, err))
 	}
 	if target != nil {
 		if err := d.objs.Redirect.Put(uint32(0), target.Index); err != nil {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"testing"
 	"time"
@@ -9,9 +10,9 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // BenchmarkRxqLiveFrames sends real frames at the generator's full rate
@@ -22,7 +23,7 @@ import (
 // (an even count: the order alternates).
 func BenchmarkRxqLiveFrames(b *testing.B) {
 	const frames = 2_000_000
-	pair := labtest.Pair(b, 2)
+	pair := vethtest.Pair(b, 2)
 	g, err := trafficgen.New()
 	testenv.Check(b, err, "loading the traffic generator")
 	defer g.Close()
@@ -62,7 +63,7 @@ func BenchmarkRxqLiveFrames(b *testing.B) {
 		base, baseCPU = append(base, pps), append(baseCPU, ns)
 	}
 	runRxq := func() {
-		c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop"}, discardLogger())
+		c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop"}, slog.New(slog.DiscardHandler))
 		testenv.Check(b, err, "starting the rxq collector")
 		defer c.Close()
 		pps, ns := rate()

@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,10 +18,10 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 func TestRxqConfigErrors(t *testing.T) {
@@ -39,7 +40,7 @@ func TestRxqConfigErrors(t *testing.T) {
 		{"missing target", RxqConfig{Devices: []string{"lo"}, Action: "redirect", RedirectDevice: "nosuchdev0"}, "redirect device nosuchdev0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewRxqCollector(tc.cfg, discardLogger())
+			c, err := NewRxqCollector(tc.cfg, slog.New(slog.DiscardHandler))
 			if err == nil {
 				c.Close()
 				t.Fatalf("no error, want one saying %q", tc.want)
@@ -66,7 +67,7 @@ func xdpDrop(t testing.TB) *ebpf.Program {
 // dropOnPeer attaches a bare XDP_DROP to the pair's generator end, inside
 // its namespace: veth delivers XDP frames (XDP_TX back, or a redirect) to a
 // peer only when the peer runs XDP, and the peer's counters then count them.
-func dropOnPeer(t testing.TB, pair *netlab.Pair) {
+func dropOnPeer(t testing.TB, pair *vethns.Pair) {
 	t.Helper()
 	prog := xdpDrop(t)
 	var l link.Link
@@ -80,13 +81,13 @@ func dropOnPeer(t testing.TB, pair *netlab.Pair) {
 
 // vethStats sums veth's per-queue ethtool counters rx_queue_N_<stat> of dev
 // (inside pair's namespace when inNS), per queue.
-func vethStats(t testing.TB, pair *netlab.Pair, dev string, inNS bool, stat string, queues int) []uint64 {
+func vethStats(t testing.TB, pair *vethns.Pair, dev string, inNS bool, stat string, queues int) []uint64 {
 	t.Helper()
 	netns := ""
 	if inNS {
 		netns = pair.Namespace
 	}
-	stats := labtest.EthtoolS(t, netns, dev)
+	stats := vethtest.EthtoolS(t, netns, dev)
 	out := make([]uint64, queues)
 	for q := range out {
 		name := fmt.Sprintf("rx_queue_%d_%s", q, stat)
@@ -141,20 +142,20 @@ func TestRxqActions(t *testing.T) {
 		{"redirect", false, false, "xdp_redirect"},
 	} {
 		t.Run(fmt.Sprintf("%s/read=%v/check-ifindex=%v", tc.action, tc.read, tc.check), func(t *testing.T) {
-			pair := labtest.Pair(t, 2)
+			pair := vethtest.Pair(t, 2)
 			cfg := RxqConfig{Devices: []string{pair.Host.Name}, Action: tc.action, Read: tc.read, CheckIfindex: tc.check}
-			var target *netlab.Pair
+			var target *vethns.Pair
 			switch tc.action {
 			case "tx":
 				dropOnPeer(t, pair)
 			case "redirect":
 				// Two queues, so each sending CPU has its own ring on
 				// the target's far end (veth picks it by CPU).
-				target = labtest.Pair(t, 2)
+				target = vethtest.Pair(t, 2)
 				dropOnPeer(t, target)
 				cfg.RedirectDevice = target.Host.Name
 			}
-			c, err := NewRxqCollector(cfg, discardLogger())
+			c, err := NewRxqCollector(cfg, slog.New(slog.DiscardHandler))
 			testenv.Check(t, err, "starting the rxq collector")
 			closed := false
 			defer func() {
@@ -163,11 +164,11 @@ func TestRxqActions(t *testing.T) {
 				}
 			}()
 
-			labtest.SendExactly(t, pair, n)
+			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 
 			info := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name, "action", tc.action,
-				"mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(labtest.AttachedXDP(t, pair.Host.Name)))
+				"mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(vethtest.AttachedXDP(t, pair.Host.Name)))
 			if info != 1 {
 				t.Errorf("xdp_rxq_info = %v, want 1", info)
 			}
@@ -242,7 +243,7 @@ func TestRxqActions(t *testing.T) {
 				t.Errorf("Close: %v", err)
 			}
 			closed = true
-			if id := labtest.AttachedXDP(t, pair.Host.Name); id != 0 {
+			if id := vethtest.AttachedXDP(t, pair.Host.Name); id != 0 {
 				t.Errorf("XDP program id %d still on %s after Close", id, pair.Host.Name)
 			}
 		})
@@ -254,11 +255,11 @@ func TestRxqActions(t *testing.T) {
 // xdp_rxq_info's issue-pps, and the verdict still applies to them.
 func TestRxqQueueIssue(t *testing.T) {
 	const n = 100_000
-	pair := labtest.Pair(t, 2)
-	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop", Queues: 1}, discardLogger())
+	pair := vethtest.Pair(t, 2)
+	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop", Queues: 1}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "starting the rxq collector")
 	defer c.Close()
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_rxq_packets_total", "device", pair.Host.Name, "queue", "0"); v != n/2 {
 		t.Errorf("queue 0 counted %v, want %d", v, n/2)
@@ -279,7 +280,7 @@ func TestRxqQueueIssue(t *testing.T) {
 func TestRxqForeignProgram(t *testing.T) {
 	for _, how := range []string{"netlink", "bpf_link"} {
 		t.Run(how, func(t *testing.T) {
-			pair := labtest.Pair(t, 2)
+			pair := vethtest.Pair(t, 2)
 			foreign := xdpDrop(t)
 			switch how {
 			case "netlink":
@@ -294,32 +295,32 @@ func TestRxqForeignProgram(t *testing.T) {
 				testenv.Check(t, err, "attaching XDP through bpf_link")
 				t.Cleanup(func() { l.Close() })
 			}
-			id := labtest.AttachedXDP(t, pair.Host.Name)
+			id := vethtest.AttachedXDP(t, pair.Host.Name)
 			if id == 0 {
 				t.Fatal("foreign program not attached")
 			}
 
 			cfg := RxqConfig{Devices: []string{pair.Host.Name}}
-			_, err := NewRxqCollector(cfg, discardLogger())
+			_, err := NewRxqCollector(cfg, slog.New(slog.DiscardHandler))
 			want := fmt.Sprintf("device %s already has XDP program id %d attached (native mode); refusing to replace it without --collector.rxq.force", pair.Host.Name, id)
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %v, want one saying %q", err, want)
 			}
-			if now := labtest.AttachedXDP(t, pair.Host.Name); now != id {
+			if now := vethtest.AttachedXDP(t, pair.Host.Name); now != id {
 				t.Fatalf("refusing changed the device's program from %d to %d", id, now)
 			}
 
 			cfg.Force = true
-			c, err := NewRxqCollector(cfg, discardLogger())
+			c, err := NewRxqCollector(cfg, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatalf("with force: %v", err)
 			}
 			defer c.Close()
 			const n = 10_000
-			labtest.SendExactly(t, pair, n)
+			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			ours := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name)
-			if ours != 1 || labtest.AttachedXDP(t, pair.Host.Name) == id {
+			if ours != 1 || vethtest.AttachedXDP(t, pair.Host.Name) == id {
 				t.Errorf("device still runs the foreign program %d", id)
 			}
 			var total float64
@@ -341,7 +342,7 @@ func TestRxqForeignProgram(t *testing.T) {
 // exact, the queue split is the kernel's.
 func TestRxqGeneric(t *testing.T) {
 	const n = 100_000
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	e, err := ethtool.NewEthtool()
 	if err != nil {
 		t.Fatal(err)
@@ -349,7 +350,7 @@ func TestRxqGeneric(t *testing.T) {
 	defer e.Close()
 	testenv.Check(t, e.Change(pair.Host.Name, map[string]bool{"rx-gro": true}), "enabling GRO on veth")
 
-	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop", Mode: "generic"}, discardLogger())
+	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop", Mode: "generic"}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "attaching rxq in generic mode")
 	defer c.Close()
 	l, err := netlink.LinkByName(pair.Host.Name)
@@ -359,7 +360,7 @@ func TestRxqGeneric(t *testing.T) {
 	if x := l.Attrs().Xdp; x == nil || x.AttachMode != nl.XDP_ATTACHED_SKB {
 		t.Fatalf("device XDP state %+v, want attached in generic (skb) mode", x)
 	}
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
 	if v := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name, "mode", "generic"); v != 1 {
 		t.Errorf("xdp_rxq_info{mode=generic} = %v", v)
@@ -379,8 +380,8 @@ func TestRxqGeneric(t *testing.T) {
 // refused by the kernel and counting goes on; a detach of our link (what
 // `bpftool link detach` does) is reported on every scrape after it.
 func TestRxqForeignAfterStart(t *testing.T) {
-	pair := labtest.Pair(t, 2)
-	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop"}, discardLogger())
+	pair := vethtest.Pair(t, 2)
+	c, err := NewRxqCollector(RxqConfig{Devices: []string{pair.Host.Name}, Action: "drop"}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "starting the rxq collector")
 	defer c.Close()
 
@@ -392,7 +393,7 @@ func TestRxqForeignAfterStart(t *testing.T) {
 		t.Fatal("the kernel let a netlink attach replace the rxq program's bpf_link")
 	}
 	const n = 10_000
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 	if err := c.Update(context.Background(), make(chan prometheus.Metric, 1024)); err != nil {
 		t.Fatalf("update after a refused foreign attach: %v", err)
 	}

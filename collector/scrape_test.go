@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"runtime"
 	"strconv"
@@ -87,7 +88,7 @@ func TestScrapeHungCollector(t *testing.T) {
 	set := NewSet(map[string]Collector{
 		"hung": fake{name: "hung", block: hang},
 		"ok":   fake{name: "ok"},
-	}, discardLogger())
+	}, slog.New(slog.DiscardHandler))
 	// Several rounds: "hung" sorts first, so the scrape reaches "ok" after
 	// the deadline, when both its result and ctx.Done are ready; a select
 	// that picks either at random would fail some rounds.
@@ -114,7 +115,7 @@ func TestScrapeHungCollector(t *testing.T) {
 // cannot write into the finished scrape, and the next scrape works.
 func TestScrapeLateCollector(t *testing.T) {
 	release := make(chan struct{})
-	set := NewSet(map[string]Collector{"slow": fake{name: "slow", block: release}}, discardLogger())
+	set := NewSet(map[string]Collector{"slow": fake{name: "slow", block: release}}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	mfs := gatherSet(t, ctx, set)
@@ -151,7 +152,7 @@ func TestScrapeBlockedCollectorBounded(t *testing.T) {
 	set := NewSet(map[string]Collector{
 		"blocked": counting{fake: fake{name: "blocked", block: block}, calls: &calls},
 		"ok":      fake{name: "ok"},
-	}, discardLogger())
+	}, slog.New(slog.DiscardHandler))
 	scrape := func() map[string]*dto.MetricFamily {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond) // long enough for the ok collector on a loaded machine
 		defer cancel()
@@ -218,7 +219,7 @@ func TestScrapePanickingCollector(t *testing.T) {
 		"boom":  fake{name: "boom", panics: true},
 		"fails": fake{name: "fails", err: errors.New("EIO")},
 		"ok":    fake{name: "ok"},
-	}, discardLogger())
+	}, slog.New(slog.DiscardHandler))
 	for i := 0; i < 2; i++ { // the process survives and the next scrape is the same
 		mfs := gatherSet(t, context.Background(), set)
 		for name, want := range map[string]float64{"boom": 0, "fails": 0, "ok": 1} {
@@ -255,7 +256,7 @@ func (sendsThenBlocks) Close() error { return nil }
 // same Update later gets everything it sent from the start.
 func TestScrapeStreamsPartial(t *testing.T) {
 	release := make(chan struct{})
-	set := NewSet(map[string]Collector{"stuck": sendsThenBlocks{release: release}}, discardLogger())
+	set := NewSet(map[string]Collector{"stuck": sendsThenBlocks{release: release}}, slog.New(slog.DiscardHandler))
 	for range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		mfs := gatherSet(t, ctx, set)

@@ -3,12 +3,12 @@ package collector
 import (
 	"bytes"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -28,14 +28,11 @@ func TestTopFixture(t *testing.T) {
 	for _, d := range []string{"mlx5p0", "mlx5p1"} {
 		devs[d] = bigFixture("mlx5_core", 64, 37, 132)
 	}
-	reg := prometheus.NewPedanticRegistry()
 	ethtool := newEthtoolCollector(EthtoolConfig{
 		MetricsInclude: regexp.MustCompile(DefaultEthtoolMetricsInclude),
 		SumQueues:      regexp.MustCompile(DefaultEthtoolSumQueues),
-	}, newFixtureSource(devs), discardLogger())
-	reg.MustRegister(single{ethtool},
-		single{newCPUForTest(t, CPUConfig{ProcFS: "testdata/proc/128cpu"})})
-	mfs, err := reg.Gather()
+	}, newFixtureSource(devs), slog.New(slog.DiscardHandler))
+	mfs, err := pedantic(t, ethtool, newCPUForTest(t, CPUConfig{ProcFS: "testdata/proc/128cpu"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func loadTracepoints(collector string, logger *slog.Logger, spec *ebpf.Collectio
 	for name, ms := range spec.Maps {
 		m, err := ebpf.NewMap(ms)
 		if err != nil {
-			return nil, bpfDenied(collector, fmt.Errorf("creating map %s: %w", name, err))
+			return nil, bpfDenied(collector, needsBPF, fmt.Errorf("creating map %s: %w", name, err))
 		}
 		s.maps[name] = m
 	}
@@ -100,7 +100,7 @@ func loadTracepoints(collector string, logger *slog.Logger, spec *ebpf.Collectio
 		}
 		if err := s.attach(spec, ps, name, cache); err != nil {
 			if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-				return nil, bpfDenied(collector, err)
+				return nil, bpfDenied(collector, needsBPF, err)
 			}
 			logger.Warn("tracepoint program failed to load or attach; its counters are disabled", "tracepoint", name, "err", err)
 			s.attached[name] = false

@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -16,9 +17,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // xdpAttach loads an XDP program made of insns and attaches it to ifindex in
@@ -75,7 +76,7 @@ func xdpDevmapTo(t testing.TB, ifindex int) *ebpf.Map {
 func newTestXDP(t testing.TB, cfg XDPConfig) Collector {
 	t.Helper()
 	testenv.Privileged(t)
-	c, err := NewXDPCollector(cfg, discardLogger())
+	c, err := NewXDPCollector(cfg, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "starting the xdp collector")
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
@@ -102,10 +103,10 @@ func xdpProgID(t testing.TB, p *ebpf.Program) string {
 // exception per frame, labelled with the device, the program and ABORTED.
 func TestXDPExceptions(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	prog := xdpAttach(t, pair.Host.Index, xdpReturn(0)) // XDP_ABORTED
 	const n = 100_000
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 
 	mfs := gather(t, c)
 	got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", xdpProgID(t, prog), "action", "ABORTED")
@@ -127,7 +128,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
 	const n = 10_000
 
-	down := labtest.Pair(t, 1)
+	down := vethtest.Pair(t, 1)
 	if err := down.Do(func() error { xdpAttach(t, down.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 	if err := netlink.LinkSetDown(l); err != nil {
 		t.Fatal(err)
 	}
-	noXmit := labtest.Pair(t, 1) // no XDP program on its peer
+	noXmit := vethtest.Pair(t, 1) // no XDP program on its peer
 
 	for _, tc := range []struct {
 		name   string
@@ -156,14 +157,14 @@ func TestXDPRedirectErrors(t *testing.T) {
 			"xdp_exceptions_total", []string{"action", "ABORTED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pair := labtest.Pair(t, 2)
+			pair := vethtest.Pair(t, 2)
 			if tc.name == "device without ndo_xdp_xmit" && testenv.KernelBefore(t, 6, 3) {
 				xdpAttach(t, pair.Host.Index, tc.insns(t))
 				noXmitBefore63(t, pair, noXmit, n)
 				return
 			}
 			prog := xdpAttach(t, pair.Host.Index, tc.insns(t))
-			labtest.SendExactly(t, pair, n)
+			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			labels := append([]string{"device", pair.Host.Name, "prog_id", xdpProgID(t, prog)}, tc.labels...)
 			if got := value(t, mfs, tc.family, labels...); got != n {
@@ -191,8 +192,8 @@ func xdpCount(mfs map[string]*dto.MetricFamily, name string, labels ...string) i
 // xdpRedirectLab makes the devmap redirect path: frames arrive on in.Host,
 // whose program redirects them through a devmap to out.Host; out.Peer has
 // an XDP_DROP program so veth accepts XDP frames for it.
-func xdpRedirectLab(t *testing.T) (in, out *netlab.Pair) {
-	in, out = labtest.Pair(t, 2), labtest.Pair(t, 2)
+func xdpRedirectLab(t *testing.T) (in, out *vethns.Pair) {
+	in, out = vethtest.Pair(t, 2), vethtest.Pair(t, 2)
 	if err := out.Do(func() error { xdpAttach(t, out.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestXDPDevmapXmit(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{Xmit: true})
 	in, out := xdpRedirectLab(t)
 	const n = 100_000
-	labtest.SendExactly(t, in, n)
+	vethtest.SendExactly(t, in, n)
 
 	mfs := gather(t, c)
 	labels := []string{"from_device", in.Host.Name, "to_device", out.Host.Name}
@@ -238,7 +239,7 @@ func TestXDPRedirectSuccess(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{RedirectSuccess: true})
 	in, _ := xdpRedirectLab(t)
 	const n = 50_000
-	labtest.SendExactly(t, in, n)
+	vethtest.SendExactly(t, in, n)
 	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_redirects_total", "device", in.Host.Name); got != n {
 		t.Fatalf("redirects = %v, want %d", got, n)
@@ -259,17 +260,17 @@ func TestXDPMissingTracepoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Programs[bpf.XdpmonProgXdpDevmapXmit].AttachTo = "xdp_no_such_tracepoint"
-	c, err := newXDPCollector(XDPConfig{Xmit: true}, discardLogger(), spec)
+	c, err := newXDPCollector(XDPConfig{Xmit: true}, slog.New(slog.DiscardHandler), spec)
 	testenv.Check(t, err, "starting the xdp collector with one missing tracepoint")
 	defer c.Close()
 
 	in, out := xdpRedirectLab(t)
 	const n = 10_000
-	labtest.SendExactly(t, in, n)
+	vethtest.SendExactly(t, in, n)
 	// Also exercise a tracepoint that is still attached.
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	xdpAttach(t, pair.Host.Index, xdpReturn(0))
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 
 	mfs, err := gatherErr(t, c)
 	if !errors.Is(err, ErrUnsupported) || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "xdp:xdp_no_such_tracepoint") {
@@ -302,7 +303,7 @@ func TestXDPProtoMismatch(t *testing.T) {
 	// is an int, not a struct bpf_prog *.
 	spec.Programs[bpf.XdpmonProgXdpException].AttachTo = "xdp_bulk_tx"
 	spec.Programs[bpf.XdpmonProgXdpBulkTx].AttachTo = "xdp_no_such_tracepoint"
-	c, err := newXDPCollector(XDPConfig{Xmit: true}, discardLogger(), spec)
+	c, err := newXDPCollector(XDPConfig{Xmit: true}, slog.New(slog.DiscardHandler), spec)
 	testenv.Check(t, err, "starting the xdp collector")
 	defer c.Close()
 	mfs, err := gatherErr(t, c)
@@ -323,10 +324,10 @@ func TestXDPProtoMismatch(t *testing.T) {
 // succeeds, and the frames are dropped at bulk transmit, where veth
 // refuses them with ENXIO. The default collector sees no redirect error;
 // with --collector.xdp.xmit it counts every frame as a devmap drop.
-func noXmitBefore63(t *testing.T, pair, noXmit *netlab.Pair, n uint64) {
+func noXmitBefore63(t *testing.T, pair, noXmit *vethns.Pair, n uint64) {
 	t.Helper()
 	c := newTestXDP(t, XDPConfig{Xmit: true})
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
 	if k := xdpCount(mfs, "xdp_redirect_errors_total", "device", pair.Host.Name); k != 0 {
 		t.Errorf("%d redirect error series for %s on a kernel that does not check the target, want 0", k, pair.Host.Name)
@@ -376,7 +377,7 @@ func TestXDPXmitOptIn(t *testing.T) {
 // the kthread on the entry's CPU.
 func TestXDPCpumap(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{Xmit: true})
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	cpumap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 2})
 	testenv.Check(t, err, "creating a cpumap")
 	defer cpumap.Close()
@@ -397,7 +398,7 @@ func TestXDPCpumap(t *testing.T) {
 		asm.Return(),
 	})
 	const n = 50_000
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 
 	// The kthread drains its queue asynchronously.
 	deadline := time.Now().Add(5 * time.Second)
@@ -436,17 +437,17 @@ func TestXDPMapFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.Maps[bpf.XdpmonMapExceptions].MaxEntries = 1
-	c, err := newXDPCollector(XDPConfig{}, discardLogger(), spec)
+	c, err := newXDPCollector(XDPConfig{}, slog.New(slog.DiscardHandler), spec)
 	testenv.Check(t, err, "starting the xdp collector")
 	defer c.Close()
 
-	first, second := labtest.Pair(t, 2), labtest.Pair(t, 2)
+	first, second := vethtest.Pair(t, 2), vethtest.Pair(t, 2)
 	xdpAttach(t, first.Host.Index, xdpReturn(0))
 	xdpAttach(t, second.Host.Index, xdpReturn(0))
 	const n = 10_000
-	labtest.SendExactly(t, first, n)
-	labtest.SendExactly(t, second, n)
-	labtest.SendExactly(t, first, n)
+	vethtest.SendExactly(t, first, n)
+	vethtest.SendExactly(t, second, n)
+	vethtest.SendExactly(t, first, n)
 
 	mfs := gather(t, c)
 	if got := value(t, mfs, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
@@ -475,14 +476,14 @@ func TestXDPBulkTx(t *testing.T) {
 		{"peer without XDP", false, 0, n},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pair := labtest.Pair(t, 2)
+			pair := vethtest.Pair(t, 2)
 			if tc.peerProg {
 				if err := pair.Do(func() error { xdpAttach(t, pair.Peer.Index, xdpReturn(1)); return nil }); err != nil {
 					t.Fatal(err)
 				}
 			}
 			xdpAttach(t, pair.Host.Index, xdpReturn(3)) // XDP_TX
-			labtest.SendExactly(t, pair, n)
+			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			sent := value(t, mfs, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
 			drops := value(t, mfs, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)

@@ -132,7 +132,6 @@ type xskCollector struct {
 	cfg    XSKConfig
 	logger *slog.Logger
 	src    xskSource
-	links  func(context.Context) (*Links, error) // scrapeLinks; tests replace it
 }
 
 // NewXSKCollector opens a sock_diag socket and runs one dump to find out
@@ -155,7 +154,7 @@ func newXSKCollector(cfg XSKConfig, logger *slog.Logger) (*xskCollector, error) 
 		}
 		return nil, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
 	}
-	return &xskCollector{cfg: cfg, logger: logger, src: src, links: scrapeLinks}, nil
+	return &xskCollector{cfg: cfg, logger: logger, src: src}, nil
 }
 
 // Close releases the netlink socket.
@@ -171,7 +170,7 @@ func (c *xskCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	if err != nil {
 		return err
 	}
-	links, err := c.links(ctx)
+	links, err := scrapeLinks(ctx)
 	if links == nil {
 		return err
 	}
@@ -211,48 +210,47 @@ func decodeXDPDiag(msgs []netlink.Message) ([]xskSocket, error) {
 			return out, fmt.Errorf("xdp_diag message %d: family %d, want AF_XDP", i, m.Data[0])
 		}
 		s := xskSocket{inode: binary.NativeEndian.Uint32(m.Data[4:])}
-		ad, err := netlink.NewAttributeDecoder(m.Data[xdpDiagMsgLen:])
-		if err != nil {
-			return out, fmt.Errorf("xdp_diag message %d: %w", i, err)
-		}
-		for ad.Next() {
-			switch ad.Type() {
-			case xdpDiagInfo:
-				ad.Do(func(b []byte) error {
-					if len(b) < xdpDiagInfoLen {
-						return fmt.Errorf("XDP_DIAG_INFO of %d bytes", len(b))
-					}
-					s.ifindex = binary.NativeEndian.Uint32(b)
-					s.queue = binary.NativeEndian.Uint32(b[4:])
-					s.hasInfo = true
-					return nil
-				})
-			case xdpDiagRxRing, xdpDiagTxRing, xdpDiagFillRing, xdpDiagCompletionRing:
-				ring := xskRings[ad.Type()]
-				ad.Do(func(b []byte) error {
-					if len(b) < 4 {
-						return fmt.Errorf("%s ring attribute of %d bytes", ring, len(b))
-					}
-					if s.rings == nil {
-						s.rings = map[string]uint32{}
-					}
-					s.rings[ring] = binary.NativeEndian.Uint32(b)
-					return nil
-				})
-			case xdpDiagStats:
-				ad.Do(func(b []byte) error {
-					if len(b) < xdpDiagStatsLen {
-						return fmt.Errorf("XDP_DIAG_STATS of %d bytes", len(b))
-					}
-					for j := range s.stats {
-						s.stats[j] = binary.NativeEndian.Uint64(b[8*j:])
-					}
-					s.hasStats = true
-					return nil
-				})
+		err := decodeAttrs(m.Data[xdpDiagMsgLen:], func(ad *netlink.AttributeDecoder) error {
+			for ad.Next() {
+				switch ad.Type() {
+				case xdpDiagInfo:
+					ad.Do(func(b []byte) error {
+						if len(b) < xdpDiagInfoLen {
+							return fmt.Errorf("XDP_DIAG_INFO of %d bytes", len(b))
+						}
+						s.ifindex = binary.NativeEndian.Uint32(b)
+						s.queue = binary.NativeEndian.Uint32(b[4:])
+						s.hasInfo = true
+						return nil
+					})
+				case xdpDiagRxRing, xdpDiagTxRing, xdpDiagFillRing, xdpDiagCompletionRing:
+					ring := xskRings[ad.Type()]
+					ad.Do(func(b []byte) error {
+						if len(b) < 4 {
+							return fmt.Errorf("%s ring attribute of %d bytes", ring, len(b))
+						}
+						if s.rings == nil {
+							s.rings = map[string]uint32{}
+						}
+						s.rings[ring] = binary.NativeEndian.Uint32(b)
+						return nil
+					})
+				case xdpDiagStats:
+					ad.Do(func(b []byte) error {
+						if len(b) < xdpDiagStatsLen {
+							return fmt.Errorf("XDP_DIAG_STATS of %d bytes", len(b))
+						}
+						for j := range s.stats {
+							s.stats[j] = binary.NativeEndian.Uint64(b[8*j:])
+						}
+						s.hasStats = true
+						return nil
+					})
+				}
 			}
-		}
-		if err := ad.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return out, fmt.Errorf("xdp_diag message %d: %w", i, err)
 		}
 		out = append(out, s)

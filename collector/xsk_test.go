@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -139,7 +140,7 @@ func TestXSKDecode(t *testing.T) {
 	if !reflect.DeepEqual(msgs, want) {
 		t.Fatalf("%s differs from xskFixture; rerun with -netdev.capture", xskFixturePath)
 	}
-	c := &xskCollector{logger: discardLogger(), src: replayXSK{msgs}, links: fixtureLinks}
+	c := onLinks{&xskCollector{logger: slog.New(slog.DiscardHandler), src: replayXSK{msgs}}, fixtureLinks()}
 	mfs := gather(t, c)
 	for _, s := range constructedXSK {
 		dev, queue := "", ""
@@ -185,7 +186,7 @@ func TestXSKDecodeErrors(t *testing.T) {
 // fails with ErrUnsupported and a clear reason (the framework then reports
 // the collector unsupported, once, at INFO); with it, a scrape works.
 func TestXSKLive(t *testing.T) {
-	c, err := newXSKCollector(XSKConfig{}, discardLogger())
+	c, err := newXSKCollector(XSKConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		if !errors.Is(err, ErrUnsupported) || !errors.Is(err, unix.ENOENT) || !strings.Contains(err.Error(), "CONFIG_XDP_SOCKETS_DIAG") {
 			t.Fatalf("unexpected error: %v", err)

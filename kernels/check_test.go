@@ -25,10 +25,10 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/lab"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // supportOutEnv names the file TestDefaultExporter writes what it saw to:
@@ -162,11 +162,11 @@ func checkCollectors(t *testing.T, sup Support, optIn string) (map[string]*dto.M
 // collector against that number: rxq per queue and CPU, the NAPI
 // histogram's work sum, and the bpf collector's listing of the program.
 func TestExactCounts(t *testing.T) {
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	dut := pair.Host.Name
 	e := exportertest.Run(t, exportertest.FreeAddr(t),
 		"--collector.rxq", "--collector.rxq.device="+dut, "--collector.rxq.action=drop")
-	labtest.SendExactly(t, pair, frames)
+	vethtest.SendExactly(t, pair, frames)
 
 	var rxq, work float64
 	deadline := time.Now().Add(10 * time.Second)
@@ -196,10 +196,10 @@ func TestXDPExceptionsExact(t *testing.T) {
 	// Two queues, one per sending CPU: with one, both CPUs fill the same
 	// 256-frame ring, and when its NAPI runs on the other CPU, veth drops
 	// frames at transmit before any XDP program sees them.
-	pair := labtest.Pair(t, 2)
-	labtest.AttachVerdict(t, pair, netlab.XDPAborted)
+	pair := vethtest.Pair(t, 2)
+	vethtest.AttachVerdict(t, pair, vethns.XDPAborted)
 	e := exportertest.Run(t, exportertest.FreeAddr(t))
-	labtest.SendExactly(t, pair, frames)
+	vethtest.SendExactly(t, pair, frames)
 	var got float64
 	deadline := time.Now().Add(10 * time.Second)
 	for got != frames && time.Now().Before(deadline) {
@@ -213,7 +213,7 @@ func TestXDPExceptionsExact(t *testing.T) {
 				series = append(series, line)
 			}
 		}
-		veth := labtest.EthtoolS(t, "", pair.Host.Name)
+		veth := vethtest.EthtoolS(t, "", pair.Host.Name)
 		t.Fatalf("xdp_exceptions_total{action=\"ABORTED\"} for %s = %v, want %d; veth counted %d XDP drops; series:\n%s\nlog:\n%s",
 			pair.Host.Name, got, frames, veth["rx_queue_0_xdp_drops"]+veth["rx_queue_1_xdp_drops"], strings.Join(series, "\n"), e.Stderr)
 	}

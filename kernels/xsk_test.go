@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // AF_XDP socket geometry: a UMEM of umemChunks frames, small rings so that
@@ -143,7 +143,7 @@ func attachXSKRedirect(t *testing.T, ifindex int, s *xsk) {
 // pass on Debian's 6.12, which has the module.
 func TestXSKRealSocket(t *testing.T) {
 	testenv.Privileged(t)
-	pair := labtest.Pair(t, 1)
+	pair := vethtest.Pair(t, 1)
 	s := openXSK(t, pair.Host.Index, 0)
 	attachXSKRedirect(t, pair.Host.Index, s)
 	e := exportertest.Run(t, exportertest.FreeAddr(t))
@@ -185,7 +185,7 @@ func TestXSKRealSocket(t *testing.T) {
 
 	// No buffer in the fill ring: every frame is dropped for want of one.
 	const n = 1000
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 	st := check("empty fill ring")
 	if st.Rx_fill_ring_empty_descs == 0 || st.Rx_dropped == 0 {
 		t.Errorf("an empty fill ring dropped nothing: %+v", st)
@@ -194,7 +194,7 @@ func TestXSKRealSocket(t *testing.T) {
 	// Buffers for every frame, but nobody reads the RX ring: it fills after
 	// ringSize frames, and the rest find it full.
 	s.give(ringSize)
-	labtest.SendExactly(t, pair, n)
+	vethtest.SendExactly(t, pair, n)
 	st2 := check("full RX ring")
 	if st2.Rx_ring_full == 0 && st2.Rx_dropped == st.Rx_dropped {
 		t.Errorf("a full RX ring dropped nothing: %+v", st2)

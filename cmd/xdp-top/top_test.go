@@ -19,10 +19,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	pmodel "github.com/prometheus/common/model"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -39,7 +39,7 @@ func buildTop(t *testing.T) string {
 // offered sends from the pair's peer at rate frames per second in total,
 // from CPUs 0 and 1, until the returned stop is called; stop returns the
 // rate achieved.
-func offered(t *testing.T, pair *netlab.Pair, rate float64) (stop func() float64) {
+func offered(t *testing.T, pair *vethns.Pair, rate float64) (stop func() float64) {
 	t.Helper()
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the generator")
@@ -136,7 +136,7 @@ func newTmux(t *testing.T, command ...string) *tmux {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		testenv.Unavailable(t, "tmux not installed (apt-get install tmux)")
 	}
-	s := &tmux{t: t, name: "xdptop-" + netlab.UniqueID()}
+	s := &tmux{t: t, name: "xdptop-" + vethns.UniqueID()}
 	args := append([]string{"new-session", "-d", "-s", s.name, "-x", "160", "-y", "60"}, command...)
 	if out, err := exec.Command("tmux", args...).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
@@ -176,7 +176,7 @@ func (s *tmux) screen(want string) string {
 // by the lab generator; then the same checks on --plain output; then
 // restarts the exporter under it.
 func TestTopLive(t *testing.T) {
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	addr := exportertest.FreeAddr(t)
 	args := []string{"--collector.rxq", "--collector.rxq.device=" + pair.Host.Name, "--collector.rxq.action=drop"}
 	exp := exportertest.Run(t, addr, args...)
@@ -279,7 +279,7 @@ func TestTopLive(t *testing.T) {
 // the veth dev (ethtool -S rx_queue_N_xdp_packets).
 func xdpPackets(t *testing.T, dev string) float64 {
 	var n float64
-	for k, v := range labtest.EthtoolS(t, "", dev) {
+	for k, v := range vethtest.EthtoolS(t, "", dev) {
 		if strings.HasPrefix(k, "rx_queue_") && strings.HasSuffix(k, "_xdp_packets") {
 			n += float64(v)
 		}

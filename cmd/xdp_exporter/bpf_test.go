@@ -1,7 +1,7 @@
 package main
 
 import (
-	"context"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,9 +12,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // sampleValue returns the value of the one sample of family name whose
@@ -26,36 +25,18 @@ func sampleValue(t *testing.T, body, name string, labels ...string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var found []float64
-	for _, m := range mfs[name].GetMetric() {
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			ok := false
-			for _, lp := range m.GetLabel() {
-				ok = ok || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
-			}
-			match = match && ok
-		}
-		if match {
-			switch {
-			case m.Counter != nil:
-				found = append(found, m.GetCounter().GetValue())
-			case m.Gauge != nil:
-				found = append(found, m.GetGauge().GetValue())
-			}
-		}
+	v, n := exportertest.Match(mfs, name, labels...)
+	if n != 1 {
+		t.Fatalf("%s{%s}: %d samples, want 1", name, strings.Join(labels, ","), n)
 	}
-	if len(found) != 1 {
-		t.Fatalf("%s{%s}: %d samples, want 1", name, strings.Join(labels, ","), len(found))
-	}
-	return found[0]
+	return v
 }
 
 // TestBPFEnableStats runs the binary with --collector.bpf.enable-stats,
 // sends a known number of frames to a device with an XDP program, and reads
 // the program's run count from a scrape.
 func TestBPFEnableStats(t *testing.T) {
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "xdpe_stats", Type: ebpf.XDP, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
@@ -72,18 +53,8 @@ func TestBPFEnableStats(t *testing.T) {
 	id, _ := info.ID()
 
 	e := startExporter(t, "--collector.bpf.enable-stats")
-	gen, err := trafficgen.New()
-	testenv.Check(t, err, "loading the traffic generator")
-	defer gen.Close()
 	const n = 50_000
-	sent, err := gen.Run(context.Background(), trafficgen.Config{
-		NS: pair.NS, Ifindex: pair.Peer.Index,
-		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
-		Count: n, CPUs: []int{0, 1},
-	})
-	if err != nil || sent != n {
-		t.Fatalf("generator sent %d frames (%v), want %d", sent, err, n)
-	}
+	vethtest.SendExactly(t, pair, n)
 
 	body := e.Scrape(t)
 	promtoolCheck(t, body)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/caps"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // threadCaps reads the capability sets of every thread of pid.
@@ -53,7 +53,7 @@ func TestDropCapabilities(t *testing.T) {
 	// An XDP program on a device gives the collectors that read programs
 	// by id (bpf) something to do at scrape time, so a capability they
 	// need but do not declare shows up as a failure.
-	pair := labtest.Pair(t, 1)
+	pair := vethtest.Pair(t, 1)
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name:         "xdpe_dropcaps",
 		Type:         ebpf.XDP,

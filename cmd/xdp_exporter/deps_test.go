@@ -13,8 +13,8 @@ import (
 func TestBinariesLinkNoTestCode(t *testing.T) {
 	const mod = "github.com/xdp-exporter/xdp_exporter/"
 	for pkg, banned := range map[string][]string{
-		mod + "cmd/xdp_exporter": {"testing", mod + "internal/testenv", mod + "internal/labtest", mod + "internal/trafficgen", mod + "internal/netlab"},
-		mod + "cmd/xdp-lab":      {"testing", mod + "internal/testenv", mod + "internal/labtest"},
+		mod + "cmd/xdp_exporter": {"testing", mod + "internal/testenv", mod + "internal/vethtest", mod + "internal/trafficgen", mod + "internal/vethns"},
+		mod + "cmd/xdp-lab":      {"testing", mod + "internal/testenv", mod + "internal/vethtest"},
 	} {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {

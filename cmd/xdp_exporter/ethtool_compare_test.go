@@ -18,8 +18,8 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // TestCompareNodeExporter runs Debian's prometheus-node-exporter (the peer
@@ -41,7 +41,7 @@ func TestCompareNodeExporter(t *testing.T) {
 		return
 	}
 
-	prefix := "xn" + netlab.UniqueID()[:6]
+	prefix := "xn" + vethns.UniqueID()[:6]
 	for i := range 50 {
 		a, b := fmt.Sprintf("%s%da", prefix, i), fmt.Sprintf("%s%db", prefix, i)
 		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: a}, PeerName: b}); err != nil {

@@ -16,15 +16,15 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/vishvananda/netlink"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // vethPairs creates n veth pairs, both ends in the test's (and the
 // exporter's) namespace, IPv6 off and up, and returns a function that
 // deletes them. Names are unique per call so parallel tests cannot clash.
 func vethPairs(n int) (names []string, remove func() error, err error) {
-	id := netlab.UniqueID()[:6]
+	id := vethns.UniqueID()[:6]
 	remove = func() error {
 		var errs []error
 		for _, name := range names {

@@ -39,8 +39,6 @@ type nop struct{}
 func (nop) Update(context.Context, chan<- prometheus.Metric) error { return nil }
 func (nop) Close() error                                           { return nil }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // serve runs one request through h and fails if it has not returned within
 // a minute, which can only mean it waited for a collector that never ends.
 func serve(t *testing.T, h http.Handler, header string) *httptest.ResponseRecorder {
@@ -66,7 +64,7 @@ func serve(t *testing.T, h http.Handler, header string) *httptest.ResponseRecord
 func TestHandlerScrapeTimeout(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	set := collector.NewSet(map[string]collector.Collector{"hung": stuck{release: release}, "ok": nop{}}, quietLogger())
+	set := collector.NewSet(map[string]collector.Collector{"hung": stuck{release: release}, "ok": nop{}}, slog.New(slog.DiscardHandler))
 	for _, tc := range []struct {
 		name, header string
 		def          time.Duration
@@ -77,7 +75,7 @@ func TestHandlerScrapeTimeout(t *testing.T) {
 		{"negative header", "-3", 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := serve(t, metricsHandler(set, nil, quietLogger(), 0, tc.def), tc.header)
+			rec := serve(t, metricsHandler(set, nil, slog.New(slog.DiscardHandler), 0, tc.def), tc.header)
 			body := rec.Body.String()
 			if rec.Code != http.StatusOK {
 				t.Fatalf("HTTP %d:\n%s", rec.Code, body)
@@ -99,8 +97,8 @@ func TestHandlerScrapeTimeout(t *testing.T) {
 func TestHandlerInFlightLimit(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	set := collector.NewSet(map[string]collector.Collector{"slow": stuck{entered: entered, release: release}}, quietLogger())
-	h := metricsHandler(set, nil, quietLogger(), 1, time.Hour)
+	set := collector.NewSet(map[string]collector.Collector{"slow": stuck{entered: entered, release: release}}, slog.New(slog.DiscardHandler))
+	h := metricsHandler(set, nil, slog.New(slog.DiscardHandler), 1, time.Hour)
 
 	first := make(chan *httptest.ResponseRecorder)
 	go func() { first <- serve(t, h, "") }()
@@ -122,8 +120,8 @@ func TestHandlerInFlightLimit(t *testing.T) {
 // Go's own reader decodes to the identity body's families; one that does
 // not, or refuses it with q=0, gets identity.
 func TestHandlerGzip(t *testing.T) {
-	set := collector.NewSet(map[string]collector.Collector{"ok": nop{}}, quietLogger())
-	h := metricsHandler(set, processCollectors(), quietLogger(), 0, time.Minute)
+	set := collector.NewSet(map[string]collector.Collector{"ok": nop{}}, slog.New(slog.DiscardHandler))
+	h := metricsHandler(set, processCollectors(), slog.New(slog.DiscardHandler), 0, time.Minute)
 	get := func(acceptEncoding string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 		if acceptEncoding != "" {

@@ -16,8 +16,8 @@ import (
 	"testing"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // imageConfig is the part of the OCI/Docker image config the test checks.
@@ -54,7 +54,7 @@ func TestImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tag := "localhost/xdp_exporter-test:" + netlab.UniqueID()
+	tag := "localhost/xdp_exporter-test:" + vethns.UniqueID()
 	run := func(args ...string) {
 		t.Helper()
 		if out, err := exec.Command(podman, args...).CombinedOutput(); err != nil {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // exporter is a running xdp_exporter process.
@@ -65,7 +65,7 @@ func parse(t testing.TB, body string) map[string]bool {
 // succeeded.
 func TestScrapeDefaults(t *testing.T) {
 	testenv.Privileged(t)
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	e := startExporter(t)
 	body := e.Scrape(t)
 	promtoolCheck(t, body)

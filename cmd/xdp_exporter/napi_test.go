@@ -9,18 +9,18 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // TestNapiEndToEnd runs the binary with its defaults (napi is on), sends
 // live frames into an XDP_DROP veth and checks through HTTP that the
 // device's NAPI histogram counted every frame.
 func TestNapiEndToEnd(t *testing.T) {
-	pair := labtest.Pair(t, 2)
-	labtest.AttachVerdict(t, pair, netlab.XDPDrop)
+	pair := vethtest.Pair(t, 2)
+	vethtest.AttachVerdict(t, pair, vethns.XDPDrop)
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
 	defer g.Close()

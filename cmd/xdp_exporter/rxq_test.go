@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // deviceXDP returns the id of the XDP program on dev, 0 for none.
@@ -24,7 +24,7 @@ import (
 // --collector.rxq.force.
 func TestRxqSurvivesKill9(t *testing.T) {
 	testenv.Privileged(t)
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	args := []string{"--collector.rxq", "--collector.rxq.device=" + pair.Host.Name}
 
 	for round := 1; round <= 2; round++ {
@@ -34,7 +34,7 @@ func TestRxqSurvivesKill9(t *testing.T) {
 		if !strings.Contains(body, `xdp_scrape_collector_success{collector="rxq"} 1`) {
 			t.Fatalf("round %d: rxq collector did not succeed; log:\n%s", round, e.Stderr)
 		}
-		id := labtest.AttachedXDP(t, pair.Host.Name)
+		id := vethtest.AttachedXDP(t, pair.Host.Name)
 		if id == 0 || !strings.Contains(body, `prog_id="`) {
 			t.Fatalf("round %d: no XDP program on %s while the exporter runs", round, pair.Host.Name)
 		}
@@ -43,9 +43,9 @@ func TestRxqSurvivesKill9(t *testing.T) {
 		// The kernel releases the process's files as it exits, but the
 		// final fput of a link may be deferred to a work queue.
 		deadline := time.Now().Add(5 * time.Second)
-		for labtest.AttachedXDP(t, pair.Host.Name) != 0 {
+		for vethtest.AttachedXDP(t, pair.Host.Name) != 0 {
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: XDP program %d still on %s 5s after SIGKILL", round, labtest.AttachedXDP(t, pair.Host.Name), pair.Host.Name)
+				t.Fatalf("round %d: XDP program %d still on %s 5s after SIGKILL", round, vethtest.AttachedXDP(t, pair.Host.Name), pair.Host.Name)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -57,9 +57,9 @@ func TestRxqSurvivesKill9(t *testing.T) {
 func waitDetached(t *testing.T, dev, when string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for labtest.AttachedXDP(t, dev) != 0 {
+	for vethtest.AttachedXDP(t, dev) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: XDP program %d still on %s 5s after SIGKILL", when, labtest.AttachedXDP(t, dev), dev)
+			t.Fatalf("%s: XDP program %d still on %s 5s after SIGKILL", when, vethtest.AttachedXDP(t, dev), dev)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -71,7 +71,7 @@ func waitDetached(t *testing.T, dev, when string) {
 // exporter attaches without --collector.rxq.force.
 func TestRxqKill9DuringAttachAndScrape(t *testing.T) {
 	testenv.Privileged(t)
-	pair := labtest.Pair(t, 2)
+	pair := vethtest.Pair(t, 2)
 	args := []string{"--collector.rxq", "--collector.rxq.device=" + pair.Host.Name}
 	pinnedBefore := pinned(t)
 	for _, delay := range []time.Duration{0, 2 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond} {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,9 +19,8 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
-	"github.com/xdp-exporter/xdp_exporter/internal/overhead"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // scrapeVariant is one exporter process the benchmark scrapes.
@@ -142,7 +143,7 @@ func BenchmarkScrapeManyInterfaces(b *testing.B) {
 		for i := range rs {
 			rs[i] = a.times[i].Seconds() / b.times[i].Seconds()
 		}
-		return overhead.Median(rs), true
+		return stat.Median(rs), true
 	}
 	for _, r := range [][2]string{{"ethtool-control", "ethtool"}, {"node_exporter", "ethtool"}, {"default", "baseline-default"}} {
 		if v, ok := ratio(r[0], r[1]); ok {
@@ -170,7 +171,7 @@ func waitHTTP(tb testing.TB, url string) {
 // benchmark ends, and returns the prefix of their names.
 func manyVeths(b *testing.B) string {
 	testenv.Privileged(b)
-	prefix := "xb" + netlab.UniqueID()[:6]
+	prefix := "xb" + vethns.UniqueID()[:6]
 	for i := range 50 {
 		a, p := fmt.Sprintf("%s%da", prefix, i), fmt.Sprintf("%s%db", prefix, i)
 		err := netlink.LinkAdd(&netlink.Veth{
@@ -199,9 +200,9 @@ func BenchmarkMetricsHandler(b *testing.B) {
 	if _, err := app.Parse(nil); err != nil {
 		b.Fatal(err)
 	}
-	set := collector.NewSet(selection.Build(quietLogger()), quietLogger())
+	set := collector.NewSet(selection.Build(slog.New(slog.DiscardHandler)), slog.New(slog.DiscardHandler))
 	defer set.Close()
-	h := metricsHandler(set, processCollectors(), quietLogger(), 0, 10*time.Second)
+	h := metricsHandler(set, processCollectors(), slog.New(slog.DiscardHandler), 0, 10*time.Second)
 	serveOnce := func() {
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 		req.Header.Set("Accept-Encoding", "gzip")

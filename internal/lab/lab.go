@@ -18,7 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // Names of the lab's objects. Everything the lab makes is named here, so
@@ -80,7 +80,7 @@ func Up(queues int) (err error) {
 	if err != nil {
 		// IPv6 off: router solicitations and DAD frames would disturb
 		// exact packet counts.
-		if ns, err = netlab.NewNamespace(Namespace, true); err != nil {
+		if ns, err = vethns.NewNamespace(Namespace, true); err != nil {
 			return err
 		}
 		created = append(created, func() error { return netns.DeleteNamed(Namespace) })

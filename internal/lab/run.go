@@ -19,8 +19,8 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // Scenario is what the DUT does with the frames it receives.
@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	}
 	defer ns.Close()
 	var gen *net.Interface
-	if err := netlab.InNamespace(ns, func() (err error) {
+	if err := vethns.InNamespace(ns, func() (err error) {
 		gen, err = net.InterfaceByName(Gen)
 		return err
 	}); err != nil {
@@ -291,7 +291,7 @@ func attachSink(ns netns.NsHandle, dev string) (io.Closer, error) {
 		return nil, fmt.Errorf("loading the sink program: %w", err)
 	}
 	var l link.Link
-	err = netlab.InNamespace(ns, func() error {
+	err = vethns.InNamespace(ns, func() error {
 		ifc, err := net.InterfaceByName(dev)
 		if err != nil {
 			return err

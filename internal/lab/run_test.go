@@ -2,7 +2,7 @@ package lab
 
 import (
 	"context"
-	"slices"
+	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"testing"
 	"time"
 
@@ -77,14 +77,5 @@ func BenchmarkLabDropMax(b *testing.B) {
 		}
 		mpps = append(mpps, res.RxPPS()/1e6)
 	}
-	b.ReportMetric(median(mpps), "Mpps")
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	b.ReportMetric(stat.Median(mpps), "Mpps")
 }

@@ -2,7 +2,6 @@ package overhead
 
 import (
 	"context"
-	"math"
 	"slices"
 	"testing"
 )
@@ -40,23 +39,5 @@ func TestRoundRotates(t *testing.T) {
 		if fig, q := res.Median(i); q != ratio || fig != figure[res.Names[i]] {
 			t.Errorf("%s: median figure %v ratio %v, want %v and %v", res.Names[i], fig, q, figure[res.Names[i]], ratio)
 		}
-	}
-}
-
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		in   []float64
-		want float64
-	}{
-		{[]float64{3, 1, 2}, 2},
-		{[]float64{4, 1, 3, 2}, 2.5},
-		{[]float64{7}, 7},
-	} {
-		if got := Median(tc.in); got != tc.want {
-			t.Errorf("Median(%v) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-	if !math.IsNaN(Median(nil)) {
-		t.Error("Median of nothing is not NaN")
 	}
 }

@@ -17,11 +17,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
+	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,8 +33,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // Variant is one thing measured: what it starts beside the packet path
@@ -107,7 +106,7 @@ func Process(name string, ready func() (bool, error), argv ...string) Variant {
 // Rig is the lab a measurement runs on: a pair whose peer end, in its own
 // namespace, sends, and the loaded generator.
 type Rig struct {
-	Pair *netlab.Pair
+	Pair *vethns.Pair
 	Gen  *trafficgen.Generator
 }
 
@@ -188,7 +187,7 @@ func (r *Result) Median(i int) (figure, ratio float64) {
 		f = append(f, r.Runs[round][i])
 		q = append(q, r.Ratios[round][i])
 	}
-	return Median(f), Median(q)
+	return stat.Median(f), stat.Median(q)
 }
 
 // Table renders the medians, one line per variant, with the ratios of
@@ -205,20 +204,6 @@ func (r *Result) Table(unit string) string {
 		fmt.Fprintf(&b, "%-28s %12.4f %8.4f  %s\n", name, f, q, strings.Join(each, " "))
 	}
 	return b.String()
-}
-
-// Median of xs (the mean of the middle two for an even count); NaN for
-// none.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // sampleEvery is how often a run reads the DUT's counters; the first
@@ -313,7 +298,7 @@ func Throughput(r *Rig, cfg Config) (float64, error) {
 	for i := 1; i < len(s); i++ {
 		rates = append(rates, float64(s[i].rx-s[i-1].rx)/s[i].at.Sub(s[i-1].at).Seconds()/1e6)
 	}
-	return Median(rates), nil
+	return stat.Median(rates), nil
 }
 
 // PinProcess moves every thread of this process to cpu. Threads and child
@@ -426,7 +411,7 @@ func DUTCPU(pids []int) func(r *Rig, cfg Config) (float64, error) {
 		if len(perFrame) == 0 {
 			return 0, errors.New("the DUT received nothing")
 		}
-		return Median(perFrame), nil
+		return stat.Median(perFrame), nil
 	}
 }
 
@@ -488,7 +473,7 @@ func Answers(addr string) func() (bool, error) {
 // duration: the base of variants that bring their own program.
 func WithDrop(r *Rig, v Variant) Variant {
 	return Variant{Name: v.Name, Start: func() (func() error, error) {
-		l, err := netlab.AttachVerdictTo(r.Pair.Host.Index, netlab.XDPDrop)
+		l, err := vethns.AttachVerdictTo(r.Pair.Host.Index, vethns.XDPDrop)
 		if err != nil {
 			return nil, err
 		}

@@ -12,10 +12,10 @@ import (
 	"github.com/safchain/ethtool"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/labtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
 
 // The benchmarks here are the method of docs/performance.md. Each
@@ -39,7 +39,7 @@ func newRig(b *testing.B, harnessCPU int) *Rig {
 	b.Helper()
 	testenv.Privileged(b)
 	testenv.Check(b, PinProcess(harnessCPU), "pinning the harness")
-	pair := labtest.Pair(b, 2)
+	pair := vethtest.Pair(b, 2)
 	g, err := trafficgen.New()
 	testenv.Check(b, err, "loading the traffic generator")
 	b.Cleanup(func() { g.Close() })
@@ -98,7 +98,7 @@ func metricName(s string) string {
 // before they became opt-in), and xdp-monitor itself.
 func BenchmarkCollectorOverhead(b *testing.B) {
 	rig := newRig(b, 1)
-	labtest.AttachVerdict(b, rig.Pair, netlab.XDPDrop)
+	vethtest.AttachVerdict(b, rig.Pair, vethns.XDPDrop)
 	variants := []Variant{
 		Bare("bare"),
 		control(),
@@ -149,7 +149,7 @@ func BenchmarkRxqOverhead(b *testing.B) {
 // generator's transmit.
 func BenchmarkCollectorDUTCost(b *testing.B) {
 	rig := newRig(b, 0)
-	labtest.AttachVerdict(b, rig.Pair, netlab.XDPDrop)
+	vethtest.AttachVerdict(b, rig.Pair, vethns.XDPDrop)
 	pids, off, err := NapiThreads(rig, 1)
 	testenv.Check(b, err, "threaded NAPI on the DUT")
 	b.Cleanup(func() { off() })

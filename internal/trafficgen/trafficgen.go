@@ -27,7 +27,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // bpfFTestXDPLiveFrames is BPF_F_TEST_XDP_LIVE_FRAMES from linux/bpf.h.
@@ -203,7 +203,7 @@ func (w worker) run(ctx context.Context) error {
 	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 	send := func() error { return w.loop(ctx) }
 	if w.cfg.NS.IsOpen() {
-		return netlab.InNamespace(w.cfg.NS, send)
+		return vethns.InNamespace(w.cfg.NS, send)
 	}
 	return send()
 }

@@ -1,10 +1,10 @@
-// Package netlab builds the kernel objects tests and the lab need: a network
+// Package vethns builds the kernel objects tests and the lab need: a network
 // namespace that plays the traffic generator's box and a veth pair whose one
 // end (the device under test) stays in the caller's namespace, where the
 // exporter runs, and whose other end lives in the namespace.
 //
 // It mirrors a physical bench: TRex in its own box, cabled to the DUT's NIC.
-package netlab
+package vethns
 
 import (
 	"crypto/rand"

@@ -1,8 +1,8 @@
-// Package labtest holds the test helpers around netlab and trafficgen: a
+// Package vethtest holds the test helpers around vethns and trafficgen: a
 // lab pair per test, removed when it ends, and exact sends. It imports
 // testing, so only tests import it; the lab tool and the exporter link
-// netlab and trafficgen without it.
-package labtest
+// vethns and trafficgen without it.
+package vethtest
 
 import (
 	"bufio"
@@ -15,18 +15,18 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/netlab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // Pair makes a pair with unique names for one test and removes it when
 // the test ends. It skips, or fails in CI, without the privileges needed.
-func Pair(t testing.TB, queues int) *netlab.Pair {
+func Pair(t testing.TB, queues int) *vethns.Pair {
 	t.Helper()
 	testenv.Privileged(t)
-	id := netlab.UniqueID()
-	p, err := netlab.NewPair(netlab.PairConfig{
+	id := vethns.UniqueID()
+	p, err := vethns.NewPair(vethns.PairConfig{
 		Namespace: "xdpt-" + id,
 		Host:      "xt" + id + "d", // the device under test
 		Peer:      "xt" + id + "g", // the generator's end
@@ -45,9 +45,9 @@ func Pair(t testing.TB, queues int) *netlab.Pair {
 // returns verdict for every frame, and detaches it when the test ends. On
 // veth the receiving end runs NAPI, and so accepts frames from the
 // generator, only while an XDP program is attached.
-func AttachVerdict(t testing.TB, p *netlab.Pair, verdict uint32) {
+func AttachVerdict(t testing.TB, p *vethns.Pair, verdict uint32) {
 	t.Helper()
-	l, err := netlab.AttachVerdictTo(p.Host.Index, verdict)
+	l, err := vethns.AttachVerdictTo(p.Host.Index, verdict)
 	testenv.Check(t, err, p.Host.Name)
 	t.Cleanup(func() { l.Close() })
 }
@@ -67,7 +67,7 @@ func AttachedXDP(t testing.TB, dev string) uint32 {
 
 // SendExactly makes the generator send n frames from CPUs 0 and 1 of pair's
 // peer to its host end, failing the test unless exactly n went out.
-func SendExactly(t testing.TB, pair *netlab.Pair, n uint64) {
+func SendExactly(t testing.TB, pair *vethns.Pair, n uint64) {
 	t.Helper()
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
