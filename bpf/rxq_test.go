@@ -222,23 +222,31 @@ func counterDrop(t testing.TB) *ebpf.Program {
 	t.Cleanup(func() { m.Close() })
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{
-			asm.StoreImm(asm.RFP, -4, 0, asm.Word),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, -4),
-			asm.LoadMapPtr(asm.R1, m.FD()),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "out"),
-			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-			asm.Add.Imm(asm.R1, 1),
-			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R0, int32(XDPDrop)).WithSymbol("out"),
-			asm.Return(),
-		},
+		Instructions: slices.Concat(
+			asm.Instructions{asm.StoreImm(asm.RFP, -4, 0, asm.Word)},
+			countKeyOnStack(m),
+			asm.Instructions{asm.Mov.Imm(asm.R0, int32(XDPDrop)).WithSymbol("out"), asm.Return()},
+		),
 	})
 	testenv.Check(t, err, "loading a counting XDP_DROP program")
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// countKeyOnStack looks up in m the 4-byte key at fp-4 and adds one to the
+// value's first u64, jumping to "out" when there is none; R0 keeps the
+// value.
+func countKeyOnStack(m *ebpf.Map) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, m.FD()),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	}
 }
 
 // perCPUQueueDrop is the layout the rxq program had before its global
@@ -261,14 +269,9 @@ func perCPUQueueDrop(t testing.TB, checkIfindex bool, ifindex int) *ebpf.Program
 	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.R6, 16, asm.Word), // rx_queue_index
 		asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.LoadMapPtr(asm.R1, m.FD()),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	)
+	insns = append(insns, countKeyOnStack(m)...)
+	insns = append(insns,
 		asm.LoadMem(asm.R1, asm.R6, 0, asm.Word), // data
 		asm.LoadMem(asm.R2, asm.R6, 4, asm.Word), // data_end
 		asm.Sub.Reg(asm.R2, asm.R1),

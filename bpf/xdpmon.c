@@ -248,35 +248,33 @@ int BPF_PROG(xdp_redirect_map, const struct net_device *dev,
 	return 0;
 }
 
-SEC("tp_btf/xdp_devmap_xmit")
-int BPF_PROG(xdp_devmap_xmit, const struct net_device *from_dev,
-	     const struct net_device *to_dev, int sent, int drops, int err)
+/* One bulk flush (xdp_devmap_xmit, xdp_bulk_tx) into its slot, if it has one. */
+static __always_inline void count_flush(struct xmit_value *v, int sent, int drops, int err)
 {
-	struct xmit_value *v = table_value(&devmap_xmit_owners, &devmap_xmit_claims, DEVMAP_XMIT_SLOTS, &devmap_xmit,
-					   dev_word(from_dev), SLOT_K1 | dev_word(to_dev),
-					   OVF_DEVMAP_XMIT);
-
 	if (!v)
-		return 0;
+		return;
 	v->sent += sent;
 	v->drops += drops;
 	v->errors += err != 0;
 	v->bulks++;
+}
+
+SEC("tp_btf/xdp_devmap_xmit")
+int BPF_PROG(xdp_devmap_xmit, const struct net_device *from_dev,
+	     const struct net_device *to_dev, int sent, int drops, int err)
+{
+	count_flush(table_value(&devmap_xmit_owners, &devmap_xmit_claims, DEVMAP_XMIT_SLOTS, &devmap_xmit,
+				dev_word(from_dev), SLOT_K1 | dev_word(to_dev), OVF_DEVMAP_XMIT),
+		    sent, drops, err);
 	return 0;
 }
 
 SEC("tp_btf/xdp_bulk_tx")
 int BPF_PROG(xdp_bulk_tx, const struct net_device *dev, int sent, int drops, int err)
 {
-	struct xmit_value *v = table_value(&bulk_tx_owners, &bulk_tx_claims, BULK_TX_SLOTS, &bulk_tx,
-					   dev_word(dev), SLOT_K1, OVF_BULK_TX);
-
-	if (!v)
-		return 0;
-	v->sent += sent;
-	v->drops += drops;
-	v->errors += err != 0;
-	v->bulks++;
+	count_flush(table_value(&bulk_tx_owners, &bulk_tx_claims, BULK_TX_SLOTS, &bulk_tx,
+				dev_word(dev), SLOT_K1, OVF_BULK_TX),
+		    sent, drops, err);
 	return 0;
 }
 

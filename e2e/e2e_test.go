@@ -267,15 +267,23 @@ func evaluateRules(t *testing.T, prom *promtest.Server) {
 // writeFigures writes each XY chart's live points, as Grafana draws them,
 // as CSV under $XDP_EXPORTER_FIGURES (default: the test's temp dir).
 // sweepSeries names the steps each live series of a scaling figure plots.
-var sweepSeries = map[string]func(phase) bool{
-	"XDP_DROP no_touch (live)": func(p phase) bool { return p.sc == lab.Drop && !p.read },
-	"XDP_DROP read (live)":     func(p phase) bool { return p.sc == lab.Drop && p.read },
-	"XDP_PASS (live)":          func(p phase) bool { return p.sc == lab.Pass },
-	"Linux, no XDP (live)":     func(p phase) bool { return p.sc == lab.Linux },
-	"XDP_TX (live)":            func(p phase) bool { return p.sc == lab.TX },
-	"TX (live)":                func(p phase) bool { return p.sc == lab.TX },
-	"XDP_REDIRECT (live)":      func(p phase) bool { return p.sc == lab.Redirect },
-	"REDIRECT (live)":          func(p phase) bool { return p.sc == lab.Redirect },
+// An XDP series counts what its program saw, every frame sent (the sweep
+// checks the counts exactly). The Linux series counts what NAPI delivered
+// to the stack, which falls short of what was sent while the stack cannot
+// keep up (one run here held a steady 0.147 of the step's 0.2 Mpps), so
+// it is held to at most the step's rate.
+var sweepSeries = map[string]struct {
+	match  func(phase) bool
+	atMost bool
+}{
+	"XDP_DROP no_touch (live)": {match: func(p phase) bool { return p.sc == lab.Drop && !p.read }},
+	"XDP_DROP read (live)":     {match: func(p phase) bool { return p.sc == lab.Drop && p.read }},
+	"XDP_PASS (live)":          {match: func(p phase) bool { return p.sc == lab.Pass }},
+	"Linux, no XDP (live)":     {match: func(p phase) bool { return p.sc == lab.Linux }, atMost: true},
+	"XDP_TX (live)":            {match: func(p phase) bool { return p.sc == lab.TX }},
+	"TX (live)":                {match: func(p phase) bool { return p.sc == lab.TX }},
+	"XDP_REDIRECT (live)":      {match: func(p phase) bool { return p.sc == lab.Redirect }},
+	"REDIRECT (live)":          {match: func(p phase) bool { return p.sc == lab.Redirect }},
 }
 
 // checkSweepSteps holds the scaling figures to the sweep: each point of a
@@ -287,7 +295,7 @@ func checkSweepSteps(t *testing.T, figures map[string][][]string) {
 	drawn := map[string]map[int]int{}
 	for panel, rows := range figures {
 		for _, r := range rows {
-			match, ok := sweepSeries[r[0]]
+			s, ok := sweepSeries[r[0]]
 			if !ok {
 				continue
 			}
@@ -298,7 +306,12 @@ func checkSweepSteps(t *testing.T, figures map[string][][]string) {
 			}
 			on := false
 			for i, p := range phases {
-				if match(p) && x == float64(p.queues) && math.Abs(y-p.rate/1e6) <= 0.05*p.rate/1e6 {
+				want := p.rate / 1e6
+				near := math.Abs(y-want) <= 0.05*want
+				if s.atMost {
+					near = y > 0 && y <= 1.05*want
+				}
+				if s.match(p) && x == float64(p.queues) && near {
 					on = true
 					key := panel + " / " + r[0]
 					if drawn[key] == nil {
@@ -318,12 +331,12 @@ func checkSweepSteps(t *testing.T, figures map[string][][]string) {
 			series[r[0]] = true
 		}
 		for name := range series {
-			match, ok := sweepSeries[name]
+			s, ok := sweepSeries[name]
 			if !ok {
 				continue
 			}
 			for i, p := range phases {
-				if match(p) && drawn[panel+" / "+name][i] == 0 {
+				if s.match(p) && drawn[panel+" / "+name][i] == 0 {
 					t.Errorf("%s / %s: the %s step with %d queues at %.0f pps drew no point", panel, name, p.sc, p.queues, p.rate)
 				}
 			}
