@@ -286,10 +286,16 @@ var sweepSeries = map[string]struct {
 	"REDIRECT (live)":          {match: func(p phase) bool { return p.sc == lab.Redirect }},
 }
 
+// stepTolerance is how far a figure's point may sit from its step's rate:
+// a 4s window of a shared machine's generator strays by a few percent
+// (one run here: 0.1939 to 0.2052 Mpps on a 0.2 step), while the steps of
+// the sweep lie 100% apart.
+const stepTolerance = 0.1
+
 // checkSweepSteps holds the scaling figures to the sweep: each point of a
 // live series sits on one of its steps (x the step's queues, which the
-// lab runs on as many CPUs; y the step's rate within 5%), and each step
-// draws points. The ramps between steps draw none.
+// lab runs on as many CPUs; y the step's rate within stepTolerance), and
+// each step draws points. The ramps between steps draw none.
 func checkSweepSteps(t *testing.T, figures map[string][][]string) {
 	t.Helper()
 	drawn := map[string]map[int]int{}
@@ -307,9 +313,9 @@ func checkSweepSteps(t *testing.T, figures map[string][][]string) {
 			on := false
 			for i, p := range phases {
 				want := p.rate / 1e6
-				near := math.Abs(y-want) <= 0.05*want
+				near := math.Abs(y-want) <= stepTolerance*want
 				if s.atMost {
-					near = y > 0 && y <= 1.05*want
+					near = y > 0 && y <= (1+stepTolerance)*want
 				}
 				if s.match(p) && x == float64(p.queues) && near {
 					on = true
