@@ -21,9 +21,7 @@ func (r recorded) actionCPUs() string {
 func (r recorded) actionQueues() string {
 	return "instance_action_read:xdp_rxq_queues:count"
 }
-func (r recorded) actionSteady() string {
-	return r.rate("instance_action_read", "xdp_rxq_packets") + "_steady"
-}
+func (r recorded) actionSteady() string { return r.actionRxq() + "_steady" }
 func (r recorded) steadyCPUs() string   { return "instance_action_read:xdp_rxq_cpus:steady_count" }
 func (r recorded) steadyQueues() string { return "instance_action_read:xdp_rxq_queues:steady_count" }
 func (r recorded) stackCPUs() string    { return "instance:xdp_softnet_cpus:count" }
@@ -31,7 +29,7 @@ func (r recorded) stackRate() string    { return r.rate("instance", "xdp_napi_pa
 func (r recorded) stackSteadyCPUs() string {
 	return "instance:xdp_softnet_cpus:steady_count"
 }
-func (r recorded) stackSteadyRate() string { return r.rate("instance", "xdp_napi_packets") + "_steady" }
+func (r recorded) stackSteadyRate() string { return r.stackRate() + "_steady" }
 func (r recorded) offered() string         { return r.rate("instance", "xdp_offered_packets") }
 func (r recorded) rxqCPUsBusy() string {
 	return "instance:xdp_rxq_cpus_busy:avg_ratio_rate" + r.w
