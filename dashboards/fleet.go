@@ -120,6 +120,12 @@ func fleetBoard(cfg Config) board {
 					targets:     []target{{refID: "A", expr: "count by (collector) (xdp_scrape_collector_unsupported" + inst + " == 1)", legend: "{{collector}}"}},
 				},
 				{
+					title: "Series per host and collector (top 20)", unit: "short", min: &f0, tool: "curl -s HOST:9739/metrics | wc -l on every host",
+					description: "The series each collector of each host sent in its last scrape (xdp_scrape_collector_series): where a host's cardinality comes from. " +
+						"docs/cardinality.md says how to steer it with --collector.NAME.metrics-include/-exclude and device-include/-exclude.",
+					targets: []target{{refID: "A", expr: top("xdp_scrape_collector_series" + inst), legend: "{{instance}} {{collector}}"}},
+				},
+				{
 					title: "Firing XDP alerts", unit: "short", min: &f0,
 					description: "Alerts from rules/alerts.yml firing now, by name.",
 					needs:       "a firing alert (rules/alerts.yml loaded)",
