@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"fmt"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -255,7 +256,7 @@ func TestEthtoolDefaultMetricsInclude(t *testing.T) {
 }
 
 func TestEthtoolOddNamesAndCollisions(t *testing.T) {
-	var logs logBuf
+	var logs exportertest.Log
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	src := loadFixtures(t, "odd")
 	c := fixtureCollector(t, src, ".*", logger)

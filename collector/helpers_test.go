@@ -1,12 +1,10 @@
 package collector
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -18,26 +16,6 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
-
-// logBuf captures a collector's log lines for assertions.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuf) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
 // withFixedLinks makes l the scrape's interface dump.
 func withFixedLinks(ctx context.Context, l *Links) context.Context {

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,15 +170,17 @@ func NewPerfCollector(cfg PerfConfig, logger *slog.Logger) (Collector, error) {
 }
 
 func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, error) {
+	if cfg.SysFS == "" {
+		cfg.SysFS = "/sys"
+	}
 	cpus := cfg.CPUs
 	if cpus == nil {
-		sysfs := cmp.Or(cfg.SysFS, "/sys")
-		b, err := os.ReadFile(filepath.Join(sysfs, "devices", "system", "cpu", "online"))
+		b, err := os.ReadFile(filepath.Join(cfg.SysFS, "devices", "system", "cpu", "online"))
 		if err != nil {
 			return nil, fmt.Errorf("perf: listing online CPUs: %w", err)
 		}
 		if cpus, err = parseCPUList(string(b)); err != nil {
-			return nil, fmt.Errorf("perf: %s/devices/system/cpu/online: %w", sysfs, err)
+			return nil, fmt.Errorf("perf: %s/devices/system/cpu/online: %w", cfg.SysFS, err)
 		}
 	}
 	c := &perfCollector{available: map[string]bool{}, fams: cfg.Families, logger: logger}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -264,8 +265,8 @@ func TestPerfSoftwareLive(t *testing.T) {
 // scrape with success 1. On a host with a PMU the hardware families appear.
 func TestPerfHardware(t *testing.T) {
 	testenv.Privileged(t)
-	var logs logBuf
-	c, err := newPerfCollector(PerfConfig{Hardware: true, Software: true}, logs.logger())
+	var logs exportertest.Log
+	c, err := newPerfCollector(PerfConfig{Hardware: true, Software: true}, slog.New(slog.NewTextHandler(&logs, nil)))
 	testenv.Check(t, err, "opening perf events")
 	defer c.Close()
 
