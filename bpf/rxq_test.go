@@ -15,13 +15,9 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/progrun"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
-
-// xdpMd mirrors struct xdp_md, the context BPF_PROG_RUN takes for XDP.
-type xdpMd struct {
-	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
-}
 
 // loIndex is the loopback device: BPF_PROG_RUN needs a registered device
 // for ctx->ingress_ifindex, and lo always has RX queue 0.
@@ -122,7 +118,7 @@ func TestRxqProgRun(t *testing.T) {
 					// A count per CPU that tells the CPUs apart.
 					ret, err := r.Prog.Run(&ebpf.RunOptions{
 						Data: in, DataOut: out, Repeat: uint32(n + 2*cpu),
-						Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
+						Context: progrun.XDPMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
 					})
 					if err != nil {
 						t.Fatal(err)
@@ -177,7 +173,7 @@ func TestRxqIfindexIssue(t *testing.T) {
 			const n = 500
 			ret, err := r.Prog.Run(&ebpf.RunOptions{
 				Data: in, Repeat: n,
-				Context: xdpMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
+				Context: progrun.XDPMd{DataEnd: uint32(len(in)), IngressIfindex: uint32(lo)},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -287,35 +283,6 @@ func perCPUQueueDrop(t testing.TB, checkIfindex bool, ifindex int) *ebpf.Program
 	return p
 }
 
-// benchRepeat is the repeat count of one BPF_PROG_RUN: large enough that
-// the syscall's own cost vanishes, small enough (~40 ms) that many
-// alternating pairs fit in a run and their median shrugs off the
-// disturbances of a shared machine.
-const benchRepeat = 1_000_000
-
-// nsPerRun runs prog benchRepeat times in one BPF_PROG_RUN and returns the
-// time per run by the calling thread's CPU clock: the whole repeat loop
-// runs in that thread's syscall, and unlike the wall clock the thread clock
-// does not count the time other tasks on a busy machine held the CPU.
-func nsPerRun(b *testing.B, prog *ebpf.Program, ctx xdpMd, frame []byte) float64 {
-	b.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	start := threadNow(b)
-	if _, err := prog.Run(&ebpf.RunOptions{Data: frame, Repeat: benchRepeat, Context: ctx}); err != nil {
-		b.Fatal(err)
-	}
-	return float64(threadNow(b)-start) / benchRepeat
-}
-
-func threadNow(b *testing.B) int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		b.Fatal(err)
-	}
-	return ts.Nano()
-}
-
 // xdpBenchDrop loads xdp-bench's drop programs (no-touch and read-data,
 // as `xdp-bench drop [-p read-data]` runs them) from the built xdp-tools
 // tree named by XDP_TOOLS_DIR, so they run in the same rotation as ours;
@@ -358,7 +325,7 @@ func xdpBenchDrop(b *testing.B) []struct {
 
 // BenchmarkRxqProgRun measures what the rxq program adds per packet over a
 // bare XDP_DROP: each iteration runs the bare program and then every
-// variant, benchRepeat times each in one BPF_PROG_RUN, timed over the
+// variant, progrun.Repeat times each in one BPF_PROG_RUN, timed over the
 // whole loop (the per-run overhead of BPF_PROG_RUN itself, ~27-35 ns, is
 // in every run and cancels in the difference). The variants run in a
 // rotating order, each against the bare run of its iteration. Reported per
@@ -375,7 +342,7 @@ func xdpBenchDrop(b *testing.B) []struct {
 // with -benchtime=101x.
 func BenchmarkRxqProgRun(b *testing.B) {
 	lo := loIndex(b)
-	ctx := xdpMd{DataEnd: 60, IngressIfindex: uint32(lo)}
+	ctx := progrun.XDPMd{DataEnd: 60, IngressIfindex: uint32(lo)}
 	frame := testFrame()
 	bare := bareDrop(b)
 	rxq := func(cfg RxqConfig) *ebpf.Program {
@@ -406,11 +373,11 @@ func BenchmarkRxqProgRun(b *testing.B) {
 	runs := make([][]float64, len(variants))
 	diffs := make([][]float64, len(variants))
 	for i := 0; i < b.N; i++ {
-		x := nsPerRun(b, bare, ctx, frame)
+		x := progrun.NsPerRun(b, bare, ctx, frame)
 		base = append(base, x)
 		for k := range variants {
 			v := (k + i) % len(variants)
-			y := nsPerRun(b, variants[v].prog, ctx, frame)
+			y := progrun.NsPerRun(b, variants[v].prog, ctx, frame)
 			runs[v], diffs[v] = append(runs[v], y), append(diffs[v], y-x)
 		}
 	}

@@ -130,6 +130,19 @@ func (f *FlagSet) Flag(flag, help string) *kingpin.FlagClause {
 	return f.app.Flag(name, help).IsSetByUser(given)
 }
 
+// Given returns, as --collector.NAME.FLAG, those of flags given on the
+// command line.
+func (f *FlagSet) Given(flags ...string) []string {
+	var out []string
+	for _, flag := range flags {
+		name := "collector." + f.name + "." + flag
+		if set := f.set[name]; set != nil && *set {
+			out = append(out, "--"+name)
+		}
+	}
+	return out
+}
+
 // filterFlags declares the filter flags of r and returns the function
 // that builds its Filter from their parsed values.
 func (f *FlagSet) filterFlags(r Registration) func() (Filter, error) {

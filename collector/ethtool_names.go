@@ -169,6 +169,10 @@ var (
 	ethtoolCQEBlocks = newFamily("ethtool", "rx_cqe_compressed_blocks_total",
 		"Compressed completion queue entry blocks received (ethtool -S rx<N>_cqe_compress_blks; mlx5).", Counter,
 		"device", "queue")
+	ethtoolRxQueuePackets = newFamily("ethtool", "rx_queue_packets_total",
+		"Packets the NIC delivered to each RX queue, as the driver counts them: the RSS spread at no cost on the packet path "+
+			"(ethtool -S mlx5 rx<N>_packets, ice/ixgbe/virtio_net rx_queue_<N>_packets, i40e rx-<N>.packets, ena queue_<N>_rx_cnt).", Counter,
+		"device", "queue")
 	ethtoolRxXDP = newFamily("ethtool", "rx_xdp_packets_total",
 		"Packets per RX queue by the XDP verdict the driver counted: drop, redirect, tx, pass, aborted (ethtool -S mlx5 rx<N>_xdp_drop/_redirect/_tx_xmit, veth/virtio_net rx_queue_<N>_xdp_drops/_redirect(s)/_tx, ena queue_<N>_rx_xdp_*).", Counter,
 		"device", "queue", "action")
@@ -223,6 +227,9 @@ var perQueueCurated = map[string]curatedStat{
 	"rx_pp_recycle_ring":          {ethtoolPagePoolRecycle, "ring", 1},
 	"rx_pp_recycle_ring_full":     {ethtoolPagePoolRecycle, "ring_full", 1},
 	"rx_pp_recycle_released_ref":  {ethtoolPagePoolRecycle, "released_ref", 1},
+
+	"rx_packets": {ethtoolRxQueuePackets, "", 1},
+	"rx_cnt":     {ethtoolRxQueuePackets, "", 1}, // ena
 
 	"rx_cqe_compress_pkts": {ethtoolCQEPackets, "", 1},
 	"rx_cqe_compress_blks": {ethtoolCQEBlocks, "", 1},

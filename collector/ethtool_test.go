@@ -181,7 +181,7 @@ func TestEthtoolFixtures(t *testing.T) {
 		{"xdp_ethtool_stat_rx_bytes_nic", []string{"device", "ice"}, 14645706706667},
 		{"xdp_ethtool_stat_rx_bytes", []string{"device", "ice"}, 14645706696119},
 		// ixgbe
-		{"xdp_ethtool_queue_stat_rx_packets", []string{"device", "ixgbe", "queue", "1"}, 54703135727},
+		{"xdp_ethtool_rx_queue_packets_total", []string{"device", "ixgbe", "queue", "1"}, 54703135727},
 		{"xdp_ethtool_queue_stat_tx_bp_napi_yield", []string{"device", "ixgbe", "queue", "3"}, 0},
 		{"xdp_ethtool_stat_fdir_match", []string{"device", "ixgbe"}, 490432032343},
 		// bnxt
@@ -189,7 +189,7 @@ func TestEthtoolFixtures(t *testing.T) {
 		{"xdp_ethtool_queue_stat_rx_ucast_packets", []string{"device", "bnxt", "queue", "0"}, 276347403},
 		{"xdp_ethtool_stat_rx_64b_frames", []string{"device", "bnxt"}, 1670188},
 		// virtio_net
-		{"xdp_ethtool_queue_stat_rx_packets", []string{"device", "virtio_net", "queue", "1"}, 37051154},
+		{"xdp_ethtool_rx_queue_packets_total", []string{"device", "virtio_net", "queue", "1"}, 37051154},
 		{"xdp_ethtool_queue_stat_tx_kicks", []string{"device", "virtio_net", "queue", "0"}, 0},
 		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "virtio_net", "queue", "1", "action", "redirect"}, 0},
 		{"xdp_ethtool_rx_xdp_processed_packets_total", []string{"device", "virtio_net", "queue", "0"}, 0},
@@ -213,6 +213,7 @@ func TestEthtoolFixtures(t *testing.T) {
 	// A curated stat is not also untyped.
 	for _, name := range []string{"xdp_ethtool_queue_stat_rx_xdp_drop", "xdp_ethtool_queue_stat_rx_cache_reuse",
 		"xdp_ethtool_stat_rx_packets_phy", "xdp_ethtool_stat_outbound_pci_stalled_wr", "xdp_ethtool_queue_stat_rx_xdp_drops",
+		"xdp_ethtool_queue_stat_rx_packets",
 		"xdp_ethtool_stat_rx_64_bytes_phy"} {
 		if _, ok := mfs[name]; ok {
 			t.Errorf("%s exported although its stat is curated", name)
@@ -274,8 +275,8 @@ func TestEthtoolOddNamesAndCollisions(t *testing.T) {
 				t.Errorf("%s = %v, want %v", fam, got, want)
 			}
 		}
-		if got := value(t, mfs, "xdp_ethtool_queue_stat_rx_packets", "device", "odd", "queue", "0"); got != 11 {
-			t.Errorf("queue_stat_rx_packets{queue=0} = %v, want 11 (from rx-0.packets)", got)
+		if got := value(t, mfs, "xdp_ethtool_rx_queue_packets_total", "device", "odd", "queue", "0"); got != 11 {
+			t.Errorf("rx_queue_packets_total{queue=0} = %v, want 11 (from rx-0.packets)", got)
 		}
 		value(t, mfs, "xdp_ethtool_queue_stat_tx_cnt", "device", "odd", "queue", "2")
 		value(t, mfs, "xdp_ethtool_queue_stat_rx_ucast_packets", "device", "odd", "queue", "3")

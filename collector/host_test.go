@@ -90,6 +90,9 @@ func hostEthtool(t testing.TB) *fixtureSource {
 				perQueue = append(perQueue, [2]string{m[1], m[3]})
 			}
 		}
+		// The seed's capture lists no rx<N>_packets, which every mlx5 RX
+		// queue reports (rq_stats_desc in mlx5's en_stats.c).
+		perQueue = append(perQueue, [2]string{"rx", "packets"})
 		for q := range hostQueues {
 			for _, p := range perQueue {
 				names = append(names, fmt.Sprintf("%s%d_%s", p[0], q, p[1]))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -18,20 +19,34 @@ import (
 
 var (
 	rxqPackets = newFamily("rxq", "packets_total",
-		"Packets the rxq XDP program saw, by RX queue (ctx->rx_queue_index) and the CPU that ran it; "+
-			"the per-RXQ:CPU counts of samples/bpf xdp_rxq_info. A queue/CPU pair appears at its first packet.",
-		Counter, "device", "queue", "cpu")
+		"Packets an XDP program returned, by RX queue (rx_queue_index), the CPU that ran it and its verdict (action): "+
+			"the per-RXQ:CPU counts of samples/bpf xdp_rxq_info. Attach mode counts in the exporter's own program, "+
+			"whose verdict is --collector.rxq.action; observe mode (--collector.rxq.observe) counts the verdicts of the "+
+			"programs already attached, through an fexit program on each (action aborted, drop, pass, tx, redirect, "+
+			"or unknown for any other return value). A queue/CPU/verdict cell appears at its first packet.",
+		Counter, "device", "queue", "cpu", "action")
 	rxqBytes = newFamily("rxq", "bytes_total",
-		"Bytes (data_end - data at XDP time, without FCS) the rxq XDP program saw, by RX queue and CPU.",
-		Counter, "device", "queue", "cpu")
+		"Bytes (data_end - data, without FCS) of the packets of xdp_rxq_packets_total, by RX queue, CPU and verdict; "+
+			"observe mode reads them when the program returns, after any head or tail adjustment it made.",
+		Counter, "device", "queue", "cpu", "action")
 	rxqIssues = newFamily("rxq", "issues_total",
-		"Packets the rxq XDP program could not count per queue, the issue-pps of samples/bpf xdp_rxq_info: "+
-			`reason="queue_out_of_range" (ctx->rx_queue_index beyond the device's RX queue count at attach time) or, `+
+		"Packets that could not be counted per queue, the issue-pps of samples/bpf xdp_rxq_info: "+
+			`reason="queue_out_of_range" (rx_queue_index beyond the device's RX queue count when counting began) or, `+
 			`with --collector.rxq.check-ifindex, "ifindex_mismatch" (ctx->ingress_ifindex is not the device).`,
 		Counter, "device", "reason")
 	rxqInfo = newFamily("rxq", "info",
-		"The rxq XDP program attached to a device: its verdict, attach mode, whether it reads packet data, and its BPF program id.",
+		"The rxq XDP program attached to a device (attach mode): its verdict, attach mode, whether it reads packet data, and its BPF program id.",
 		Gauge, "device", "action", "mode", "read", "prog_id")
+	rxqObserved = newFamily("rxq", "observed_info",
+		"An XDP program observe mode counts (--collector.rxq.observe): the device, attach mode and id of the program "+
+			"an fexit program watches. Its counts go on in xdp_rxq_packets_total across a replacement; this series names the program now counted.",
+		Gauge, "device", "mode", "prog_id")
+	rxqUnobservable = newFamily("rxq", "unobservable_info",
+		"An XDP program observe mode cannot count, with the reason: no_btf (loaded without BTF), offloaded (runs on the NIC), "+
+			"not_permitted (the kernel refused the fexit program: lockdown, a security module, or a kernel that refuses tracing programs), "+
+			"not_supported (no BPF trampoline), busy (EBUSY: no trampoline on this program, e.g. libxdp's dispatcher on 5.10-6.12), "+
+			"refused (EINVAL: a target that is not JITed), error. Logged once at INFO; not a failure.",
+		Gauge, "device", "mode", "prog_id", "reason")
 )
 
 // rxqActions maps --collector.rxq.action values to XDP verdicts.
@@ -56,11 +71,19 @@ const maxRxqQueues = 1024
 func init() {
 	register(Registration{
 		Name: "rxq",
-		Help: "Per RX queue and per CPU packet counts from an XDP program the exporter attaches to the given devices (samples/bpf xdp_rxq_info)",
-		Requires: "Linux 5.9+ (XDP bpf_link), CAP_BPF, CAP_PERFMON (the byte count subtracts packet pointers) and CAP_NET_ADMIN; a device free of other XDP programs " +
-			"(or --collector.rxq.force); native mode needs driver XDP support",
+		Help: "Per RX queue, CPU and verdict packet counts (samples/bpf xdp_rxq_info): from an XDP program the exporter attaches to the given devices, " +
+			"or with --collector.rxq.observe from the XDP programs already attached",
+		Requires: "Attach mode: Linux 5.9+ (XDP bpf_link), CAP_BPF, CAP_PERFMON (the byte count subtracts packet pointers) and CAP_NET_ADMIN; a device free of other XDP programs " +
+			"(or --collector.rxq.force); native mode needs driver XDP support. Observe mode: BPF trampolines (fexit on XDP programs, x86-64 since 5.5, arm64 since 6.0), " +
+			"kernel BTF, programs loaded with BTF, CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN while scraping (it opens programs by id)",
+		// Observe mode opens the attached programs by id and loads its
+		// fexit programs at scrape time, as programs come and go.
+		ScrapeCapabilities: []int{unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_SYS_ADMIN},
 		Flags: func(f *FlagSet) Builder {
-			devices := f.Flag("device", "Device to attach the rxq XDP program to (repeatable; required).").Strings()
+			observe := f.Flag("observe", "Count the XDP programs already attached (native and generic; every device, or the --collector.rxq.device list) "+
+				"through an fexit program on each, instead of attaching one; never attaches, replaces or alters an XDP program. "+
+				"Costs a trampoline call per packet: docs/collectors/rxq.md.").Bool()
+			devices := f.Flag("device", "Device to attach the rxq XDP program to (repeatable; required in attach mode), or to observe (observe mode; default: every device).").Strings()
 			action := f.Flag("action", "XDP verdict: pass (monitor mode), drop, tx (MAC swap, back out of the device) or redirect.").
 				Default("pass").Enum("pass", "drop", "tx", "redirect")
 			redirect := f.Flag("redirect-device", "Target device of --collector.rxq.action=redirect (through a one-slot devmap).").String()
@@ -71,7 +94,13 @@ func init() {
 				`(reason="ifindex_mismatch"), for parity with xdp_rxq_info; costs 0.5-2 ns per packet, and cannot fire `+
 				"when the program is attached to one device as here.").Bool()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
+				if *observe {
+					if given := f.Given("action", "redirect-device", "read", "mode", "force", "check-ifindex"); len(given) > 0 {
+						return nil, fmt.Errorf("rxq: %s only apply when the exporter attaches its own program, not with --collector.rxq.observe", strings.Join(given, ", "))
+					}
+				}
 				return NewRxqCollector(RxqConfig{
+					Observe: *observe,
 					Devices: *devices, Action: *action, RedirectDevice: *redirect,
 					Read: *read, Mode: *mode, Force: *force, CheckIfindex: *checkIfindex, Families: shared.Filter.Families,
 				}, logger)
@@ -82,6 +111,11 @@ func init() {
 
 // RxqConfig configures the rxq collector.
 type RxqConfig struct {
+	// Observe counts the XDP programs already attached instead of
+	// attaching one; Action, RedirectDevice, Read, Mode, Force and
+	// CheckIfindex are then unused.
+	Observe bool
+	// Devices to attach to, or to observe (every device when empty).
 	Devices        []string
 	Action         string // pass, drop, tx or redirect; pass when empty
 	RedirectDevice string // the devmap target of the redirect action
@@ -123,6 +157,9 @@ type rxqCollector struct {
 // NewRxqCollector loads one rxq program per device and attaches it through
 // a bpf_link, so the kernel detaches it when the exporter dies.
 func NewRxqCollector(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
+	if cfg.Observe {
+		return newRxqObserver(cfg, logger)
+	}
 	if cfg.Action == "" {
 		cfg.Action = "pass"
 	}
@@ -325,8 +362,8 @@ func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) e
 			if r.Packets == 0 {
 				continue
 			}
-			c.cfg.Families.send(ch, rxqPackets, float64(r.Packets), d.name, queue, strconv.Itoa(cpu))
-			c.cfg.Families.send(ch, rxqBytes, float64(r.Bytes), d.name, queue, strconv.Itoa(cpu))
+			c.cfg.Families.send(ch, rxqPackets, float64(r.Packets), d.name, queue, strconv.Itoa(cpu), c.cfg.Action)
+			c.cfg.Families.send(ch, rxqBytes, float64(r.Bytes), d.name, queue, strconv.Itoa(cpu), c.cfg.Action)
 		}
 	}
 	issues := func(reason string, perCPU []bpf.RxqRxqRec) {

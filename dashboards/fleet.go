@@ -28,6 +28,11 @@ func fleetBoard(cfg Config) board {
 					targets:     []target{{refID: "A", expr: "sum by (action) (" + r.hostActions() + inst + ")", legend: "{{action}}"}},
 				},
 				{
+					title: "XDP verdicts per host (top 20)", unit: "pps", min: &f0,
+					description: "Packets/s by verdict on each host where the rxq collector runs: in observe mode (--collector.rxq.observe) the verdicts of the XDP programs the host runs in production.",
+					targets:     []target{{refID: "A", expr: top(r.hostVerdicts() + inst), legend: "{{instance}} {{action}}"}},
+				},
+				{
 					title: "Busiest devices (top 20)", unit: "pps", min: &f0,
 					description: "Per-device packets/s XDP processed: the rxq program's count, else the driver's per-queue XDP counters.",
 					targets:     []target{{refID: "A", expr: top(r.deviceXDP() + "{" + selInstDev + "}"), legend: "{{instance}} {{device}}"}},

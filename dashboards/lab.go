@@ -73,10 +73,11 @@ func LabRecordingRules(cfg Config) RuleFile {
 		return sumRate(h+", cpu", num) + "\n  /\n  " + sumRate(h+", cpu", den)
 	}
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.lab", Interval: lc.Interval, Rules: []Rule{
-		// The rxq program's packets with the verdict and read mode of the
-		// program that counted them (xdp_rxq_info).
-		rec(r.verdictRxq(), sumRate(h+", device, queue, cpu", "xdp_rxq_packets_total")+
-			"\n* on ("+h+", device) group_left (action, read)\ngroup by ("+h+", device, action, read) ("+withSelector("xdp_rxq_info", sel)+")"),
+		// The rxq program's packets by verdict, with the read mode of the
+		// program that counted them (xdp_rxq_info, attach mode: observe
+		// mode counts programs whose cost the lab does not set).
+		rec(r.verdictRxq(), sumRate(h+", device, queue, cpu, action", "xdp_rxq_packets_total")+
+			"\n* on ("+h+", device, action) group_left (read)\ngroup by ("+h+", device, action, read) ("+withSelector("xdp_rxq_info", sel)+")"),
 		rec(r.actionRxq(), "sum by ("+ha+") ("+r.verdictRxq()+")"),
 		rec(r.actionCPUs(), "count by ("+ha+") (sum by ("+ha+", cpu) ("+r.verdictRxq()+")"+active+")"),
 		rec(r.actionQueues(), "count by ("+ha+") (sum by ("+ha+", device, queue) ("+r.verdictRxq()+")"+active+")"),

@@ -51,7 +51,15 @@ func (r recorded) queueCPURxq() string {
 	return r.rate("instance_device_queue_cpu", "xdp_rxq_packets")
 }
 func (r recorded) deviceRxq() string { return r.rate("instance_device", "xdp_rxq_packets") }
-func (r recorded) hostXDP() string   { return r.rate("instance", "xdp_processed_packets") }
+
+// rxQueue is the packets each RX queue received, from the best source a
+// device has, named in its source label.
+func (r recorded) rxQueue() string { return r.rate("instance_device_queue", "xdp_rx_queue_packets") }
+func (r recorded) hostXDP() string { return r.rate("instance", "xdp_processed_packets") }
+
+// hostVerdicts is the rxq collector's packets per host and verdict: in
+// observe mode, the verdicts of the programs the host runs.
+func (r recorded) hostVerdicts() string { return r.rate("instance_action", "xdp_rxq_packets") }
 func (r recorded) deviceXDP() string {
 	return r.rate("instance_device", "xdp_processed_packets")
 }
@@ -169,7 +177,15 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.rxIdle(), "avg by ("+h+") ("+rxOnly(r.cpuMode()+`{mode="idle"}`)+")"),
 		rec(r.rxSoftirq(), "avg by ("+h+") ("+rxOnly(r.cpuMode()+`{mode="softirq"}`)+")"),
 		rec(r.rxCPUs(), "count by ("+h+") ("+r.rxCPU()+")"),
-		rec(r.rxImbalance(), "max by ("+h+", device) ("+r.queueRxq()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")\n/\navg by ("+h+", device) ("+r.queueRxq()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")"),
+		// Each RX queue's packets, for the RSS spread on every host: the
+		// rxq collector's count where it runs (exact, by verdict), else
+		// the kernel's per-queue stats (netdev qstats, 6.10+ drivers),
+		// else the driver's own per-queue counter (ethtool -S), which
+		// costs nothing on the packet path. source says which.
+		rec(r.rxQueue(), `label_replace(`+r.queueRxq()+`, "source", "xdp_rxq", "", "")`+
+			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_netdev_queue_rx_packets_total{type="rx"}`)+`, "source", "netdev_qstats", "", "")`+
+			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_ethtool_rx_queue_packets_total{queue!=""}`)+`, "source", "ethtool", "", "")`),
+		rec(r.rxImbalance(), "max by ("+h+", device, source) ("+r.rxQueue()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")\n/\navg by ("+h+", device, source) ("+r.rxQueue()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")"),
 		rec(r.phyRx(), sumRate(h+", device", `xdp_ethtool_phy_packets_total{direction="rx"}`)),
 		rec(r.phyDiscards(), sumRate(h+", device", `xdp_ethtool_phy_discards_total{direction="rx"}`)),
 		rec(r.outOfBuffer(), sumRate(h+", device", "xdp_ethtool_rx_out_of_buffer_total")),
@@ -198,6 +214,7 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.deviceXDP(), r.deviceRxq()+"\nor\nsum by ("+h+", device) ("+r.xdpActions()+")"),
 		rec(r.hostXDP(), "sum by ("+h+") ("+r.deviceXDP()+")\nor\n"+sumRate(h, "xdp_bpf_prog_runs_total")),
 		rec(r.hostPhyRx(), "sum by ("+h+") ("+r.phyRx()+")"),
+		rec(r.hostVerdicts(), sumRate(h+", action", "xdp_rxq_packets_total")),
 		rec(r.hostDiscards(), "sum by ("+h+") ("+r.phyDiscards()+")"),
 		rec(r.hostOOB(), "sum by ("+h+") ("+r.outOfBuffer()+")"),
 		rec(r.hostActions(), "sum by ("+h+", action) ("+r.xdpActions()+")"),
@@ -361,15 +378,15 @@ func AlertingRules(cfg Config) RuleFile {
 			"descriptors.")
 
 	b := cfg.RSSImbalance
-	busyQ := "(" + r.queueRxq() + " > " + num(b.MinQueuePackets) + ")"
+	busyQ := "(" + r.rxQueue() + " > " + num(b.MinQueuePackets) + ")"
 	rss := alert(AlertRSSImbalance,
-		r.queueRxq()+"\n> on ("+h+", device) group_left ()\n"+num(b.MaxOverMean)+" * avg by ("+h+", device) "+busyQ+
+		r.rxQueue()+"\n> on ("+h+", device) group_left ()\n"+num(b.MaxOverMean)+" * avg by ("+h+", device) "+busyQ+
 			"\nand on ("+h+", device)\ncount by ("+h+", device) "+busyQ+" >= "+strconv.Itoa(b.MinQueues),
 		b.For, b.Severity,
 		"RSS imbalance on {{ $labels.device }} ({{ $labels.instance }}): RX queue {{ $labels.queue }} carries more than its share",
 		"RX queue {{ $labels.queue }} of {{ $labels.device }} receives {{ $value | humanize }} packets/s, more than "+num(b.MaxOverMean)+"x the mean of its busy queues ("+
-			queryValue(`avg(`+r.queueRxq()+`{instance='%s',device='%s'} > `+num(b.MinQueuePackets)+`)`, "$labels.instance $labels.device", "humanize")+
-			" packets/s).")
+			queryValue(`avg(`+r.rxQueue()+`{instance='%s',device='%s'} > `+num(b.MinQueuePackets)+`)`, "$labels.instance $labels.device", "humanize")+
+			" packets/s; counted by {{ $labels.source }}).")
 
 	sc := cfg.RXQueuesShareCPU
 	sharing := "count by (" + h + ", device, cpu) (" + r.queueCPURxq() + " > " + num(sc.MinQueuePackets) + ")"

@@ -39,6 +39,13 @@ func runBoard(cfg Config) board {
 					targets: []target{{refID: "A", expr: sumBy("device, queue", "xdp_rxq_packets_total", selInstDev), legend: "{{device}} rxq {{queue}}"}},
 				},
 				{
+					title: "XDP verdicts by RX queue and CPU",
+					description: "Packets/s by RX queue, CPU and verdict: the verdict the rxq program returns (attach mode), or with --collector.rxq.observe the verdicts " +
+						"of the programs already attached (a load balancer's or DDoS filter's own XDP program, seen through fexit; a libxdp dispatcher's chain counts as one verdict).",
+					unit: "pps", min: &f0,
+					targets: []target{{refID: "A", expr: sumBy("device, queue, cpu, action", "xdp_rxq_packets_total", selInstDev), legend: "{{device}} rxq {{queue}} cpu {{cpu}} {{action}}"}},
+				},
+				{
 					title: "RX queue x CPU: which CPU serves which queue",
 					description: "xdp_rxq_info's RXQ:CPU rows as a table: packets/s of each RX queue on each CPU, with the queue's NAPI id, IRQ and the CPUs its IRQ runs on (xdp_netdev_queue_info, where the driver reports them). " +
 						"Several busy queues on one CPU while other CPUs idle is seed 002's RSS/IRQ-affinity imbalance.",
@@ -46,11 +53,12 @@ func runBoard(cfg Config) board {
 					targets: []target{{refID: "A", instant: true, expr: recDev(rec.queueCPUIRQ())}},
 				},
 				{
-					title:       "RSS imbalance: busiest RX queue / mean, and busy queues per CPU",
-					description: "The busiest RX queue's packet rate over the mean of the busy queues (above 1 kpps): 1 is even, seed 002's five queues at 180 kpps and one at 907 kpps is 3.0. And the number of busy queues each CPU serves.",
-					unit:        "short", min: &f0, runbook: AlertRSSImbalance,
+					title: "RSS imbalance: busiest RX queue / mean, and busy queues per CPU",
+					description: "The busiest RX queue's packet rate over the mean of the busy queues (above 1 kpps): 1 is even, seed 002's five queues at 180 kpps and one at 907 kpps is 3.0. " +
+						"Counted by the rxq collector where it runs, else by the NIC's per-queue counters (netdev qstats, ethtool -S): the legend names the source. And the number of busy queues each CPU serves.",
+					unit: "short", min: &f0, runbook: AlertRSSImbalance,
 					targets: []target{
-						{refID: "A", expr: recDev(rec.rxImbalance()), legend: "{{device}} queue max / mean"},
+						{refID: "A", expr: recDev(rec.rxImbalance()), legend: "{{device}} queue max / mean ({{source}})"},
 						{refID: "B", expr: "count by (cpu) (" + recDev(rec.queueCPURxq()) + " > " + num(cfg.RXQueuesShareCPU.MinQueuePackets) + ")", legend: "cpu {{cpu}} busy queues"},
 					},
 				},

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +25,20 @@ import (
 // only when every suite ran.
 const suitesEnv = "XDP_EXPORTER_KERNELS"
 
+// packagesEnv picks a subset of guestPackages, comma-separated
+// (bpf/rxqobserve,collector); all when unset. With a subset that leaves
+// out the kernels package, no support report is read or checked.
+const packagesEnv = "XDP_EXPORTER_KERNEL_PACKAGES"
+
+// benchEnv runs, instead of the tests, the benchmarks matching this regexp
+// in the selected packages (with benchTimeEnv's -test.benchtime, default
+// 11x), and logs their output: how a cost is measured on the kernels that
+// have what this machine's lacks. It passes when they ran.
+const (
+	benchEnv     = "XDP_EXPORTER_KERNEL_BENCH"
+	benchTimeEnv = "XDP_EXPORTER_KERNEL_BENCHTIME"
+)
+
 // updateEnv rewrites docs/kernels.md's support table from the run
 // instead of failing when it differs.
 const updateEnv = "XDP_EXPORTER_UPDATE_KERNEL_DOC"
@@ -30,9 +46,7 @@ const updateEnv = "XDP_EXPORTER_UPDATE_KERNEL_DOC"
 // guestPackages are the packages whose test binaries each guest runs, with
 // the tests left out there and why. Everything else in them runs on every
 // kernel.
-var guestPackages = []struct {
-	pkg, skip string
-}{
+var guestPackages = []guestPackage{
 	// The checks of check_test.go; the matrix and the PCIe topology guest
 	// boot QEMU themselves and run on the host.
 	{pkg: "kernels", skip: "TestKernelMatrix|TestPCIeTopology"},
@@ -41,19 +55,57 @@ var guestPackages = []struct {
 	// minutes under QEMU's emulator.
 	{pkg: "collector", skip: "TestReapChurn|TestEthtoolVethChurn"},
 	{pkg: "bpf"},
+	// The observer of other programs: fexit on XDP programs.
+	{pkg: "bpf/rxqobserve"},
 	{pkg: "internal/trafficgen"},
 	// The lab: namespaces, veth pairs, iptables' raw table, exact runs.
 	{pkg: "internal/lab"},
 }
 
+type guestPackage struct{ pkg, skip string }
+
+// selectedPackages is guestPackages, or the subset packagesEnv names.
+func selectedPackages(t *testing.T) []guestPackage {
+	t.Helper()
+	want := os.Getenv(packagesEnv)
+	if want == "" {
+		return guestPackages
+	}
+	var picked []guestPackage
+	for _, name := range strings.Split(want, ",") {
+		i := slices.IndexFunc(guestPackages, func(p guestPackage) bool { return p.pkg == strings.TrimSpace(name) })
+		if i < 0 {
+			t.Fatalf("%s: %q is not a package of the matrix", packagesEnv, name)
+		}
+		picked = append(picked, guestPackages[i])
+	}
+	return picked
+}
+
 // required are tests that must pass, not skip, on a suite, by package:
 // what its kernel has where others do not.
 var required = map[string]map[string][]string{
+	"bullseye": {
+		"kernels":        observeExporter,
+		"bpf/rxqobserve": observeTests,
+	},
+	"bookworm": {
+		"kernels":        observeExporter,
+		"bpf/rxqobserve": observeTests,
+	},
 	"trixie": {
-		"kernels":   {"TestXSKRealSocket"},            // xsk_diag is a module of Debian's 6.12
-		"collector": {"TestDropSubsystemReasonNames"}, // and openvswitch, with drop reasons (6.8+)
+		"kernels":        append([]string{"TestXSKRealSocket"}, observeExporter...), // xsk_diag is a module of Debian's 6.12
+		"collector":      {"TestDropSubsystemReasonNames"},                          // and openvswitch, with drop reasons (6.8+)
+		"bpf/rxqobserve": observeTests,
 	},
 }
+
+// Debian's kernels have BPF trampolines, so observe mode must count there,
+// not report its programs unobservable.
+var (
+	observeExporter = []string{"TestRxqObserve/counted"}
+	observeTests    = []string{"TestObserveCounts/counted", "TestObserveTailCall/counted", "TestObserveDispatcher"}
+)
 
 // TestKernelMatrix boots Debian's kernels in QEMU over this machine's root
 // and runs, on each, the real exporter binary (check_test.go) and the
@@ -68,7 +120,8 @@ func TestKernelMatrix(t *testing.T) {
 		return
 	}
 	suites := selectedSuites(t)
-	bin := buildForGuests(t)
+	pkgs := selectedPackages(t)
+	bin := buildForGuests(t, pkgs)
 	root := repoRoot()
 
 	results := map[string]Support{}
@@ -83,14 +136,18 @@ func TestKernelMatrix(t *testing.T) {
 			out := t.TempDir()
 			var console strings.Builder
 			start := time.Now()
-			err = vm.Run(ctx, vm.Config{Kernel: k, Script: guestScript(root, bin), Out: out, Console: &console})
+			err = vm.Run(ctx, vm.Config{Kernel: k, Script: guestScript(root, bin, pkgs), Out: out, Console: &console})
 			t.Logf("Debian %s, Linux %s (%s): booted and checked in %s", s.Name, k.Version, s.Series, time.Since(start).Round(time.Second))
 			logHarness(t, console.String())
-			for _, p := range guestPackages {
+			for _, p := range pkgs {
 				logf := filepath.Join(out, logName(p.pkg))
 				b, rerr := os.ReadFile(logf)
 				if rerr != nil {
 					t.Errorf("%s: no log of %s's tests: %v", k.Version, p.pkg, rerr)
+					continue
+				}
+				if os.Getenv(benchEnv) != "" {
+					t.Logf("%s on %s:\n%s", p.pkg, k.Version, b)
 					continue
 				}
 				t.Logf("%s on %s: %s", p.pkg, k.Version, summary(b))
@@ -106,6 +163,9 @@ func TestKernelMatrix(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\nguest console:\n%s", err, console.String())
 			}
+			if len(pkgs) < len(guestPackages) || os.Getenv(benchEnv) != "" {
+				return
+			}
 			b, err := os.ReadFile(filepath.Join(out, "support.json"))
 			if err != nil {
 				t.Fatalf("the guest wrote no support report: %v", err)
@@ -117,7 +177,7 @@ func TestKernelMatrix(t *testing.T) {
 			results[s.Series] = sup
 		})
 	}
-	if len(suites) < len(vm.Suites) || t.Failed() {
+	if len(suites) < len(vm.Suites) || len(pkgs) < len(guestPackages) || os.Getenv(benchEnv) != "" || t.Failed() {
 		return
 	}
 	checkSupportTable(t, filepath.Join(root, "docs", "kernels.md"), results)
@@ -126,7 +186,7 @@ func TestKernelMatrix(t *testing.T) {
 // guestScript runs each package's test binary in its source directory,
 // as go test does, logging to the shared output directory; it exits
 // non-zero when any failed.
-func guestScript(root, bin string) string {
+func guestScript(root, bin string, pkgs []guestPackage) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "export XDP_EXPORTER_REQUIRE_PRIVILEGED=1 XDP_EXPORTER_BINARY=%s/xdp_exporter\n", bin)
 	b.WriteString("export " + supportOutEnv + "=\"$XDPVM_OUT/support.json\"\n")
@@ -137,9 +197,12 @@ func guestScript(root, bin string) string {
 	// eth0 receives what eth1 sends when it comes up (IPv6 neighbour
 	// discovery): wait for it, as the qstats test needs traffic.
 	b.WriteString("for i in $(seq 100); do [ \"$(cat /sys/class/net/eth0/statistics/rx_packets)\" -gt 0 ] && break; sleep 0.1; done\n")
-	for _, p := range guestPackages {
+	for _, p := range pkgs {
 		args := "-test.v -test.count=1 -test.timeout=15m"
-		if p.skip != "" {
+		switch bench := os.Getenv(benchEnv); {
+		case bench != "":
+			args += fmt.Sprintf(" -test.run '^$' -test.bench '%s' -test.benchtime %s", bench, cmp.Or(os.Getenv(benchTimeEnv), "11x"))
+		case p.skip != "":
 			args += fmt.Sprintf(" -test.skip '%s'", p.skip)
 		}
 		fmt.Fprintf(&b, "echo \"== %s\"\n", p.pkg)
@@ -153,11 +216,11 @@ func guestScript(root, bin string) string {
 // buildForGuests builds the exporter and the guest packages' test
 // binaries, static, into one directory the guests see through the shared
 // root.
-func buildForGuests(t *testing.T) string {
+func buildForGuests(t *testing.T, pkgs []guestPackage) string {
 	t.Helper()
 	return buildStatic(t, func(dir string) [][]string {
 		cmds := [][]string{{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"}}
-		for _, p := range guestPackages {
+		for _, p := range pkgs {
 			cmds = append(cmds, []string{"go", "test", "-c", "-o", filepath.Join(dir, testBinary(p.pkg)), "./" + p.pkg})
 		}
 		return cmds

@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"strings"
 )
 
 // rxq is xdp_rxq_info's layout: XDP-RX pps per CPU and total, then
@@ -12,7 +13,15 @@ func (v viewCtx) rxq() string {
 		return v.rxqFallback()
 	}
 	t := newTable()
-	t.row("source: rxq collector (xdp_rxq_packets_total)")
+	source := "source: rxq collector (xdp_rxq_packets_total)"
+	if observed := v.cur.Values("xdp_rxq_observed_info"); len(observed) > 0 {
+		var progs []string
+		for _, s := range observed {
+			progs = append(progs, s.Labels["device"]+" prog "+s.Labels["prog_id"])
+		}
+		source += ", observing " + strings.Join(progs, ", ")
+	}
+	t.row(source)
 	issues := sum(v.rates("xdp_rxq_issues_total"))
 	// The pcie collector says which CPUs are on another NUMA node than
 	// the NIC: DDIO put the packets in the other socket's cache.
@@ -39,9 +48,23 @@ func (v viewCtx) rxq() string {
 		}
 		t.row("XDP-RX CPU", "total", pps(sum(mine)), pps(issues))
 		t.row("")
-		t.row("RXQ stats", "RXQ:CPU", "pps", "")
+		// A column per verdict the device returned: the rxq program's one,
+		// or every verdict of the programs observe mode watches.
+		var actions []string
+		for _, a := range byLabels(mine, "action") {
+			actions = append(actions, a.Labels["action"])
+		}
+		cell := map[[3]string]float64{}
+		for _, c := range byLabels(mine, "queue", "cpu", "action") {
+			cell[[3]string{c.Labels["queue"], c.Labels["cpu"], c.Labels["action"]}] = c.Value
+		}
+		t.row(append([]string{"RXQ stats", "RXQ:CPU", "pps"}, actions...)...)
 		for _, q := range byLabels(mine, "queue", "cpu") {
-			t.row("rx_queue_index", q.Labels["queue"]+":"+q.Labels["cpu"], pps(q.Value), "")
+			row := []string{"rx_queue_index", q.Labels["queue"] + ":" + q.Labels["cpu"], pps(q.Value)}
+			for _, a := range actions {
+				row = append(row, pps(cell[[3]string{q.Labels["queue"], q.Labels["cpu"], a}]))
+			}
+			t.row(row...)
 		}
 		for _, q := range byLabels(mine, "queue") {
 			t.row("rx_queue_index", q.Labels["queue"]+":sum", pps(q.Value), "")
@@ -67,13 +90,14 @@ func (v viewCtx) rxqFallback() string {
 	for _, src := range []struct{ family, what string }{
 		{"xdp_ethtool_rx_xdp_processed_packets_total", "the driver's per-queue XDP counters (ethtool collector)"},
 		{"xdp_netdev_queue_rx_packets_total", "the netdev qstats per queue (netdev collector)"},
+		{"xdp_ethtool_rx_queue_packets_total", "the driver's per-queue RX counters (ethtool collector)"},
 	} {
 		if !v.cur.Has(src.family) {
 			continue
 		}
 		rs := v.rates(src.family)
 		t := newTable()
-		t.row("source: " + src.what + "; --collector.rxq adds the per-CPU split")
+		t.row("source: " + src.what + "; --collector.rxq (or --collector.rxq.observe beside your own program) adds the per-CPU and verdict split")
 		t.row("Device", "RXQ", "pps")
 		for _, q := range byLabels(rs, "device", "queue") {
 			t.row(q.Labels["device"], q.Labels["queue"], pps(q.Value))

@@ -45,6 +45,33 @@ func TestRatesCounterReset(t *testing.T) {
 	}
 }
 
+// TestRxqViewObserved: observe mode's verdicts get a column each, and the
+// source line names the programs observed.
+func TestRxqViewObserved(t *testing.T) {
+	const head = "# TYPE xdp_rxq_packets_total counter\n# TYPE xdp_rxq_observed_info gauge\n"
+	info := `xdp_rxq_observed_info{device="eth0",mode="native",prog_id="42"} 1
+`
+	prev := parse(t, 0, head+info+`xdp_rxq_packets_total{device="eth0",queue="0",cpu="0",action="pass"} 0
+xdp_rxq_packets_total{device="eth0",queue="0",cpu="0",action="drop"} 0
+xdp_rxq_packets_total{device="eth0",queue="1",cpu="1",action="drop"} 0
+`)
+	cur := parse(t, 1, head+info+`xdp_rxq_packets_total{device="eth0",queue="0",cpu="0",action="pass"} 1000
+xdp_rxq_packets_total{device="eth0",queue="0",cpu="0",action="drop"} 3000
+xdp_rxq_packets_total{device="eth0",queue="1",cpu="1",action="drop"} 5000
+`)
+	out := Render("rxq", prev, cur, "")
+	for _, want := range []string{
+		"observing eth0 prog 42",
+		"RXQ stats  RXQ:CPU  pps  drop  pass",
+		"rx_queue_index  0:0  4,000  3,000  1,000",
+		"rx_queue_index  1:1  5,000  5,000  0",
+	} {
+		if !containsFields(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
 func TestRxqView(t *testing.T) {
 	const head = "# TYPE xdp_rxq_packets_total counter\n# TYPE xdp_rxq_issues_total counter\n"
 	prev := parse(t, 0, head+`xdp_rxq_packets_total{device="eth0",queue="0",cpu="0"} 0

@@ -13,7 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+
+	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -52,6 +56,26 @@ func AttachVerdict(t testing.TB, p *vethns.Pair, verdict uint32) {
 	t.Cleanup(func() { l.Close() })
 }
 
+// AttachWithIP attaches section sec of the object file obj to dev in native
+// mode the way a user does, with iproute2 (`ip -force link set dev DEV
+// xdpdrv obj OBJ sec SEC`, replacing what is there), and returns the new
+// program's id. It detaches whatever dev holds when the test ends.
+func AttachWithIP(t testing.TB, dev, obj, sec string) uint32 {
+	t.Helper()
+	if out, err := exec.Command("ip", "-force", "link", "set", "dev", dev, "xdpdrv", "obj", obj, "sec", sec).CombinedOutput(); err != nil {
+		t.Fatalf("ip link set dev %s xdpdrv obj %s: %v\n%s", dev, obj, err, out)
+	}
+	t.Cleanup(func() {
+		// The device may be gone with its pair already.
+		_ = exec.Command("ip", "link", "set", "dev", dev, "xdpdrv", "off").Run()
+	})
+	id := AttachedXDP(t, dev)
+	if id == 0 {
+		t.Fatalf("ip attached no XDP program to %s", dev)
+	}
+	return id
+}
+
 // AttachedXDP returns the id of the XDP program attached to dev, 0 for none.
 func AttachedXDP(t testing.TB, dev string) uint32 {
 	t.Helper()
@@ -69,13 +93,19 @@ func AttachedXDP(t testing.TB, dev string) uint32 {
 // peer to its host end, failing the test unless exactly n went out.
 func SendExactly(t testing.TB, pair *vethns.Pair, n uint64) {
 	t.Helper()
+	SendSized(t, pair, n, trafficgen.MinFrameSize)
+}
+
+// SendSized is SendExactly with frames of size bytes.
+func SendSized(t testing.TB, pair *vethns.Pair, n uint64, size int) {
+	t.Helper()
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
 	defer g.Close()
 	sent, err := g.Run(context.Background(), trafficgen.Config{
 		NS: pair.NS, Ifindex: pair.Peer.Index,
 		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
-		Count: n, CPUs: []int{0, 1},
+		Count: n, CPUs: []int{0, 1}, Size: size,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -116,4 +146,49 @@ func EthtoolS(t testing.TB, netns, dev string) map[string]uint64 {
 		t.Fatalf("%s printed no statistics:\n%s", strings.Join(args, " "), out)
 	}
 	return stats
+}
+
+// ObserverLink is a tracing link of the exporter's observer program, with
+// the program it traces (0 where the kernel does not say: before 5.13).
+type ObserverLink struct {
+	ID     link.ID
+	Target uint32
+}
+
+// ObserverLinks lists the tracing links whose program is the observer
+// (rxqobserve), as `bpftool link` shows them.
+func ObserverLinks(t testing.TB) []ObserverLink {
+	t.Helper()
+	var out []ObserverLink
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		info, err := it.Link.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Type != link.TracingType {
+			continue
+		}
+		prog, err := ebpf.NewProgramFromID(info.Program)
+		if err != nil {
+			continue // gone since the listing
+		}
+		pi, err := prog.Info()
+		prog.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pi.Name == rxqobserve.ObserverProgObserve {
+			l := ObserverLink{ID: info.ID}
+			if tr := info.Tracing(); tr != nil {
+				l.Target = tr.TargetObjectId
+			}
+			out = append(out, l)
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
