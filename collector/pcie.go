@@ -12,6 +12,9 @@ import (
 
 	"github.com/mdlayher/genetlink"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci"
 )
 
 func init() {
@@ -115,7 +118,7 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	errs := []error{err}
 	type found struct {
 		link Link
-		nic  *pcieNIC
+		nic  *pci.NIC
 	}
 	var nics []found
 	numa := false
@@ -126,7 +129,7 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		if !c.cfg.Devices.selects(l.Label) {
 			continue
 		}
-		nic, err := readPCIeNIC(c.cfg.SysFS, l.Name)
+		nic, err := pci.ReadNIC(c.cfg.SysFS, l.Name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // a device without a PCI function (veth, lo, a bridge)
 		}
@@ -137,14 +140,14 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 			}
 		}
 		nics = append(nics, found{l, nic})
-		numa = numa || nic.numaNode >= 0
+		numa = numa || nic.NUMANode >= 0
 	}
 	// The CPUs' nodes and the queues' IRQs matter only for a NIC with a
 	// node: a host without one (one node, or none given) reads neither.
-	var nodes nodeCPUs
+	var nodes pci.NodeCPUs
 	var irqs map[netdevQueueKey]uint32
 	if numa {
-		if nodes, err = readNodeCPUs(c.cfg.SysFS); err != nil {
+		if nodes, err = pci.ReadNodeCPUs(c.cfg.SysFS); err != nil {
 			errs = append(errs, err)
 		}
 		if c.netdev != nil {
@@ -159,68 +162,68 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	return errors.Join(errs...)
 }
 
-func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pcieNIC, nodes nodeCPUs, irqs map[netdevQueueKey]uint32) {
+func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, nodes pci.NodeCPUs, irqs map[netdevQueueKey]uint32) {
 	dev := l.Label
-	c.cfg.Families.send(ch, pcieDeviceInfo, 1, dev, nic.address, strconv.Itoa(nic.numaNode))
-	for hop, h := range nic.hops {
+	c.cfg.Families.send(ch, pcieDeviceInfo, 1, dev, nic.Address, strconv.Itoa(nic.NUMANode))
+	for hop, h := range nic.Hops {
 		hopLabel := strconv.Itoa(hop)
-		if h.speed > 0 {
-			c.cfg.Families.send(ch, pcieLinkSpeed, h.speed*1e9, dev, hopLabel, h.address)
+		if h.Speed > 0 {
+			c.cfg.Families.send(ch, pcieLinkSpeed, h.Speed*1e9, dev, hopLabel, h.Address)
 		}
-		if h.maxSpeed > 0 {
-			c.cfg.Families.send(ch, pcieLinkMaxSpeed, h.maxSpeed*1e9, dev, hopLabel, h.address)
+		if h.MaxSpeed > 0 {
+			c.cfg.Families.send(ch, pcieLinkMaxSpeed, h.MaxSpeed*1e9, dev, hopLabel, h.Address)
 		}
-		if h.width > 0 {
-			c.cfg.Families.send(ch, pcieLinkWidth, float64(h.width), dev, hopLabel, h.address)
+		if h.Width > 0 {
+			c.cfg.Families.send(ch, pcieLinkWidth, float64(h.Width), dev, hopLabel, h.Address)
 		}
-		if h.maxWidth > 0 {
-			c.cfg.Families.send(ch, pcieLinkMaxWidth, float64(h.maxWidth), dev, hopLabel, h.address)
+		if h.MaxWidth > 0 {
+			c.cfg.Families.send(ch, pcieLinkMaxWidth, float64(h.MaxWidth), dev, hopLabel, h.Address)
 		}
-		if bw := linkBandwidth(h.speed, h.width); bw > 0 {
-			c.cfg.Families.send(ch, pcieLinkBandwidth, bw, dev, hopLabel, h.address)
+		if bw := pci.LinkBandwidth(h.Speed, h.Width); bw > 0 {
+			c.cfg.Families.send(ch, pcieLinkBandwidth, bw, dev, hopLabel, h.Address)
 		}
-		for _, e := range h.aer {
-			c.cfg.Families.send(ch, pcieAERErrors, float64(e.count), dev, hopLabel, h.address, e.typ, e.name)
+		for _, e := range h.AER {
+			c.cfg.Families.send(ch, pcieAERErrors, float64(e.Count), dev, hopLabel, h.Address, e.Type, e.Name)
 		}
 	}
-	for hop := 0; hop < len(nic.hops); hop += 2 {
-		if degraded, known := linkDegraded(nic.hops, hop); known {
+	for hop := 0; hop < len(nic.Hops); hop += 2 {
+		if degraded, known := linkDegraded(nic.Hops, hop); known {
 			v := 0.0
 			if degraded {
 				v = 1
 			}
-			c.cfg.Families.send(ch, pcieLinkDegraded, v, dev, strconv.Itoa(hop), nic.hops[hop].address)
+			c.cfg.Families.send(ch, pcieLinkDegraded, v, dev, strconv.Itoa(hop), nic.Hops[hop].Address)
 		}
 	}
-	if nic.numaNode < 0 || len(nodes.node) == 0 {
+	if nic.NUMANode < 0 || len(nodes.Node) == 0 {
 		return
 	}
-	if nodes.count > 1 {
-		for cpu, node := range nodes.node {
+	if nodes.Count > 1 {
+		for cpu, node := range nodes.Node {
 			remote := 0.0
-			if node != nic.numaNode {
+			if node != nic.NUMANode {
 				remote = 1
 			}
 			c.cfg.Families.send(ch, pcieCPURemote, remote, dev, strconv.Itoa(cpu))
 		}
 	}
 	for _, q := range c.rxQueues(l, nic, irqs) {
-		cpus, err := readCPUList(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(q.irq), 10), "effective_affinity_list"))
+		cpus, err := cpulist.Read(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(q.irq), 10), "effective_affinity_list"))
 		if err != nil || len(cpus) == 0 {
 			// Kernels without CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK.
-			cpus, err = readCPUList(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(q.irq), 10), "smp_affinity_list"))
+			cpus, err = cpulist.Read(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(q.irq), 10), "smp_affinity_list"))
 		}
 		if err != nil || len(cpus) == 0 {
 			continue // the IRQ was freed since it was listed
 		}
 		remote := 0
 		for _, cpu := range cpus {
-			if n, ok := nodes.node[cpu]; ok && n != nic.numaNode {
+			if n, ok := nodes.Node[cpu]; ok && n != nic.NUMANode {
 				remote++
 			}
 		}
 		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.queue),
-			strconv.FormatUint(uint64(q.irq), 10), formatCPUList(cpus))
+			strconv.FormatUint(uint64(q.irq), 10), cpulist.Format(cpus))
 	}
 }
 
@@ -233,7 +236,7 @@ type rxQueueIRQ struct {
 // rxQueues maps the NIC's RX queues to their IRQs: from netdev netlink
 // where the kernel links the queue to a NAPI with an IRQ, else from the
 // names the driver gave its MSI-X vectors.
-func (c *pcieCollector) rxQueues(l Link, nic *pcieNIC, irqs map[netdevQueueKey]uint32) []rxQueueIRQ {
+func (c *pcieCollector) rxQueues(l Link, nic *pci.NIC, irqs map[netdevQueueKey]uint32) []rxQueueIRQ {
 	var out []rxQueueIRQ
 	for k, irq := range irqs {
 		if k.ifindex == l.Index {
@@ -243,8 +246,8 @@ func (c *pcieCollector) rxQueues(l Link, nic *pcieNIC, irqs map[netdevQueueKey]u
 	if len(out) > 0 {
 		return out
 	}
-	for _, irq := range nic.msiIRQs {
-		if q, ok := irqQueue(filepath.Join(c.cfg.ProcFS, "irq"), irq, l.Name); ok {
+	for _, irq := range nic.MSIIRQs {
+		if q, ok := pci.IRQQueue(filepath.Join(c.cfg.ProcFS, "irq"), irq, l.Name); ok {
 			out = append(out, rxQueueIRQ{queue: q, irq: irq})
 		}
 	}
@@ -255,16 +258,16 @@ func (c *pcieCollector) rxQueues(l Link, nic *pcieNIC, irqs map[netdevQueueKey]u
 // upstream port) with the port above it, hops[i+1], which reports the
 // same link from the other end: the link can do the lower of the two
 // ends' maximum speed and width. known is false without link files.
-func linkDegraded(hops []pcieHop, i int) (degraded, known bool) {
+func linkDegraded(hops []pci.Hop, i int) (degraded, known bool) {
 	h := hops[i]
-	if h.speed == 0 || h.width == 0 || h.maxSpeed == 0 || h.maxWidth == 0 {
+	if h.Speed == 0 || h.Width == 0 || h.MaxSpeed == 0 || h.MaxWidth == 0 {
 		return false, false
 	}
-	capSpeed, capWidth := h.maxSpeed, h.maxWidth
+	capSpeed, capWidth := h.MaxSpeed, h.MaxWidth
 	if i+1 < len(hops) {
-		if p := hops[i+1]; p.maxSpeed > 0 && p.maxWidth > 0 {
-			capSpeed, capWidth = min(capSpeed, p.maxSpeed), min(capWidth, p.maxWidth)
+		if p := hops[i+1]; p.MaxSpeed > 0 && p.MaxWidth > 0 {
+			capSpeed, capWidth = min(capSpeed, p.MaxSpeed), min(capWidth, p.MaxWidth)
 		}
 	}
-	return h.speed < capSpeed || h.width < capWidth, true
+	return h.Speed < capSpeed || h.Width < capWidth, true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -252,18 +253,18 @@ func TestPCIeRealSysfs(t *testing.T) {
 		t.Fatal(err)
 	}
 	mfs := gather(t, c)
-	pci := 0
+	onPCI := 0
 	for _, l := range links {
 		name := l.Attrs().Name
 		info, err := et.DriverInfo(name)
 		listed, n := sumFamily(mfs, "xdp_pcie_device_info", "device", name)
-		if err != nil || !pciAddress.MatchString(info.BusInfo) {
+		if err != nil || !pci.IsAddress(info.BusInfo) {
 			if n != 0 {
 				t.Errorf("%s (bus %q) is not on PCI but listed", name, info.BusInfo)
 			}
 			continue
 		}
-		pci++
+		onPCI++
 		node, err := os.ReadFile(filepath.Join("/sys/bus/pci/devices", info.BusInfo, "numa_node"))
 		if err != nil {
 			t.Fatal(err)
@@ -272,37 +273,10 @@ func TestPCIeRealSysfs(t *testing.T) {
 			t.Errorf("%s on %s: info %v", name, info.BusInfo, got)
 		}
 	}
-	if pci == 0 {
+	if onPCI == 0 {
 		testenv.Unavailable(t, "this machine has no network device on PCI: its sysfs shows nothing to compare")
 	}
-	t.Logf("%d PCI network devices", pci)
-}
-
-// FuzzPCIeSysfs feeds the parsers of the link and AER files arbitrary
-// contents: a speed parses to a finite, non-negative rate or is refused,
-// a bandwidth is finite and non-negative, and every AER count has a name
-// without blanks that is not a TOTAL_ line.
-func FuzzPCIeSysfs(f *testing.F) {
-	for _, s := range []string{"8.0 GT/s PCIe", "2.5 GT/s PCIe", "64.0 GT/s PCIe", "8 GT/s", "Unknown", "Unknown speed", "", "5.0 GT/s x"} {
-		f.Add(s, 16, aerCorrectable)
-	}
-	f.Add("16.0 GT/s PCIe", 8, aerNonFatal)
-	f.Add("32.0 GT/s PCIe", -1, "BadTLP 18446744073709551615\nTOTAL_ERR_COR 1\nRxErr\n")
-	f.Fuzz(func(t *testing.T, speed string, lanes int, aer string) {
-		if v, ok := parseLinkSpeed(speed); ok && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0)) {
-			t.Fatalf("parseLinkSpeed(%q) = %v", speed, v)
-		} else if ok {
-			if bw := linkBandwidth(v, lanes); bw < 0 || math.IsNaN(bw) || math.IsInf(bw, 0) {
-				t.Fatalf("linkBandwidth(%v, %d) = %v", v, lanes, bw)
-			}
-		}
-		counts, _ := parseAER([]byte(aer), "correctable")
-		for _, c := range counts {
-			if c.name == "" || strings.ContainsAny(c.name, " \t\n") || strings.HasPrefix(c.name, "TOTAL_") {
-				t.Fatalf("parseAER(%q) gave the name %q", aer, c.name)
-			}
-		}
-	})
+	t.Logf("%d PCI network devices", onPCI)
 }
 
 // BenchmarkPCIeUpdate is one scrape of the two-socket fixture: the NIC's

@@ -7,13 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/perfevent"
 )
 
 var (
@@ -74,7 +75,7 @@ func init() {
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
 				cfg := PerfConfig{Hardware: *hw, Software: *sw, SysFS: shared.SysFS, Filter: shared.Filter}
 				if *cpus != "" {
-					list, err := parseCPUList(*cpus)
+					list, err := cpulist.Parse(*cpus)
 					if err != nil {
 						return nil, fmt.Errorf("--collector.perf.cpus: %w", err)
 					}
@@ -99,11 +100,9 @@ type PerfConfig struct {
 }
 
 type perfEventSpec struct {
-	name   string // perf(1)'s name
-	typ    uint32
-	config uint64
-	fam    *Family
-	scale  float64 // to base units: clocks count nanoseconds
+	perfevent.Event
+	fam   *Family
+	scale float64 // to base units: clocks count nanoseconds
 }
 
 // perfGroupSpec is one group opened on each CPU. The hardware events come
@@ -119,27 +118,25 @@ type perfGroupSpec struct {
 	events   []perfEventSpec
 }
 
-func hwCache(cache, op, result uint64) uint64 { return cache | op<<8 | result<<16 }
-
 var perfGroups = []perfGroupSpec{
 	{"cycles", true, []perfEventSpec{
-		{"cycles", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES, perfCycles, 1},
-		{"instructions", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_INSTRUCTIONS, perfInstructions, 1},
+		{perfevent.Event{Name: "cycles", Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES}, perfCycles, 1},
+		{perfevent.Event{Name: "instructions", Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_INSTRUCTIONS}, perfInstructions, 1},
 	}},
 	{"cache", true, []perfEventSpec{
-		{"cache-references", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CACHE_REFERENCES, perfCacheReferences, 1},
-		{"cache-misses", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CACHE_MISSES, perfCacheMisses, 1},
+		{perfevent.Event{Name: "cache-references", Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CACHE_REFERENCES}, perfCacheReferences, 1},
+		{perfevent.Event{Name: "cache-misses", Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CACHE_MISSES}, perfCacheMisses, 1},
 	}},
 	{"llc", true, []perfEventSpec{
-		{"LLC-loads", unix.PERF_TYPE_HW_CACHE, hwCache(unix.PERF_COUNT_HW_CACHE_LL, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_ACCESS), perfLLCLoads, 1},
-		{"LLC-load-misses", unix.PERF_TYPE_HW_CACHE, hwCache(unix.PERF_COUNT_HW_CACHE_LL, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_MISS), perfLLCLoadMisses, 1},
+		{perfevent.Event{Name: "LLC-loads", Type: unix.PERF_TYPE_HW_CACHE, Config: perfevent.HWCache(unix.PERF_COUNT_HW_CACHE_LL, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_ACCESS)}, perfLLCLoads, 1},
+		{perfevent.Event{Name: "LLC-load-misses", Type: unix.PERF_TYPE_HW_CACHE, Config: perfevent.HWCache(unix.PERF_COUNT_HW_CACHE_LL, unix.PERF_COUNT_HW_CACHE_OP_READ, unix.PERF_COUNT_HW_CACHE_RESULT_MISS)}, perfLLCLoadMisses, 1},
 	}},
 	{"software", false, []perfEventSpec{
-		{"cpu-clock", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK, perfCPUClock, 1e-9},
-		{"task-clock", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_TASK_CLOCK, perfTaskClock, 1e-9},
-		{"context-switches", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES, perfContextSwitches, 1},
-		{"cpu-migrations", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_MIGRATIONS, perfCPUMigrations, 1},
-		{"page-faults", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS, perfPageFaults, 1},
+		{perfevent.Event{Name: "cpu-clock", Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_CLOCK}, perfCPUClock, 1e-9},
+		{perfevent.Event{Name: "task-clock", Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_TASK_CLOCK}, perfTaskClock, 1e-9},
+		{perfevent.Event{Name: "context-switches", Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CONTEXT_SWITCHES}, perfContextSwitches, 1},
+		{perfevent.Event{Name: "cpu-migrations", Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_CPU_MIGRATIONS}, perfCPUMigrations, 1},
+		{perfevent.Event{Name: "page-faults", Type: unix.PERF_TYPE_SOFTWARE, Config: unix.PERF_COUNT_SW_PAGE_FAULTS}, perfPageFaults, 1},
 	}},
 }
 
@@ -147,10 +144,8 @@ var perfGroups = []perfGroupSpec{
 type perfGroup struct {
 	spec   *perfGroupSpec
 	cpu    string
-	fds    []int    // leader first
-	ids    []uint64 // kernel event ids, in spec order
-	buf    []byte
-	scaler perfScaler
+	group  *perfevent.Group
+	scaler perfevent.Scaler
 }
 
 // perfCollector holds one event group per (group, CPU).
@@ -179,7 +174,7 @@ func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, erro
 		if err != nil {
 			return nil, fmt.Errorf("perf: listing online CPUs: %w", err)
 		}
-		if cpus, err = parseCPUList(string(b)); err != nil {
+		if cpus, err = cpulist.Parse(string(b)); err != nil {
 			return nil, fmt.Errorf("perf: %s/devices/system/cpu/online: %w", cfg.SysFS, err)
 		}
 	}
@@ -197,11 +192,11 @@ func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, erro
 		}
 		opened, err := openPerfGroupAllCPUs(spec, cpus)
 		for _, e := range spec.events {
-			c.available[e.name] = err == nil
+			c.available[e.Name] = err == nil
 		}
 		if err != nil {
 			errs = append(errs, err)
-			if spec.hardware && isPerfUnsupported(err) {
+			if spec.hardware && perfevent.IsUnsupported(err) {
 				hwMissing++
 			} else {
 				logger.Warn("perf event group unavailable; its families are not exported", "group", spec.name, "err", err)
@@ -226,113 +221,22 @@ func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, erro
 // openPerfGroupAllCPUs opens spec on each CPU, or nothing: a group missing
 // on some CPUs would make per-CPU comparisons misleading.
 func openPerfGroupAllCPUs(spec *perfGroupSpec, cpus []int) ([]*perfGroup, error) {
+	events := make([]perfevent.Event, len(spec.events))
+	for i, e := range spec.events {
+		events[i] = e.Event
+	}
 	var out []*perfGroup
 	for _, cpu := range cpus {
-		g, err := openPerfGroup(spec, cpu)
+		g, err := perfevent.Open(spec.name, events, cpu)
 		if err != nil {
 			for _, o := range out {
-				o.close()
+				o.group.Close()
 			}
 			return nil, err
 		}
-		out = append(out, g)
+		out = append(out, &perfGroup{spec: spec, cpu: strconv.Itoa(cpu), group: g})
 	}
 	return out, nil
-}
-
-func openPerfGroup(spec *perfGroupSpec, cpu int) (_ *perfGroup, err error) {
-	g := &perfGroup{spec: spec, cpu: strconv.Itoa(cpu), buf: make([]byte, perfReadSize(perfReadFormat, len(spec.events)))}
-	defer func() {
-		if err != nil {
-			g.close()
-		}
-	}()
-	for i, e := range spec.events {
-		attr := unix.PerfEventAttr{
-			Type:        e.typ,
-			Config:      e.config,
-			Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-			Read_format: perfReadFormat,
-		}
-		leader := -1
-		if i == 0 {
-			// The leader starts disabled and is enabled with the whole
-			// group once every member is attached, so all start together.
-			attr.Bits = unix.PerfBitDisabled
-		} else {
-			leader = g.fds[0]
-		}
-		fd, err := unix.PerfEventOpen(&attr, -1, cpu, leader, unix.PERF_FLAG_FD_CLOEXEC)
-		if err != nil {
-			return nil, perfOpenError(e.name, cpu, err)
-		}
-		g.fds = append(g.fds, fd)
-		id, err := unix.IoctlGetUint64(fd, unix.PERF_EVENT_IOC_ID)
-		if err != nil {
-			return nil, fmt.Errorf("perf %s on CPU %d: PERF_EVENT_IOC_ID: %w", e.name, cpu, err)
-		}
-		g.ids = append(g.ids, id)
-	}
-	if err := unix.IoctlSetInt(g.fds[0], unix.PERF_EVENT_IOC_ENABLE, unix.PERF_IOC_FLAG_GROUP); err != nil {
-		return nil, fmt.Errorf("perf group %s on CPU %d: enable: %w", spec.name, cpu, err)
-	}
-	return g, nil
-}
-
-// perfOpenError says what a perf_event_open errno means for this collector.
-func perfOpenError(event string, cpu int, err error) error {
-	var why string
-	switch {
-	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
-		why = "permission denied: CPU-wide perf events need CAP_PERFMON (Linux 5.8+) or CAP_SYS_ADMIN, or kernel.perf_event_paranoid <= 0"
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL):
-		why = "event not supported by this CPU/kernel (no hardware PMU?)"
-	case errors.Is(err, unix.ENODEV):
-		why = "CPU offline or does not exist"
-	default:
-		why = "perf_event_open failed"
-	}
-	return fmt.Errorf("perf %s on CPU %d: %s: %w", event, cpu, why, err)
-}
-
-func isPerfUnsupported(err error) bool {
-	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EINVAL)
-}
-
-func (g *perfGroup) close() error {
-	var errs []error
-	for _, fd := range g.fds {
-		if err := unix.Close(fd); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	g.fds = nil
-	return errors.Join(errs...)
-}
-
-// read reads and decodes the group, mapping each value to its event by id.
-func (g *perfGroup) read() (perfGroupRead, error) {
-	n, err := unix.Read(g.fds[0], g.buf)
-	if err != nil {
-		return perfGroupRead{}, fmt.Errorf("perf group %s on CPU %s: read: %w", g.spec.name, g.cpu, err)
-	}
-	r, err := decodePerfGroupRead(g.buf[:n], perfReadFormat)
-	if err != nil {
-		return r, fmt.Errorf("perf group %s on CPU %s: %w", g.spec.name, g.cpu, err)
-	}
-	if len(r.Values) != len(g.ids) {
-		return r, fmt.Errorf("perf group %s on CPU %s: %d values, opened %d events", g.spec.name, g.cpu, len(r.Values), len(g.ids))
-	}
-	ordered := make([]perfValue, len(g.ids))
-	for _, v := range r.Values {
-		k := slices.Index(g.ids, v.ID)
-		if k < 0 {
-			return r, fmt.Errorf("perf group %s on CPU %s: unknown event id %d", g.spec.name, g.cpu, v.ID)
-		}
-		ordered[k] = v
-	}
-	r.Values = ordered
-	return r, nil
 }
 
 // Update reads every group; a group that fails to read is reported in the
@@ -345,12 +249,12 @@ func (c *perfCollector) Update(_ context.Context, ch chan<- prometheus.Metric) e
 	}
 	var errs []error
 	for _, g := range c.groups {
-		r, err := g.read()
+		r, err := g.group.Read()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		scaled, err := g.scaler.add(r)
+		scaled, err := g.scaler.Add(r)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("perf group %s on CPU %s: %w", g.spec.name, g.cpu, err))
 			continue
@@ -377,7 +281,7 @@ func (c *perfCollector) Close() error {
 	defer c.mu.Unlock()
 	var errs []error
 	for _, g := range c.groups {
-		if err := g.close(); err != nil {
+		if err := g.group.Close(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -2,14 +2,10 @@ package collector
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/hex"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,145 +17,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
-
-// words lays out u64s in host byte order, as the kernel writes read_format.
-func words(w ...uint64) []byte {
-	b := make([]byte, 8*len(w))
-	for i, v := range w {
-		binary.NativeEndian.PutUint64(b[8*i:], v)
-	}
-	return b
-}
-
-// capturedSoftwareRead is one read(2) of the software group leader on CPU 1
-// of this VM, 200 ms after enabling (little-endian x86-64): nr=5,
-// time_enabled = time_running = 200362846 ns, then {value, id} for
-// cpu-clock, task-clock, context-switches, cpu-migrations, page-faults.
-const capturedSoftwareRead = "0500000000000000" + "5e4bf10b00000000" + "5e4bf10b00000000" +
-	"c549f10b00000000" + "1100000000000000" + "f950f10b00000000" + "1200000000000000" +
-	"1101000000000000" + "1300000000000000" + "0200000000000000" + "1400000000000000" +
-	"e806000000000000" + "1500000000000000"
-
-func TestPerfDecode(t *testing.T) {
-	t.Parallel()
-	full := uint64(perfReadFormat)
-	captured, err := hex.DecodeString(capturedSoftwareRead)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if binary.NativeEndian.Uint64(words(1)) != binary.LittleEndian.Uint64(words(1)) {
-		captured = nil // the capture is little-endian; its case is skipped below
-	}
-	ok := []struct {
-		name   string
-		buf    []byte
-		format uint64
-		want   perfGroupRead
-	}{
-		{"hardware pair cycles/instructions, multiplexed to half", words(2, 1_000_000_000, 500_000_000, 2_000_000_000, 7, 3_100_000_000, 8), full,
-			perfGroupRead{1_000_000_000, 500_000_000, []perfValue{{2_000_000_000, 7}, {3_100_000_000, 8}}}},
-		{"six hardware events with PERF_FORMAT_LOST", words(6, 10, 10, 1, 1, 0, 2, 2, 0, 3, 3, 0, 4, 4, 0, 5, 5, 9, 6, 6, 0),
-			full | unix.PERF_FORMAT_LOST,
-			perfGroupRead{10, 10, []perfValue{{1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}, {6, 6}}}},
-		{"no ids, no times", words(2, 42, 43), unix.PERF_FORMAT_GROUP,
-			perfGroupRead{0, 0, []perfValue{{42, 0}, {43, 0}}}},
-		{"enabled only", words(1, 99, 5), unix.PERF_FORMAT_GROUP | unix.PERF_FORMAT_TOTAL_TIME_ENABLED,
-			perfGroupRead{99, 0, []perfValue{{5, 0}}}},
-		{"captured software group", captured, full,
-			perfGroupRead{200362846, 200362846, []perfValue{{0x0bf149c5, 17}, {0x0bf150f9, 18}, {273, 19}, {2, 20}, {1768, 21}}}},
-	}
-	for _, tc := range ok {
-		if tc.buf == nil {
-			continue
-		}
-		got, err := decodePerfGroupRead(tc.buf, tc.format)
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
-		}
-		if n := perfReadSize(tc.format, len(tc.want.Values)); n != len(tc.buf) {
-			t.Errorf("%s: perfReadSize = %d, buffer is %d", tc.name, n, len(tc.buf))
-		}
-	}
-
-	bad := []struct {
-		name   string
-		buf    []byte
-		format uint64
-		errHas string
-	}{
-		{"empty", nil, full, "empty"},
-		{"partial word", words(1, 2, 3, 4, 5)[:39], full, "whole number"},
-		{"nr zero", words(0, 1, 1), full, "group of 0"},
-		{"nr absurd", words(1 << 40), full, "group of"},
-		{"truncated", words(2, 10, 10, 1, 1, 2), full, "want 56"},
-		{"trailing data", words(1, 10, 10, 1, 1, 0), full, "want 40"},
-		{"running > enabled", words(1, 10, 11, 1, 1), full, "exceeds"},
-		{"not a group read", words(1, 10, 10, 1, 1), unix.PERF_FORMAT_TOTAL_TIME_ENABLED, "PERF_FORMAT_GROUP"},
-	}
-	for _, tc := range bad {
-		_, err := decodePerfGroupRead(tc.buf, tc.format)
-		if err == nil || !strings.Contains(err.Error(), tc.errHas) {
-			t.Errorf("%s: err = %v, want one containing %q", tc.name, err, tc.errHas)
-		}
-	}
-}
-
-// TestPerfScaler feeds successive reads of a two-event group through the
-// multiplexing correction.
-func TestPerfScaler(t *testing.T) {
-	t.Parallel()
-	var s perfScaler
-	steps := []struct {
-		enabled, running, a, b uint64
-		want                   []float64
-	}{
-		{100, 50, 10, 4, []float64{20, 8}},    // ran half the time: x2
-		{200, 150, 30, 14, []float64{40, 18}}, // ran all of the interval: +raw
-		{300, 175, 35, 14, []float64{60, 18}}, // ran a quarter: +5x4, +0
-		{300, 175, 35, 14, []float64{60, 18}}, // nothing happened
-	}
-	for i, st := range steps {
-		got, err := s.add(perfGroupRead{st.enabled, st.running, []perfValue{{st.a, 1}, {st.b, 2}}})
-		if err != nil {
-			t.Fatalf("step %d: %v", i, err)
-		}
-		if !reflect.DeepEqual(got, st.want) {
-			t.Fatalf("step %d: got %v, want %v", i, got, st.want)
-		}
-	}
-	if _, err := s.add(perfGroupRead{400, 200, []perfValue{{34, 1}, {20, 2}}}); err == nil {
-		t.Error("a count going backwards was accepted")
-	}
-	if _, err := s.add(perfGroupRead{400, 200, []perfValue{{40, 1}}}); err == nil {
-		t.Error("a group changing size was accepted")
-	}
-}
-
-func TestParseCPUList(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string][]int{
-		"0-3,8":   {0, 1, 2, 3, 8},
-		"0-1\n":   {0, 1},
-		"5,1,0-1": {0, 1, 5},
-		"7":       {7},
-	} {
-		got, err := parseCPUList(in)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "a", "3-1", "0-", "-1", "1,,2", "0-99999999"} {
-		if got, err := parseCPUList(in); err == nil {
-			t.Errorf("parseCPUList(%q) = %v, want an error", in, got)
-		}
-	}
-}
 
 func onlineCPUs(t testing.TB) []int {
 	t.Helper()
@@ -167,7 +28,7 @@ func onlineCPUs(t testing.TB) []int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpus, err := parseCPUList(string(b))
+	cpus, err := cpulist.Parse(string(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +183,7 @@ func TestPerfCloseFDs(t *testing.T) {
 	open := openFDs(t)
 	events := 0
 	for _, g := range c.groups {
-		events += len(g.fds)
+		events += g.group.FDs()
 	}
 	if events == 0 || open-before != events {
 		t.Errorf("%d fds opened for %d events", open-before, events)

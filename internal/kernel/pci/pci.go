@@ -1,4 +1,15 @@
-package collector
+// Package pci reads what sysfs and /proc/irq say about the PCI functions
+// behind network devices: the path from a NIC up to its root port with
+// each link's speed and width, AER error counts, the NIC's NUMA node and
+// MSI IRQs, the CPUs of each NUMA node, and which RX queue an IRQ serves.
+//
+// It reads the files of the few functions on each NIC's path by hand.
+// prometheus/procfs's PciDevices parses every PCI device of the host on
+// each call and fails all of them on one it cannot parse, and its AER
+// counters read /sys/class/net/X/device, which for a virtio NIC is the
+// virtio device, not its PCI function, with a fixed set of error names and
+// zeros where the files are absent.
+package pci
 
 import (
 	"bufio"
@@ -10,49 +21,48 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
 )
 
-// The pcie collector reads the files of the few PCI functions on each
-// NIC's path by hand. prometheus/procfs's PciDevices parses every PCI
-// device of the host on each call and fails all of them on one it cannot
-// parse, and its AER counters read /sys/class/net/X/device, which for a
-// virtio NIC is the virtio device, not its PCI function, with a fixed set
-// of error names and zeros where the files are absent.
+// address matches a PCI function's sysfs directory (domain:bus:slot.fn).
+var address = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
 
-// pciAddress matches a PCI function's sysfs directory (domain:bus:slot.fn).
-var pciAddress = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`)
+// IsAddress reports whether s is a PCI function's address as sysfs and
+// ETHTOOL_GDRVINFO's bus_info print it (0000:3b:00.0).
+func IsAddress(s string) bool { return address.MatchString(s) }
 
 // virtioDevice matches a virtio device's directory (virtio3).
 var virtioDevice = regexp.MustCompile(`^virtio[0-9]+$`)
 
-// pcieHop is one PCI function on the path from a NIC up to its root port.
-type pcieHop struct {
-	address         string
-	speed, maxSpeed float64 // GT/s; 0 where the file is absent
-	width, maxWidth int
-	aer             []aerCount // absent without AER
+// Hop is one PCI function on the path from a NIC up to its root port.
+type Hop struct {
+	Address         string
+	Speed, MaxSpeed float64 // GT/s; 0 where the file is absent
+	Width, MaxWidth int
+	AER             []AERCount // absent without AER
 }
 
-// aerCount is one line of an aer_dev_* file.
-type aerCount struct {
-	typ, name string
-	count     uint64
+// AERCount is one line of an aer_dev_* file.
+type AERCount struct {
+	Type, Name string
+	Count      uint64
 }
 
-// pcieNIC is what sysfs says about a network device's PCI function.
-type pcieNIC struct {
-	address  string
-	numaNode int
-	hops     []pcieHop // [0] is the NIC's function
-	msiIRQs  []uint32
+// NIC is what sysfs says about a network device's PCI function.
+type NIC struct {
+	Address  string
+	NUMANode int
+	Hops     []Hop // [0] is the NIC's function
+	MSIIRQs  []uint32
 }
 
-// readPCIeNIC follows /sys/class/net/NAME/device to the PCI function that
+// ReadNIC follows /sys/class/net/NAME/device to the PCI function that
 // backs the device (for virtio-net the device is a virtio device whose
 // parent is the function) and reads it and every PCI function above it.
 // fs.ErrNotExist means the device has no PCI function. On a read error
 // it returns what it read with the error.
-func readPCIeNIC(sys, name string) (*pcieNIC, error) {
+func ReadNIC(sys, name string) (*NIC, error) {
 	real, err := filepath.EvalSymlinks(filepath.Join(sys, "class", "net", name, "device"))
 	if err != nil {
 		return nil, err
@@ -64,17 +74,17 @@ func readPCIeNIC(sys, name string) (*pcieNIC, error) {
 		real = filepath.Dir(real)
 	}
 	var chain []string
-	for p := real; pciAddress.MatchString(filepath.Base(p)); p = filepath.Dir(p) {
+	for p := real; address.MatchString(filepath.Base(p)); p = filepath.Dir(p) {
 		chain = append(chain, p)
 	}
 	if len(chain) == 0 {
 		return nil, fmt.Errorf("%s is not a PCI function: %w", real, os.ErrNotExist)
 	}
-	nic := &pcieNIC{address: filepath.Base(chain[0]), numaNode: -1}
+	nic := &NIC{Address: filepath.Base(chain[0]), NUMANode: -1}
 	var errs []error
 	if s, err := readTrimmed(filepath.Join(chain[0], "numa_node")); err == nil {
 		if n, err := strconv.Atoi(s); err == nil {
-			nic.numaNode = n
+			nic.NUMANode = n
 		}
 	}
 	for _, dir := range chain {
@@ -87,34 +97,34 @@ func readPCIeNIC(sys, name string) (*pcieNIC, error) {
 			if err != nil && !os.IsNotExist(err) {
 				errs = append(errs, err)
 			}
-			h.aer = append(h.aer, counts...)
+			h.AER = append(h.AER, counts...)
 		}
-		nic.hops = append(nic.hops, h)
+		nic.Hops = append(nic.Hops, h)
 	}
 	if entries, err := os.ReadDir(filepath.Join(chain[0], "msi_irqs")); err == nil {
 		for _, e := range entries {
 			if n, err := strconv.ParseUint(e.Name(), 10, 32); err == nil {
-				nic.msiIRQs = append(nic.msiIRQs, uint32(n))
+				nic.MSIIRQs = append(nic.MSIIRQs, uint32(n))
 			}
 		}
 	}
 	if len(errs) > 0 {
-		return nic, fmt.Errorf("%s: %v", nic.address, errs)
+		return nic, fmt.Errorf("%s: %v", nic.Address, errs)
 	}
 	return nic, nil
 }
 
 // readHop reads a function's link files; a function without a PCI
 // Express capability has none, and its fields stay 0.
-func readHop(dir string) (pcieHop, error) {
-	h := pcieHop{address: filepath.Base(dir)}
+func readHop(dir string) (Hop, error) {
+	h := Hop{Address: filepath.Base(dir)}
 	for _, f := range []struct {
 		file  string
 		speed *float64
 		width *int
 	}{
-		{"current_link_speed", &h.speed, nil}, {"max_link_speed", &h.maxSpeed, nil},
-		{"current_link_width", nil, &h.width}, {"max_link_width", nil, &h.maxWidth},
+		{"current_link_speed", &h.Speed, nil}, {"max_link_speed", &h.MaxSpeed, nil},
+		{"current_link_width", nil, &h.Width}, {"max_link_width", nil, &h.MaxWidth},
 	} {
 		s, err := readTrimmed(filepath.Join(dir, f.file))
 		if os.IsNotExist(err) {
@@ -124,9 +134,9 @@ func readHop(dir string) (pcieHop, error) {
 			return h, err
 		}
 		if f.speed != nil {
-			v, ok := parseLinkSpeed(s)
+			v, ok := ParseLinkSpeed(s)
 			if !ok {
-				return h, fmt.Errorf("%s/%s: unexpected %q", h.address, f.file, s)
+				return h, fmt.Errorf("%s/%s: unexpected %q", h.Address, f.file, s)
 			}
 			*f.speed = v
 			continue
@@ -139,10 +149,10 @@ func readHop(dir string) (pcieHop, error) {
 	return h, nil
 }
 
-// parseLinkSpeed reads the kernel's pci_speed_string: "8.0 GT/s PCIe"
+// ParseLinkSpeed reads the kernel's pci_speed_string: "8.0 GT/s PCIe"
 // (older kernels: "8 GT/s"), "Unknown" when the link is down or the
 // speed is not one the kernel knows (0, true).
-func parseLinkSpeed(s string) (float64, bool) {
+func ParseLinkSpeed(s string) (float64, bool) {
 	if strings.HasPrefix(s, "Unknown") {
 		return 0, true
 	}
@@ -157,9 +167,9 @@ func parseLinkSpeed(s string) (float64, bool) {
 	return v, true
 }
 
-// linkBandwidth is a link's theoretical bandwidth per direction in bytes
+// LinkBandwidth is a link's theoretical bandwidth per direction in bytes
 // per second: lanes x GT/s x the generation's encoding efficiency / 8.
-func linkBandwidth(gts float64, lanes int) float64 {
+func LinkBandwidth(gts float64, lanes int) float64 {
 	var encoding float64
 	switch {
 	case gts <= 0 || lanes <= 0:
@@ -180,22 +190,22 @@ func linkBandwidth(gts float64, lanes int) float64 {
 }
 
 // readAER reads one aer_dev_* file.
-func readAER(path, typ string) ([]aerCount, error) {
+func readAER(path, typ string) ([]AERCount, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	out, err := parseAER(b, typ)
+	out, err := ParseAER(b, typ)
 	if err != nil {
 		return out, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
 }
 
-// parseAER parses an aer_dev_* file: a line per error name with its
+// ParseAER parses an aer_dev_* file: a line per error name with its
 // count, and a TOTAL_ line that is the sum of the others (left out).
-func parseAER(b []byte, typ string) ([]aerCount, error) {
-	var out []aerCount
+func ParseAER(b []byte, typ string) ([]AERCount, error) {
+	var out []AERCount
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -206,21 +216,21 @@ func parseAER(b []byte, typ string) ([]aerCount, error) {
 		if err != nil {
 			return out, fmt.Errorf("%q: %w", sc.Text(), err)
 		}
-		out = append(out, aerCount{typ: typ, name: f[0], count: n})
+		out = append(out, AERCount{Type: typ, Name: f[0], Count: n})
 	}
 	return out, sc.Err()
 }
 
-// nodeCPUs maps each CPU to its NUMA node.
-type nodeCPUs struct {
-	node  map[int]int
-	count int // nodes with CPUs
+// NodeCPUs maps each CPU to its NUMA node.
+type NodeCPUs struct {
+	Node  map[int]int
+	Count int // nodes with CPUs
 }
 
-// readNodeCPUs reads /sys/devices/system/node/nodeN/cpulist. A kernel
+// ReadNodeCPUs reads /sys/devices/system/node/nodeN/cpulist. A kernel
 // without NUMA has no such directory: every CPU is then on node 0.
-func readNodeCPUs(sys string) (nodeCPUs, error) {
-	out := nodeCPUs{node: map[int]int{}}
+func ReadNodeCPUs(sys string) (NodeCPUs, error) {
+	out := NodeCPUs{Node: map[int]int{}}
 	dirs, err := filepath.Glob(filepath.Join(sys, "devices", "system", "node", "node[0-9]*"))
 	if err != nil {
 		return out, err
@@ -230,28 +240,18 @@ func readNodeCPUs(sys string) (nodeCPUs, error) {
 		if err != nil {
 			continue
 		}
-		cpus, err := readCPUList(filepath.Join(d, "cpulist"))
+		cpus, err := cpulist.Read(filepath.Join(d, "cpulist"))
 		if err != nil {
 			return out, err
 		}
 		if len(cpus) > 0 {
-			out.count++
+			out.Count++
 		}
 		for _, c := range cpus {
-			out.node[c] = n
+			out.Node[c] = n
 		}
 	}
 	return out, nil
-}
-
-// readCPUList reads a kernel CPU list file ("0-3,8,10-11"); an empty
-// one (a node with memory and no CPUs) lists none.
-func readCPUList(path string) ([]int, error) {
-	s, err := readTrimmed(path)
-	if err != nil || s == "" {
-		return nil, err
-	}
-	return parseCPUList(s)
 }
 
 // irqQueueNames are the names drivers give the MSI-X vector of RX queue
@@ -264,9 +264,9 @@ var irqQueueNames = []*regexp.Regexp{
 	regexp.MustCompile(`-TxRx-(\d+)$`),
 }
 
-// irqQueue names the RX queue an IRQ serves from its action's name; the
+// IRQQueue names the RX queue an IRQ serves from its action's name; the
 // Intel-style names must carry the device's own name.
-func irqQueue(procIRQ string, irq uint32, ifname string) (int, bool) {
+func IRQQueue(procIRQ string, irq uint32, ifname string) (int, bool) {
 	entries, err := os.ReadDir(filepath.Join(procIRQ, strconv.FormatUint(uint64(irq), 10)))
 	if err != nil {
 		return 0, false
