@@ -3,7 +3,6 @@ package bpf
 import (
 	"bytes"
 	"fmt"
-	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/progrun"
+	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"runtime"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )

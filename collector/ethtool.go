@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
 )
 
 func init() {
@@ -290,7 +292,7 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 	}
 
 	e, err := c.entry(d, st, key)
-	if errors.Is(err, errStatsChanged) {
+	if errors.Is(err, ethtoolioctl.ErrStatsChanged) {
 		// The string set moved between GDRVINFO and GSTRINGS; the next
 		// scrape sees the new one.
 		c.logger.Debug("stat set changed while reading it", "device", d.Label, "err", err)
@@ -312,7 +314,7 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 		vals, err := c.src.Stats(d.Name, info.NStats, *sp)
 		*sp = vals
 		switch {
-		case errors.Is(err, errStatsChanged):
+		case errors.Is(err, ethtoolioctl.ErrStatsChanged):
 			st.plan.CompareAndSwap(e, nil)
 			c.logger.Debug("stat count changed; names are re-read next scrape", "device", d.Label, "err", err)
 		case skippable(err):

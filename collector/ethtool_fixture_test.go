@@ -15,12 +15,14 @@ import (
 
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
 )
 
 // fixtureDev is one device read from captured `ethtool -i`, `-S`, `-g`,
 // `-l` and `--show-priv-flags` output (collector/testdata/ethtool).
 type fixtureDev struct {
-	info      ethtoolDriverInfo
+	info      ethtoolioctl.DriverInfo
 	names     []string
 	vals      []uint64
 	ring      *ethtool.Ring
@@ -204,10 +206,10 @@ func (s *fixtureSource) Devices(context.Context) ([]ethtoolDevice, error) {
 	return out, nil
 }
 
-func (s *fixtureSource) DriverInfo(name string) (ethtoolDriverInfo, error) {
+func (s *fixtureSource) DriverInfo(name string) (ethtoolioctl.DriverInfo, error) {
 	d, err := s.dev("DriverInfo", name)
 	if err != nil {
-		return ethtoolDriverInfo{}, err
+		return ethtoolioctl.DriverInfo{}, err
 	}
 	return d.info, nil
 }
@@ -218,7 +220,7 @@ func (s *fixtureSource) StatNames(name string, n int) ([]string, error) {
 		return nil, err
 	}
 	if n != len(d.names) {
-		return nil, errStatsChanged
+		return nil, ethtoolioctl.ErrStatsChanged
 	}
 	return append([]string(nil), d.names...), nil
 }
@@ -229,7 +231,7 @@ func (s *fixtureSource) Stats(name string, n int, dst []uint64) ([]uint64, error
 		return dst, err
 	}
 	if n != len(d.vals) {
-		return dst, fmt.Errorf("%w: %d, expected %d", errStatsChanged, len(d.vals), n)
+		return dst, fmt.Errorf("%w: %d, expected %d", ethtoolioctl.ErrStatsChanged, len(d.vals), n)
 	}
 	return append(dst[:0], d.vals...), nil
 }

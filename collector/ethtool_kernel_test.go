@@ -2,8 +2,6 @@ package collector
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -14,12 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -115,55 +111,6 @@ func vethChannelsBefore61(t *testing.T) bool {
 		t.Fatalf("ethtool -l %s: %v\n%s", pair.Host.Name, err, out)
 	}
 	return true
-}
-
-// TestEthtoolGuardPage checks the guard page with a write the kernel makes
-// past the buffer: ETHTOOL_GDRVINFO fills a struct ethtool_drvinfo of 196
-// bytes, here into the last 8 bytes before the guard, and must fault
-// (EFAULT) instead of landing in our memory. Then it asks for fewer
-// strings and stats than a veth has: older kernels write them all
-// anyway, which the guard stops with EFAULT; this one checks the count
-// itself and answers 0. Either way the call reports the change.
-func TestEthtoolGuardPage(t *testing.T) {
-	pair := vethtest.Pair(t, 1)
-	k, err := newKernelEthtool()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-
-	b, mem, err := k.bufs.get(8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	binary.NativeEndian.PutUint32(mem, unix.ETHTOOL_GDRVINFO)
-	if err := k.ioctl(pair.Host.Name, unsafe.Pointer(&mem[0])); !errors.Is(err, unix.EFAULT) {
-		t.Errorf("GDRVINFO into 8 bytes before the guard page: %v, want EFAULT", err)
-	}
-	k.bufs.put(b)
-
-	info, err := k.DriverInfo(pair.Host.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	changed := func(call string, err error) {
-		t.Helper()
-		if !errors.Is(err, errStatsChanged) || !errors.Is(err, unix.EFAULT) && !strings.Contains(err.Error(), ": 0 ") {
-			t.Errorf("%s with a short buffer: %v, want errStatsChanged from EFAULT or a count of 0", call, err)
-		}
-	}
-	_, err = k.StatNames(pair.Host.Name, info.NStats-1)
-	changed("GSTRINGS", err)
-	_, err = k.Stats(pair.Host.Name, info.NStats-1, nil)
-	changed("GSTATS", err)
-	names, err := k.StatNames(pair.Host.Name, info.NStats)
-	if err != nil || len(names) != info.NStats || names[0] != "peer_ifindex" {
-		t.Fatalf("StatNames = %q, %v", names, err)
-	}
-	vals, err := k.Stats(pair.Host.Name, info.NStats, nil)
-	if err != nil || vals[0] == 0 {
-		t.Fatalf("Stats = %v, %v; want peer_ifindex first", vals, err)
-	}
 }
 
 // TestEthtoolVethChurn scrapes 500 times back to back while veth pairs

@@ -3,7 +3,6 @@ package collector
 import (
 	"context"
 	"fmt"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -11,6 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
 )
 
 func TestParseQueue(t *testing.T) {
@@ -355,7 +357,7 @@ func TestEthtoolCache(t *testing.T) {
 type countChangingSource struct{ *fixtureSource }
 
 func (s countChangingSource) Stats(name string, n int, dst []uint64) ([]uint64, error) {
-	return dst, fmt.Errorf("%w: test", errStatsChanged)
+	return dst, fmt.Errorf("%w: test", ethtoolioctl.ErrStatsChanged)
 }
 
 func TestEthtoolStatsChangedMidScrape(t *testing.T) {
@@ -436,7 +438,7 @@ func bigFixture(driver string, queues, perQueue, devWide int) *fixtureDev {
 		per = append(per, fmt.Sprintf("rx%%d_extra_%d", i))
 	}
 	per = per[:perQueue]
-	d := &fixtureDev{info: ethtoolDriverInfo{Driver: driver, Version: "6.18", BusInfo: "0000:03:00.0"}}
+	d := &fixtureDev{info: ethtoolioctl.DriverInfo{Driver: driver, Version: "6.18", BusInfo: "0000:03:00.0"}}
 	for i := range devWide {
 		d.names = append(d.names, fmt.Sprintf("vport_stat_%d", i))
 	}

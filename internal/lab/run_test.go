@@ -2,10 +2,10 @@ package lab
 
 import (
 	"context"
-	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"testing"
 	"time"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 )
