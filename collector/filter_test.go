@@ -8,6 +8,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 )
 
 func TestFamilyShortName(t *testing.T) {
@@ -163,7 +165,7 @@ func TestNetdevExcludedDumpNotMade(t *testing.T) {
 		}
 		c, src, _ := replayCollector(t, NetdevConfig{Filter: Filter{Families: fams}, PerQueueStats: true}, nil)
 		mfs := gather(t, c)
-		asked, has := src.calls[netdevCmdPagePoolStatsGet], mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
+		asked, has := src.calls[netdev.CmdPagePoolStatsGet], mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
 		if exclude == "" && (asked == 0 || !has) {
 			t.Errorf("without exclusions: page-pool-stats-get asked %d times, alloc_fast reported: %v", asked, has)
 		}

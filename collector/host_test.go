@@ -21,6 +21,7 @@ import (
 	"github.com/safchain/ethtool"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -129,9 +130,9 @@ var (
 )
 
 func qstatAttr(t testing.TB, name string) uint16 {
-	for i, n := range netdevQstatNames {
+	for i, n := range netdev.QstatNames {
 		if n == name {
-			return uint16(netdevAQstatsFirstStat + i)
+			return uint16(netdev.AQstatsFirstStat + i)
 		}
 	}
 	t.Fatalf("no qstat %s", name)
@@ -143,28 +144,28 @@ func newHostNetdev(t testing.TB) *hostNetdev {
 	add := func(key string, cmd uint8, fill func(ae *netlink.AttributeEncoder)) {
 		r[key] = append(r[key], genlMsg(t, cmd, fill))
 	}
-	add("dev", netdevCmdDevGet, func(ae *netlink.AttributeEncoder) {
-		ae.Uint32(netdevADevIfindex, 1)
-		ae.Uint64(netdevADevXDPFeatures, 0)
-		ae.Uint64(netdevADevXDPRxMetadataFeatures, 0)
-		ae.Uint64(netdevADevXSKFeatures, 0)
+	add("dev", netdev.CmdDevGet, func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(netdev.ADevIfindex, 1)
+		ae.Uint64(netdev.ADevXDPFeatures, 0)
+		ae.Uint64(netdev.ADevXDPRxMetadataFeatures, 0)
+		ae.Uint64(netdev.ADevXSKFeatures, 0)
 	})
 	for _, n := range hostNICs {
-		add("dev", netdevCmdDevGet, func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(netdevADevIfindex, n.ifindex)
-			ae.Uint64(netdevADevXDPFeatures, 0x5f) // all but hw-offload
-			ae.Uint32(netdevADevXDPZCMaxSegs, 1)
-			ae.Uint64(netdevADevXDPRxMetadataFeatures, 0x7)
-			ae.Uint64(netdevADevXSKFeatures, 0x3)
+		add("dev", netdev.CmdDevGet, func(ae *netlink.AttributeEncoder) {
+			ae.Uint32(netdev.ADevIfindex, n.ifindex)
+			ae.Uint64(netdev.ADevXDPFeatures, 0x5f) // all but hw-offload
+			ae.Uint32(netdev.ADevXDPZCMaxSegs, 1)
+			ae.Uint64(netdev.ADevXDPRxMetadataFeatures, 0x7)
+			ae.Uint64(netdev.ADevXSKFeatures, 0x3)
 		})
 		for _, scope := range []string{"qstats", "qstats-queue"} {
 			for q := range hostQueues {
 				for typ, names := range [][]string{hostRxQstats, hostTxQstats} {
-					add(scope, netdevCmdQstatsGet, func(ae *netlink.AttributeEncoder) {
-						ae.Uint32(netdevAQstatsIfindex, n.ifindex)
+					add(scope, netdev.CmdQstatsGet, func(ae *netlink.AttributeEncoder) {
+						ae.Uint32(netdev.AQstatsIfindex, n.ifindex)
 						if scope == "qstats-queue" {
-							ae.Uint32(netdevAQstatsQueueType, uint32(typ))
-							ae.Uint32(netdevAQstatsQueueID, uint32(q))
+							ae.Uint32(netdev.AQstatsQueueType, uint32(typ))
+							ae.Uint32(netdev.AQstatsQueueID, uint32(q))
 						}
 						for i, name := range names {
 							putUint(ae, qstatAttr(t, name), uint64(1000*q+i))
@@ -177,37 +178,37 @@ func newHostNetdev(t testing.TB) *hostNetdev {
 			}
 		}
 		for q := range uint32(hostQueues) {
-			add("napi", netdevCmdNapiGet, func(ae *netlink.AttributeEncoder) {
-				ae.Uint32(netdevANapiID, n.napi+q)
-				ae.Uint32(netdevANapiIfindex, n.ifindex)
-				ae.Uint32(netdevANapiIRQ, n.irqBase+q)
-				ae.Uint32(netdevANapiDeferHardIRQs, 0)
-				putUint(ae, netdevANapiGROFlushTimeout, 0)
+			add("napi", netdev.CmdNapiGet, func(ae *netlink.AttributeEncoder) {
+				ae.Uint32(netdev.ANapiID, n.napi+q)
+				ae.Uint32(netdev.ANapiIfindex, n.ifindex)
+				ae.Uint32(netdev.ANapiIRQ, n.irqBase+q)
+				ae.Uint32(netdev.ANapiDeferHardIRQs, 0)
+				putUint(ae, netdev.ANapiGROFlushTimeout, 0)
 			})
 			for typ := range uint32(2) {
-				add("queue", netdevCmdQueueGet, func(ae *netlink.AttributeEncoder) {
-					ae.Uint32(netdevAQueueID, q)
-					ae.Uint32(netdevAQueueType, typ)
-					ae.Uint32(netdevAQueueNapiID, n.napi+q)
-					ae.Uint32(netdevAQueueIfindex, n.ifindex)
+				add("queue", netdev.CmdQueueGet, func(ae *netlink.AttributeEncoder) {
+					ae.Uint32(netdev.AQueueID, q)
+					ae.Uint32(netdev.AQueueType, typ)
+					ae.Uint32(netdev.AQueueNapiID, n.napi+q)
+					ae.Uint32(netdev.AQueueIfindex, n.ifindex)
 				})
 			}
 			pool := uint64(n.ifindex)*100 + uint64(q)
-			add("page-pool", netdevCmdPagePoolGet, func(ae *netlink.AttributeEncoder) {
-				putUint(ae, netdevAPagePoolID, pool)
-				ae.Uint32(netdevAPagePoolIfindex, n.ifindex)
-				putUint(ae, netdevAPagePoolNapiID, uint64(n.napi+q))
-				putUint(ae, netdevAPagePoolInflight, 1024)
-				putUint(ae, netdevAPagePoolInflightMem, 1024*4096)
+			add("page-pool", netdev.CmdPagePoolGet, func(ae *netlink.AttributeEncoder) {
+				putUint(ae, netdev.APagePoolID, pool)
+				ae.Uint32(netdev.APagePoolIfindex, n.ifindex)
+				putUint(ae, netdev.APagePoolNapiID, uint64(n.napi+q))
+				putUint(ae, netdev.APagePoolInflight, 1024)
+				putUint(ae, netdev.APagePoolInflightMem, 1024*4096)
 			})
-			add("page-pool-stats", netdevCmdPagePoolStatsGet, func(ae *netlink.AttributeEncoder) {
-				ae.Nested(netdevAPagePoolStatsInfo, func(nae *netlink.AttributeEncoder) error {
-					putUint(nae, netdevAPagePoolID, pool)
-					nae.Uint32(netdevAPagePoolIfindex, n.ifindex)
+			add("page-pool-stats", netdev.CmdPagePoolStatsGet, func(ae *netlink.AttributeEncoder) {
+				ae.Nested(netdev.APagePoolStatsInfo, func(nae *netlink.AttributeEncoder) error {
+					putUint(nae, netdev.APagePoolID, pool)
+					nae.Uint32(netdev.APagePoolIfindex, n.ifindex)
 					return nil
 				})
-				for i := range netdevPagePoolStatNames {
-					putUint(ae, uint16(netdevAPagePoolStatsAllocFast+i), uint64(i)*7)
+				for i := range netdev.PagePoolStatNames {
+					putUint(ae, uint16(netdev.APagePoolStatsAllocFast+i), uint64(i)*7)
 				}
 			})
 		}
@@ -215,22 +216,22 @@ func newHostNetdev(t testing.TB) *hostNetdev {
 	return &hostNetdev{replies: r}
 }
 
-func (h *hostNetdev) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
+func (h *hostNetdev) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
 	switch cmd {
-	case netdevCmdDevGet:
+	case netdev.CmdDevGet:
 		return h.replies["dev"], nil
-	case netdevCmdQstatsGet:
+	case netdev.CmdQstatsGet:
 		if len(attrs) > 0 {
 			return h.replies["qstats-queue"], nil
 		}
 		return h.replies["qstats"], nil
-	case netdevCmdNapiGet:
+	case netdev.CmdNapiGet:
 		return h.replies["napi"], nil
-	case netdevCmdQueueGet:
+	case netdev.CmdQueueGet:
 		return h.replies["queue"], nil
-	case netdevCmdPagePoolGet:
+	case netdev.CmdPagePoolGet:
 		return h.replies["page-pool"], nil
-	case netdevCmdPagePoolStatsGet:
+	case netdev.CmdPagePoolStatsGet:
 		return h.replies["page-pool-stats"], nil
 	}
 	return nil, fmt.Errorf("hostNetdev: command %d", cmd)

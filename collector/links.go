@@ -13,6 +13,8 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
 )
 
 // Link is one network device of the exporter's namespace as one
@@ -209,7 +211,7 @@ func parseLink(m []byte) (Link, error) {
 	}
 	index := int32(binary.NativeEndian.Uint32(m[4:8]))
 	l := Link{Index: uint32(index)}
-	err := decodeAttrs(m[unix.SizeofIfInfomsg:], func(ad *netlink.AttributeDecoder) error {
+	err := nlattr.Decode(m[unix.SizeofIfInfomsg:], func(ad *netlink.AttributeDecoder) error {
 		for ad.Next() {
 			switch ad.Type() {
 			case unix.IFLA_IFNAME:

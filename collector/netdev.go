@@ -16,6 +16,8 @@ import (
 	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 )
 
 func init() {
@@ -69,40 +71,11 @@ type NetdevConfig struct {
 	ProcFS string
 }
 
-// netdevSource runs one netdev dump request and returns its replies. The
-// kernel implementation is a generic netlink socket; tests replay captured
-// replies.
-type netdevSource interface {
-	dump(cmd uint8, attrs []byte) ([]genetlink.Message, error)
-	Close() error
-}
-
-// genlSource opens a socket per dump. A dump that fails part-way (EBUSY
-// while interfaces come and go) leaves its remaining replies queued on the
-// socket, and every later request on that socket then reads them and fails
-// with "mismatched sequence"; a fresh socket per dump cannot be poisoned
-// and lets concurrent scrapes run without sharing one.
-type genlSource struct {
-	family uint16
-}
-
-func (s *genlSource) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
-	conn, err := genetlink.Dial(nil)
-	if err != nil {
-		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
-	}
-	defer conn.Close()
-	req := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: 1}, Data: attrs}
-	return conn.Execute(req, s.family, netlink.Request|netlink.Dump)
-}
-
-func (s *genlSource) Close() error { return nil }
-
 // netdevCollector reads the kernel's "netdev" generic netlink family.
 type netdevCollector struct {
 	cfg    NetdevConfig
 	logger *slog.Logger
-	src    netdevSource
+	src    netdev.Source
 
 	mu sync.Mutex
 	// unsupported holds commands the kernel refused with EOPNOTSUPP (an
@@ -117,22 +90,17 @@ func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (Collector, error
 }
 
 func dialNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*netdevCollector, error) {
-	conn, err := genetlink.Dial(nil)
-	if err != nil {
-		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
+	conn, err := netdev.Dial()
+	if errors.Is(err, netdev.ErrNoFamily) {
+		return nil, Unsupported("%w", err)
 	}
-	fam, err := conn.GetFamily(netdevFamilyName)
-	conn.Close()
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, Unsupported("the kernel has no %q generic netlink family (needs Linux 6.3 or later): %w", netdevFamilyName, err)
-		}
-		return nil, fmt.Errorf("resolving generic netlink family %q: %w", netdevFamilyName, err)
+		return nil, err
 	}
-	return newNetdevCollector(cfg, logger, &genlSource{family: fam.ID}), nil
+	return newNetdevCollector(cfg, logger, conn), nil
 }
 
-func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource) *netdevCollector {
+func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdev.Source) *netdevCollector {
 	if cfg.ProcFS == "" {
 		cfg.ProcFS = "/proc"
 	}
@@ -143,15 +111,6 @@ func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdevSource)
 // Close releases the source (sockets live only for one dump).
 func (c *netdevCollector) Close() error { return c.src.Close() }
 
-var netdevCmdNames = map[uint8]string{
-	netdevCmdDevGet:           "dev-get",
-	netdevCmdPagePoolGet:      "page-pool-get",
-	netdevCmdPagePoolStatsGet: "page-pool-stats-get",
-	netdevCmdQueueGet:         "queue-get",
-	netdevCmdNapiGet:          "napi-get",
-	netdevCmdQstatsGet:        "qstats-get",
-}
-
 // dump runs one request; ok is false when the command is not supported here,
 // which is not an error after the first time it is logged.
 func (c *netdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Message, ok bool, err error) {
@@ -161,7 +120,7 @@ func (c *netdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Messag
 	if skip {
 		return nil, false, nil
 	}
-	msgs, err = c.src.dump(cmd, attrs)
+	msgs, err = c.src.Dump(cmd, attrs)
 	if errors.Is(err, unix.EOPNOTSUPP) {
 		c.mu.Lock()
 		first := !c.unsupported[cmd]
@@ -169,16 +128,16 @@ func (c *netdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Messag
 		c.mu.Unlock()
 		if first {
 			hint := "the kernel is too old for it"
-			if cmd == netdevCmdPagePoolStatsGet {
+			if cmd == netdev.CmdPagePoolStatsGet {
 				hint = "the kernel was built without CONFIG_PAGE_POOL_STATS"
 			}
 			c.logger.Info("netdev command not supported by this kernel; its metrics are left out",
-				"command", netdevCmdNames[cmd], "hint", hint, "err", err)
+				"command", netdev.CmdNames[cmd], "hint", hint, "err", err)
 		}
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("netdev %s: %w", netdevCmdNames[cmd], err)
+		return nil, false, fmt.Errorf("netdev %s: %w", netdev.CmdNames[cmd], err)
 	}
 	return msgs, true, nil
 }
@@ -213,25 +172,25 @@ func (c *netdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 }
 
 func (c *netdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) error {
-	msgs, ok, err := c.dump(netdevCmdDevGet, nil)
+	msgs, ok, err := c.dump(netdev.CmdDevGet, nil)
 	if !ok {
 		return err
 	}
-	devs, err := decodeDevs(msgs)
+	devs, err := netdev.DecodeDevs(msgs)
 	for _, d := range devs {
-		dev, ok := c.device(links, d.ifindex)
+		dev, ok := c.device(links, d.Ifindex)
 		if !ok {
 			continue
 		}
-		c.emitFlags(ch, netdevXDPFeature, d.xdpFeatures, netdevXDPActNames[:], dev)
-		if d.hasRxMetadataSet {
-			c.emitFlags(ch, netdevXDPRxMetadataFeature, d.xdpRxMetadata, netdevXDPRxMetadataNames[:], dev)
+		c.emitFlags(ch, netdevXDPFeature, d.XDPFeatures, netdev.XDPActNames[:], dev)
+		if d.HasRxMetadata {
+			c.emitFlags(ch, netdevXDPRxMetadataFeature, d.XDPRxMetadata, netdev.XDPRxMetadataNames[:], dev)
 		}
-		if d.hasXSKFeatures {
-			c.emitFlags(ch, netdevXSKFeature, d.xskFeatures, netdevXSKFlagNames[:], dev)
+		if d.HasXSKFeatures {
+			c.emitFlags(ch, netdevXSKFeature, d.XSKFeatures, netdev.XSKFlagNames[:], dev)
 		}
-		if d.hasZCMaxSegs {
-			c.cfg.Families.send(ch, netdevXDPZCMaxSegs, float64(d.xdpZCMaxSegs), dev)
+		if d.HasZCMaxSegs {
+			c.cfg.Families.send(ch, netdevXDPZCMaxSegs, float64(d.XDPZCMaxSegs), dev)
 		}
 	}
 	return err
@@ -251,46 +210,46 @@ func (c *netdevCollector) emitFlags(ch chan<- prometheus.Metric, fam *Family, bi
 }
 
 func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links) error {
-	msgs, ok, err := c.dump(netdevCmdQstatsGet, nil)
+	msgs, ok, err := c.dump(netdev.CmdQstatsGet, nil)
 	if !ok {
 		return err
 	}
 	var errs []error
 	if c.cfg.PerQueueStats {
 		ae := netlink.NewAttributeEncoder()
-		ae.Uint32(netdevAQstatsScope, netdevQstatsScopeQueue)
+		ae.Uint32(netdev.AQstatsScope, netdev.QstatsScopeQueue)
 		req, err := ae.Encode()
 		if err != nil {
 			return err
 		}
-		more, _, err := c.dump(netdevCmdQstatsGet, req)
+		more, _, err := c.dump(netdev.CmdQstatsGet, req)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		msgs = append(msgs, more...)
 	}
-	stats, err := decodeQstats(msgs)
+	stats, err := netdev.DecodeQstats(msgs)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	for i := range stats {
 		s := &stats[i]
-		dev, ok := c.device(links, s.ifindex)
+		dev, ok := c.device(links, s.Ifindex)
 		if !ok {
 			continue
 		}
-		if !s.perQueue {
-			for j, present := range s.present {
+		if !s.PerQueue {
+			for j, present := range s.Present {
 				if present {
-					c.cfg.Families.send(ch, netdevQstatsDevice[j], float64(s.values[j]), dev)
+					c.cfg.Families.send(ch, netdevQstatsDevice[j], float64(s.Values[j]), dev)
 				}
 			}
 			continue
 		}
-		queue, typ := strconv.FormatUint(uint64(s.queueID), 10), queueTypeName(s.queueType)
-		for j, present := range s.present {
+		queue, typ := strconv.FormatUint(uint64(s.QueueID), 10), netdev.QueueTypeName(s.QueueType)
+		for j, present := range s.Present {
 			if present {
-				c.cfg.Families.send(ch, netdevQstatsQueue[j], float64(s.values[j]), dev, queue, typ)
+				c.cfg.Families.send(ch, netdevQstatsQueue[j], float64(s.Values[j]), dev, queue, typ)
 			}
 		}
 	}
@@ -299,70 +258,70 @@ func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links
 
 func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
-	napiMsgs, _, err := c.dump(netdevCmdNapiGet, nil)
+	napiMsgs, _, err := c.dump(netdev.CmdNapiGet, nil)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	napis, err := decodeNapis(napiMsgs)
+	napis, err := netdev.DecodeNapis(napiMsgs)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	byID := make(map[uint32]*netdevNapi, len(napis))
+	byID := make(map[uint32]*netdev.Napi, len(napis))
 	for i := range napis {
 		n := &napis[i]
-		byID[n.id] = n
-		dev, ok := c.device(links, n.ifindex)
+		byID[n.ID] = n
+		dev, ok := c.device(links, n.Ifindex)
 		if !ok {
 			continue
 		}
-		id := strconv.FormatUint(uint64(n.id), 10)
+		id := strconv.FormatUint(uint64(n.ID), 10)
 		var irq, pid string
-		if n.hasIRQ {
-			irq = strconv.FormatUint(uint64(n.irq), 10)
+		if n.HasIRQ {
+			irq = strconv.FormatUint(uint64(n.IRQ), 10)
 		}
-		if n.pid != 0 {
-			pid = strconv.FormatUint(uint64(n.pid), 10)
+		if n.PID != 0 {
+			pid = strconv.FormatUint(uint64(n.PID), 10)
 		}
 		c.cfg.Families.send(ch, netdevNapiInfo, 1, dev, id, irq, pid)
-		if n.hasDeferHardIRQs {
-			c.cfg.Families.send(ch, netdevNapiDeferHardIRQs, float64(n.deferHardIRQs), dev, id)
+		if n.HasDeferHardIRQs {
+			c.cfg.Families.send(ch, netdevNapiDeferHardIRQs, float64(n.DeferHardIRQs), dev, id)
 		}
-		if n.hasGROFlushTimeout {
-			c.cfg.Families.send(ch, netdevNapiGROFlushTimeout, float64(n.groFlushTimeoutNs)/1e9, dev, id)
+		if n.HasGROFlushTimeout {
+			c.cfg.Families.send(ch, netdevNapiGROFlushTimeout, float64(n.GROFlushTimeoutNs)/1e9, dev, id)
 		}
 	}
 
-	queueMsgs, ok, err := c.dump(netdevCmdQueueGet, nil)
+	queueMsgs, ok, err := c.dump(netdev.CmdQueueGet, nil)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	if !ok {
 		return errors.Join(errs...)
 	}
-	queues, err := decodeQueues(queueMsgs)
+	queues, err := netdev.DecodeQueues(queueMsgs)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	affinity := map[uint32][2]string{}
 	for _, q := range queues {
-		dev, ok := c.device(links, q.ifindex)
+		dev, ok := c.device(links, q.Ifindex)
 		if !ok {
 			continue
 		}
 		var napiID, irq, cpus, effective string
-		if q.napiID != 0 {
-			napiID = strconv.FormatUint(uint64(q.napiID), 10)
+		if q.NapiID != 0 {
+			napiID = strconv.FormatUint(uint64(q.NapiID), 10)
 		}
-		if n := byID[q.napiID]; q.napiID != 0 && n != nil && n.hasIRQ {
-			irq = strconv.FormatUint(uint64(n.irq), 10)
-			a, seen := affinity[n.irq]
+		if n := byID[q.NapiID]; q.NapiID != 0 && n != nil && n.HasIRQ {
+			irq = strconv.FormatUint(uint64(n.IRQ), 10)
+			a, seen := affinity[n.IRQ]
 			if !seen {
-				a = [2]string{c.irqFile(n.irq, "smp_affinity_list"), c.irqFile(n.irq, "effective_affinity_list")}
-				affinity[n.irq] = a
+				a = [2]string{c.irqFile(n.IRQ, "smp_affinity_list"), c.irqFile(n.IRQ, "effective_affinity_list")}
+				affinity[n.IRQ] = a
 			}
 			cpus, effective = a[0], a[1]
 		}
-		c.cfg.Families.send(ch, netdevQueueInfo, 1, dev, strconv.FormatUint(uint64(q.id), 10), queueTypeName(q.queueType),
+		c.cfg.Families.send(ch, netdevQueueInfo, 1, dev, strconv.FormatUint(uint64(q.ID), 10), netdev.QueueTypeName(q.QueueType),
 			napiID, irq, cpus, effective)
 	}
 	return errors.Join(errs...)
@@ -382,33 +341,33 @@ func (c *netdevCollector) irqFile(irq uint32, name string) string {
 
 func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
-	poolMsgs, ok, err := c.dump(netdevCmdPagePoolGet, nil)
+	poolMsgs, ok, err := c.dump(netdev.CmdPagePoolGet, nil)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	if !ok {
 		return errors.Join(errs...)
 	}
-	pools, err := decodePagePools(poolMsgs)
+	pools, err := netdev.DecodePagePools(poolMsgs)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	napiOf := make(map[uint64]string, len(pools))
 	for _, p := range pools {
-		dev, ok := c.poolDevice(links, p.ifindex)
+		dev, ok := c.poolDevice(links, p.Ifindex)
 		if !ok {
 			continue
 		}
-		id := strconv.FormatUint(p.id, 10)
+		id := strconv.FormatUint(p.ID, 10)
 		var napiID string
-		if p.napiID != 0 {
-			napiID = strconv.FormatUint(p.napiID, 10)
+		if p.NapiID != 0 {
+			napiID = strconv.FormatUint(p.NapiID, 10)
 		}
-		napiOf[p.id] = napiID
-		c.cfg.Families.send(ch, netdevPagePoolInflight, float64(p.inflight), dev, id, napiID)
-		c.cfg.Families.send(ch, netdevPagePoolInflightMem, float64(p.inflightMem), dev, id, napiID)
+		napiOf[p.ID] = napiID
+		c.cfg.Families.send(ch, netdevPagePoolInflight, float64(p.Inflight), dev, id, napiID)
+		c.cfg.Families.send(ch, netdevPagePoolInflightMem, float64(p.InflightMem), dev, id, napiID)
 		detached := 0.0
-		if p.detached {
+		if p.Detached {
 			detached = 1
 		}
 		c.cfg.Families.send(ch, netdevPagePoolDetached, detached, dev, id, napiID)
@@ -417,27 +376,27 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 	if !slices.ContainsFunc(netdevPagePoolStats[:], c.cfg.Families.keeps) {
 		return errors.Join(errs...) // no family wants the dump
 	}
-	statMsgs, ok, err := c.dump(netdevCmdPagePoolStatsGet, nil)
+	statMsgs, ok, err := c.dump(netdev.CmdPagePoolStatsGet, nil)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	if !ok {
 		return errors.Join(errs...)
 	}
-	stats, err := decodePagePoolStats(statMsgs)
+	stats, err := netdev.DecodePagePoolStats(statMsgs)
 	if err != nil {
 		errs = append(errs, err)
 	}
 	for i := range stats {
 		s := &stats[i]
-		dev, ok := c.poolDevice(links, s.ifindex)
+		dev, ok := c.poolDevice(links, s.Ifindex)
 		if !ok {
 			continue
 		}
-		id := strconv.FormatUint(s.id, 10)
-		for j, present := range s.present {
+		id := strconv.FormatUint(s.ID, 10)
+		for j, present := range s.Present {
 			if present {
-				c.cfg.Families.send(ch, netdevPagePoolStats[j], float64(s.values[j]), dev, id, napiOf[s.id])
+				c.cfg.Families.send(ch, netdevPagePoolStats[j], float64(s.Values[j]), dev, id, napiOf[s.ID])
 			}
 		}
 	}

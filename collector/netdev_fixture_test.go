@@ -14,6 +14,8 @@ import (
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 )
 
 // Fixtures under testdata/netdev are netlink messages, one per line in hex,
@@ -58,18 +60,18 @@ var fixtureRequests = []struct {
 	cmd   uint8
 	attrs func() []byte
 }{
-	{"dev-get", netdevCmdDevGet, nil},
-	{"qstats-get", netdevCmdQstatsGet, nil},
-	{"qstats-get-queue", netdevCmdQstatsGet, qstatsQueueScope},
-	{"queue-get", netdevCmdQueueGet, nil},
-	{"napi-get", netdevCmdNapiGet, nil},
-	{"page-pool-get", netdevCmdPagePoolGet, nil},
-	{"page-pool-stats-get", netdevCmdPagePoolStatsGet, nil},
+	{"dev-get", netdev.CmdDevGet, nil},
+	{"qstats-get", netdev.CmdQstatsGet, nil},
+	{"qstats-get-queue", netdev.CmdQstatsGet, qstatsQueueScope},
+	{"queue-get", netdev.CmdQueueGet, nil},
+	{"napi-get", netdev.CmdNapiGet, nil},
+	{"page-pool-get", netdev.CmdPagePoolGet, nil},
+	{"page-pool-stats-get", netdev.CmdPagePoolStatsGet, nil},
 }
 
 func qstatsQueueScope() []byte {
 	ae := netlink.NewAttributeEncoder()
-	ae.Uint32(netdevAQstatsScope, netdevQstatsScopeQueue)
+	ae.Uint32(netdev.AQstatsScope, netdev.QstatsScopeQueue)
 	b, err := ae.Encode()
 	if err != nil {
 		panic(err)
@@ -85,7 +87,7 @@ type replaySource struct {
 	calls    map[uint8]int
 }
 
-func (r *replaySource) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
+func (r *replaySource) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
 	if r.calls == nil {
 		r.calls = map[uint8]int{}
 	}
@@ -201,7 +203,7 @@ var constructedPools = []struct {
 	id, napi, inflight uint64
 	ifindex            uint32
 	detached           uint64
-	stats              [len(netdevPagePoolStatNames)]uint64
+	stats              [len(netdev.PagePoolStatNames)]uint64
 }{
 	{id: 7, napi: 8193, inflight: 1024, ifindex: 4,
 		stats: [...]uint64{52341234, 1024, 0, 3, 812, 0, 50011223, 120, 2330011, 4, 12}},
@@ -219,50 +221,50 @@ var constructedIRQs = []struct{ queue, napi, irq uint32 }{
 func constructedFixtures(t testing.TB) map[string][]genetlink.Message {
 	var pools, stats, napis, queues []genetlink.Message
 	for _, p := range constructedPools {
-		pools = append(pools, genlMsg(t, netdevCmdPagePoolGet, func(ae *netlink.AttributeEncoder) {
-			putUint(ae, netdevAPagePoolID, p.id)
+		pools = append(pools, genlMsg(t, netdev.CmdPagePoolGet, func(ae *netlink.AttributeEncoder) {
+			putUint(ae, netdev.APagePoolID, p.id)
 			if p.ifindex != 0 {
-				ae.Uint32(netdevAPagePoolIfindex, p.ifindex)
+				ae.Uint32(netdev.APagePoolIfindex, p.ifindex)
 			}
 			if p.napi != 0 {
-				putUint(ae, netdevAPagePoolNapiID, p.napi)
+				putUint(ae, netdev.APagePoolNapiID, p.napi)
 			}
-			putUint(ae, netdevAPagePoolInflight, p.inflight)
-			putUint(ae, netdevAPagePoolInflightMem, p.inflight*4096)
+			putUint(ae, netdev.APagePoolInflight, p.inflight)
+			putUint(ae, netdev.APagePoolInflightMem, p.inflight*4096)
 			if p.detached != 0 {
-				putUint(ae, netdevAPagePoolDetachTime, p.detached)
+				putUint(ae, netdev.APagePoolDetachTime, p.detached)
 			}
 		}))
 		if p.ifindex == 0 {
 			continue
 		}
-		stats = append(stats, genlMsg(t, netdevCmdPagePoolStatsGet, func(ae *netlink.AttributeEncoder) {
-			ae.Nested(netdevAPagePoolStatsInfo, func(nae *netlink.AttributeEncoder) error {
-				putUint(nae, netdevAPagePoolID, p.id)
-				nae.Uint32(netdevAPagePoolIfindex, p.ifindex)
+		stats = append(stats, genlMsg(t, netdev.CmdPagePoolStatsGet, func(ae *netlink.AttributeEncoder) {
+			ae.Nested(netdev.APagePoolStatsInfo, func(nae *netlink.AttributeEncoder) error {
+				putUint(nae, netdev.APagePoolID, p.id)
+				nae.Uint32(netdev.APagePoolIfindex, p.ifindex)
 				return nil
 			})
 			for i, v := range p.stats {
-				putUint(ae, uint16(netdevAPagePoolStatsAllocFast+i), v)
+				putUint(ae, uint16(netdev.APagePoolStatsAllocFast+i), v)
 			}
 		}))
 	}
 	for _, q := range constructedIRQs {
-		napis = append(napis, genlMsg(t, netdevCmdNapiGet, func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(netdevANapiID, q.napi)
-			ae.Uint32(netdevANapiIfindex, 4)
-			ae.Uint32(netdevANapiIRQ, q.irq)
-			ae.Uint32(netdevANapiDeferHardIRQs, 2)
-			putUint(ae, netdevANapiGROFlushTimeout, 200_000)
+		napis = append(napis, genlMsg(t, netdev.CmdNapiGet, func(ae *netlink.AttributeEncoder) {
+			ae.Uint32(netdev.ANapiID, q.napi)
+			ae.Uint32(netdev.ANapiIfindex, 4)
+			ae.Uint32(netdev.ANapiIRQ, q.irq)
+			ae.Uint32(netdev.ANapiDeferHardIRQs, 2)
+			putUint(ae, netdev.ANapiGROFlushTimeout, 200_000)
 		}))
 	}
 	for _, typ := range []uint32{0, 1} {
 		for _, q := range constructedIRQs {
-			queues = append(queues, genlMsg(t, netdevCmdQueueGet, func(ae *netlink.AttributeEncoder) {
-				ae.Uint32(netdevAQueueID, q.queue)
-				ae.Uint32(netdevAQueueType, typ)
-				ae.Uint32(netdevAQueueNapiID, q.napi)
-				ae.Uint32(netdevAQueueIfindex, 4)
+			queues = append(queues, genlMsg(t, netdev.CmdQueueGet, func(ae *netlink.AttributeEncoder) {
+				ae.Uint32(netdev.AQueueID, q.queue)
+				ae.Uint32(netdev.AQueueType, typ)
+				ae.Uint32(netdev.AQueueNapiID, q.napi)
+				ae.Uint32(netdev.AQueueIfindex, 4)
 			}))
 		}
 	}
@@ -327,7 +329,7 @@ func captureLive(t *testing.T, dir string) {
 		if fr.attrs != nil {
 			attrs = fr.attrs()
 		}
-		msgs, err := c.src.dump(fr.cmd, attrs)
+		msgs, err := c.src.Dump(fr.cmd, attrs)
 		if err != nil {
 			t.Fatalf("%s: %v", fr.file, err)
 		}
@@ -355,8 +357,8 @@ func captureLive(t *testing.T, dir string) {
 
 func ifindexAttr(cmd uint8) uint16 {
 	switch cmd {
-	case netdevCmdQueueGet:
-		return netdevAQueueIfindex
+	case netdev.CmdQueueGet:
+		return netdev.AQueueIfindex
 	default: // dev, qstats and napi sets all use id 1
 		return 1
 	}

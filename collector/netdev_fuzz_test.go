@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/mdlayher/genetlink"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 )
 
 // fuzzNetdevSource answers each dump with the fuzz input's messages of that
@@ -13,7 +15,7 @@ import (
 // gets none (the per-queue replies arrive with the device-scope ones).
 type fuzzNetdevSource struct{ msgs []genetlink.Message }
 
-func (s fuzzNetdevSource) dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
+func (s fuzzNetdevSource) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
 	if attrs != nil {
 		return nil, nil
 	}
@@ -61,17 +63,17 @@ func FuzzNetdevDecode(f *testing.F) {
 				t.Fatalf("%s: %d values from %d messages", what, n, len(msgs))
 			}
 		}
-		devs, err := decodeDevs(msgs)
+		devs, err := netdev.DecodeDevs(msgs)
 		check("dev-get", len(devs), err)
-		qs, err := decodeQstats(msgs)
+		qs, err := netdev.DecodeQstats(msgs)
 		check("qstats-get", len(qs), err)
-		queues, err := decodeQueues(msgs)
+		queues, err := netdev.DecodeQueues(msgs)
 		check("queue-get", len(queues), err)
-		napis, err := decodeNapis(msgs)
+		napis, err := netdev.DecodeNapis(msgs)
 		check("napi-get", len(napis), err)
-		pools, err := decodePagePools(msgs)
+		pools, err := netdev.DecodePagePools(msgs)
 		check("page-pool-get", len(pools), err)
-		stats, err := decodePagePoolStats(msgs)
+		stats, err := netdev.DecodePagePoolStats(msgs)
 		check("page-pool-stats-get", len(stats), err)
 
 		c := onLinks{newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcFS: procFS}, slog.New(slog.DiscardHandler),

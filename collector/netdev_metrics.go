@@ -1,10 +1,14 @@
 package collector
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
+)
 
 // netdevQstatHelp explains each qstats attribute, condensed from the spec's
 // doc strings (Documentation/netlink/specs/netdev.yaml, attribute-set qstats).
-var netdevQstatHelp = [len(netdevQstatNames)]string{
+var netdevQstatHelp = [len(netdev.QstatNames)]string{
 	"wire packets received and passed to the stack (XDP counts as the stack: packets XDP consumed are included)",
 	"bytes received, see rx-packets",
 	"wire packets sent (in device memory, usually DMA-completed)",
@@ -34,7 +38,7 @@ var netdevQstatHelp = [len(netdevQstatNames)]string{
 	"times the driver restarted a stopped queue",
 }
 
-var netdevPagePoolStatHelp = [len(netdevPagePoolStatNames)]string{
+var netdevPagePoolStatHelp = [len(netdev.PagePoolStatNames)]string{
 	"allocations served from the pool's lockless per-NAPI cache",
 	"allocations that fell back to the page allocator (order-0)",
 	"allocations that fell back to the page allocator (high order)",
@@ -49,11 +53,11 @@ var netdevPagePoolStatHelp = [len(netdevPagePoolStatNames)]string{
 }
 
 var (
-	// netdevQstatsDevice[i] and netdevQstatsQueue[i] carry netdevQstatNames[i].
-	netdevQstatsDevice [len(netdevQstatNames)]*Family
-	netdevQstatsQueue  [len(netdevQstatNames)]*Family
-	// netdevPagePoolStats[i] carries netdevPagePoolStatNames[i].
-	netdevPagePoolStats [len(netdevPagePoolStatNames)]*Family
+	// netdevQstatsDevice[i] and netdevQstatsQueue[i] carry netdev.QstatNames[i].
+	netdevQstatsDevice [len(netdev.QstatNames)]*Family
+	netdevQstatsQueue  [len(netdev.QstatNames)]*Family
+	// netdevPagePoolStats[i] carries netdev.PagePoolStatNames[i].
+	netdevPagePoolStats [len(netdev.PagePoolStatNames)]*Family
 
 	netdevXDPFeature = newFamily("netdev", "xdp_feature",
 		"1 if the device supports the XDP feature (netdev netlink dev-get xdp-features, enum xdp-act: basic, redirect, ndo-xmit, xsk-zerocopy, hw-offload, rx-sg, ndo-xmit-sg).",
@@ -94,7 +98,7 @@ var (
 func metricStem(attr string) string { return strings.ReplaceAll(attr, "-", "_") }
 
 func init() {
-	for i, attr := range netdevQstatNames {
+	for i, attr := range netdev.QstatNames {
 		netdevQstatsDevice[i] = newFamily("netdev", "qstats_"+metricStem(attr)+"_total",
 			"Device total of "+netdevQstatHelp[i]+" (netdev netlink qstats-get "+attr+", device scope: includes the driver's base stats of queues since removed, so it survives queue reconfiguration).",
 			Counter, "device")
@@ -102,7 +106,7 @@ func init() {
 			"Per-queue "+netdevQstatHelp[i]+" (netdev netlink qstats-get "+attr+", scope queue: may restart from 0 when the queue is reconfigured).",
 			Counter, "device", "queue", "type")
 	}
-	for i, attr := range netdevPagePoolStatNames {
+	for i, attr := range netdev.PagePoolStatNames {
 		netdevPagePoolStats[i] = newFamily("netdev", "page_pool_"+metricStem(attr)+"_total",
 			"Page pool "+netdevPagePoolStatHelp[i]+" (netdev netlink page-pool-stats-get "+attr+", needs CONFIG_PAGE_POOL_STATS).",
 			Counter, "device", "pool_id", "napi_id")

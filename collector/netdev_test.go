@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
@@ -191,7 +192,7 @@ func TestNetdevLiveUnsupported(t *testing.T) {
 	defer c.Close()
 	gather(t, c)
 	gather(t, c)
-	for _, name := range netdevCmdNames {
+	for _, name := range netdev.CmdNames {
 		if n := strings.Count(log.String(), "command="+name+" "); n > 1 {
 			t.Errorf("%s logged %d times as unsupported, want at most once:\n%s", name, n, log.String())
 		}
@@ -290,7 +291,7 @@ func TestNetdevReplayConstructed(t *testing.T) {
 			continue
 		}
 		napi := strconv.FormatUint(p.napi, 10)
-		for i, stat := range netdevPagePoolStatNames {
+		for i, stat := range netdev.PagePoolStatNames {
 			name := "xdp_netdev_page_pool_" + metricStem(stat) + "_total"
 			if v := value(t, mfs, name, "pool_id", id, "napi_id", napi, "device", dev); v != float64(p.stats[i]) {
 				t.Errorf("pool %s %s = %v, want %v", id, stat, v, p.stats[i])
@@ -313,7 +314,7 @@ func TestNetdevUnsupportedOnce(t *testing.T) {
 			t.Fatal("page-pool-get metrics lost with page-pool-stats-get")
 		}
 	}
-	if n := src.calls[netdevCmdPagePoolStatsGet]; n != 1 {
+	if n := src.calls[netdev.CmdPagePoolStatsGet]; n != 1 {
 		t.Errorf("page-pool-stats-get asked %d times, want 1", n)
 	}
 	if n := strings.Count(log.String(), "CONFIG_PAGE_POOL_STATS"); n != 1 {

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/mdlayher/genetlink"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci"
 )
 
@@ -82,7 +82,7 @@ type pcieCollector struct {
 	logger *slog.Logger
 	// netdev is the netdev generic netlink family, for queue -> NAPI ->
 	// IRQ; nil where the kernel has none.
-	netdev netdevSource
+	netdev netdev.Source
 }
 
 func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
@@ -96,14 +96,9 @@ func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
 	}
 	c := &pcieCollector{cfg: cfg, logger: logger}
-	conn, err := genetlink.Dial(nil)
-	if err != nil {
-		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
-	}
-	fam, err := conn.GetFamily(netdevFamilyName)
-	conn.Close()
-	if err == nil {
-		c.netdev = &genlSource{family: fam.ID}
+	// Without the family the drivers' IRQ names stand in.
+	if conn, err := netdev.Dial(); err == nil {
+		c.netdev = conn
 	}
 	return c, nil
 }
@@ -145,7 +140,7 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	// The CPUs' nodes and the queues' IRQs matter only for a NIC with a
 	// node: a host without one (one node, or none given) reads neither.
 	var nodes pci.NodeCPUs
-	var irqs map[netdevQueueKey]uint32
+	var irqs map[netdev.QueueKey]uint32
 	if numa {
 		if nodes, err = pci.ReadNodeCPUs(c.cfg.SysFS); err != nil {
 			errs = append(errs, err)
@@ -153,7 +148,7 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		if c.netdev != nil {
 			// Kernels or drivers that do not report a queue's IRQ leave
 			// the map empty: the drivers' IRQ names stand in.
-			irqs, _ = rxQueueIRQs(c.netdev)
+			irqs, _ = netdev.RxQueueIRQs(c.netdev)
 		}
 	}
 	for _, f := range nics {
@@ -162,7 +157,7 @@ func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 	return errors.Join(errs...)
 }
 
-func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, nodes pci.NodeCPUs, irqs map[netdevQueueKey]uint32) {
+func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, nodes pci.NodeCPUs, irqs map[netdev.QueueKey]uint32) {
 	dev := l.Label
 	c.cfg.Families.send(ch, pcieDeviceInfo, 1, dev, nic.Address, strconv.Itoa(nic.NUMANode))
 	for hop, h := range nic.Hops {
@@ -236,11 +231,11 @@ type rxQueueIRQ struct {
 // rxQueues maps the NIC's RX queues to their IRQs: from netdev netlink
 // where the kernel links the queue to a NAPI with an IRQ, else from the
 // names the driver gave its MSI-X vectors.
-func (c *pcieCollector) rxQueues(l Link, nic *pci.NIC, irqs map[netdevQueueKey]uint32) []rxQueueIRQ {
+func (c *pcieCollector) rxQueues(l Link, nic *pci.NIC, irqs map[netdev.QueueKey]uint32) []rxQueueIRQ {
 	var out []rxQueueIRQ
 	for k, irq := range irqs {
-		if k.ifindex == l.Index {
-			out = append(out, rxQueueIRQ{queue: int(k.queue), irq: irq})
+		if k.Ifindex == l.Index {
+			out = append(out, rxQueueIRQ{queue: int(k.Queue), irq: irq})
 		}
 	}
 	if len(out) > 0 {

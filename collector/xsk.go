@@ -11,6 +11,8 @@ import (
 	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
 )
 
 func init() {
@@ -210,7 +212,7 @@ func decodeXDPDiag(msgs []netlink.Message) ([]xskSocket, error) {
 			return out, fmt.Errorf("xdp_diag message %d: family %d, want AF_XDP", i, m.Data[0])
 		}
 		s := xskSocket{inode: binary.NativeEndian.Uint32(m.Data[4:])}
-		err := decodeAttrs(m.Data[xdpDiagMsgLen:], func(ad *netlink.AttributeDecoder) error {
+		err := nlattr.Decode(m.Data[xdpDiagMsgLen:], func(ad *netlink.AttributeDecoder) error {
 			for ad.Next() {
 				switch ad.Type() {
 				case xdpDiagInfo:
