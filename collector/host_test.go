@@ -286,7 +286,7 @@ func hostSysfs(t testing.TB) (sys, proc string) {
 // noSockets is a sock_diag that finds no AF_XDP socket.
 type noSockets struct{}
 
-func (noSockets) dump() ([]netlink.Message, error) { return nil, nil }
+func (noSockets) Dump() ([]netlink.Message, error) { return nil, nil }
 func (noSockets) Close() error                     { return nil }
 
 // seedNapi claims a slot per device and context in the napi collector's

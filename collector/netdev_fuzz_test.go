@@ -8,6 +8,7 @@ import (
 	"github.com/mdlayher/genetlink"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
 )
 
 // fuzzNetdevSource answers each dump with the fuzz input's messages of that
@@ -84,7 +85,7 @@ func FuzzNetdevDecode(f *testing.F) {
 }
 
 // FuzzXDPDiag feeds sock_diag replies (struct nlmsghdr, struct
-// xdp_diag_msg, attributes) to decodeXDPDiag and the xsk collector: no
+// xdp_diag_msg, attributes) to xskdiag.Decode and the xsk collector: no
 // panic, one socket per message when decoding succeeds, and the collector
 // sends every stat of every socket that has XDP_DIAG_STATS.
 func FuzzXDPDiag(f *testing.F) {
@@ -103,7 +104,7 @@ func FuzzXDPDiag(f *testing.F) {
 		if !ok {
 			return
 		}
-		socks, err := decodeXDPDiag(msgs)
+		socks, err := xskdiag.Decode(msgs)
 		if err != nil {
 			return
 		}
@@ -112,9 +113,9 @@ func FuzzXDPDiag(f *testing.F) {
 		}
 		withStats, want := 0, 0
 		for _, s := range socks {
-			if s.hasStats {
+			if s.HasStats {
 				withStats++
-				want += len(xskStatNames) + len(s.rings)
+				want += len(xskStatNames) + len(s.Rings)
 			}
 		}
 		c := onLinks{&xskCollector{logger: slog.New(slog.DiscardHandler), src: replayXSK{msgs}}, fixtureLinks()}

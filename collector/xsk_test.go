@@ -14,6 +14,8 @@ import (
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
 )
 
 // constructedXSK are the sockets of the constructed sock_diag reply: one
@@ -44,23 +46,23 @@ const xdpDiagUmemLen = 40
 func xskFixture(t testing.TB) []netlink.Message {
 	var out []netlink.Message
 	for _, s := range constructedXSK {
-		msg := make([]byte, xdpDiagMsgLen)
+		msg := make([]byte, xskdiag.MsgLen)
 		msg[0] = unix.AF_XDP
 		msg[1] = unix.SOCK_RAW
 		binary.NativeEndian.PutUint32(msg[4:], s.inode)
 		binary.NativeEndian.PutUint64(msg[8:], uint64(s.inode)<<8|1) // socket cookie
 		ae := netlink.NewAttributeEncoder()
 		if s.bound {
-			info := make([]byte, xdpDiagInfoLen)
+			info := make([]byte, xskdiag.InfoLen)
 			binary.NativeEndian.PutUint32(info, s.ifindex)
 			binary.NativeEndian.PutUint32(info[4:], s.queue)
-			ae.Bytes(xdpDiagInfo, info)
+			ae.Bytes(xskdiag.DiagInfo, info)
 			ae.Uint32(2, 0) // XDP_DIAG_UID: root
 		}
 		for _, r := range []struct {
 			typ  uint16
 			name string
-		}{{xdpDiagRxRing, "rx"}, {xdpDiagTxRing, "tx"}, {5, ""}, {xdpDiagFillRing, "fill"}, {xdpDiagCompletionRing, "completion"}} {
+		}{{xskdiag.DiagRxRing, "rx"}, {xskdiag.DiagTxRing, "tx"}, {5, ""}, {xskdiag.DiagFillRing, "fill"}, {xskdiag.DiagCompletionRing, "completion"}} {
 			if r.typ == 5 && s.rings != nil { // XDP_DIAG_UMEM
 				ae.Bytes(5, make([]byte, xdpDiagUmemLen))
 			}
@@ -68,17 +70,17 @@ func xskFixture(t testing.TB) []netlink.Message {
 				ae.Uint32(r.typ, n) // struct xdp_diag_ring
 			}
 		}
-		st := make([]byte, xdpDiagStatsLen)
+		st := make([]byte, xskdiag.StatsLen)
 		for i, v := range s.stats {
 			binary.NativeEndian.PutUint64(st[8*i:], v)
 		}
-		ae.Bytes(xdpDiagStats, st)
+		ae.Bytes(xskdiag.DiagStats, st)
 		attrs, err := ae.Encode()
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, netlink.Message{
-			Header: netlink.Header{Length: uint32(16 + len(msg) + len(attrs)), Type: sockDiagByFamily, Flags: netlink.Multi, Sequence: 1, PID: 4000},
+			Header: netlink.Header{Length: uint32(16 + len(msg) + len(attrs)), Type: xskdiag.SockDiagByFamily, Flags: netlink.Multi, Sequence: 1, PID: 4000},
 			Data:   append(msg, attrs...),
 		})
 	}
@@ -89,7 +91,7 @@ const xskFixturePath = "testdata/netdev/xdp-diag.hex"
 
 type replayXSK struct{ msgs []netlink.Message }
 
-func (r replayXSK) dump() ([]netlink.Message, error) { return r.msgs, nil }
+func (r replayXSK) Dump() ([]netlink.Message, error) { return r.msgs, nil }
 func (replayXSK) Close() error                       { return nil }
 
 func readXSKFixture(t *testing.T) []netlink.Message {
@@ -176,7 +178,7 @@ func TestXSKDecodeErrors(t *testing.T) {
 		"wrong family": append([]byte{unix.AF_INET}, good.Data[1:]...),
 		"short stats":  good.Data[:len(good.Data)-8],
 	} {
-		if _, err := decodeXDPDiag([]netlink.Message{{Data: data}}); err == nil {
+		if _, err := xskdiag.Decode([]netlink.Message{{Data: data}}); err == nil {
 			t.Errorf("%s: decoded without error", name)
 		}
 	}
