@@ -261,17 +261,6 @@ type xdpAttachment struct {
 	progID  ebpf.ProgramID
 }
 
-// xdpModes maps the per-mode program id attributes of IFLA_XDP to the mode
-// names the rxq collector's --collector.rxq.mode uses.
-var xdpModes = []struct {
-	attr uint16
-	name string
-}{
-	{unix.IFLA_XDP_DRV_PROG_ID, "native"},
-	{unix.IFLA_XDP_SKB_PROG_ID, "generic"},
-	{unix.IFLA_XDP_HW_PROG_ID, "offload"},
-}
-
 // linkKey identifies an XDP bpf_link by what its link info carries: the
 // kernel reports the ifindex but not the mode, so a program held by two
 // links on one device (two modes) gets no link_id rather than a wrong one.

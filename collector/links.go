@@ -2,19 +2,17 @@ package collector
 
 import (
 	"context"
-	"encoding/binary"
+	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 
 // Link is one network device of the exporter's namespace as one
@@ -129,119 +127,23 @@ func scrapeLinks(ctx context.Context) (*Links, error) {
 	return s.links, s.err
 }
 
-// dumpLinks dumps the links of the current network namespace. The XDP
-// programs are read per mode because a device may hold a program in more
-// than one mode at once (XDP_ATTACHED_MULTI, offload next to native or
-// generic), in which case the kernel omits IFLA_XDP_PROG_ID.
+// dumpLinks dumps the links of the current network namespace (rtnl).
+// An interrupted dump returns what it read, partial, with the error.
 func dumpLinks() (*Links, error) {
-	conn, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
-	if err != nil {
-		return nil, fmt.Errorf("dumping links: opening a route netlink socket: %w", err)
-	}
-	defer conn.Close()
-	// Without the link statistics (IFLA_STATS, IFLA_STATS64), which
-	// nothing here reads, each message is about half the size.
-	ae := netlink.NewAttributeEncoder()
-	ae.Uint32(unix.IFLA_EXT_MASK, rtextFilterSkipStats)
-	attrs, err := ae.Encode()
-	if err != nil {
+	list, err := rtnl.Dump()
+	if list == nil {
 		return nil, err
 	}
-	req := netlink.Message{
-		Header: netlink.Header{Type: unix.RTM_GETLINK, Flags: netlink.Request | netlink.Dump},
-		Data:   append(ifinfomsg(unix.AF_UNSPEC, 0), attrs...),
-	}
-	// A dump interrupted by a concurrent link change (NLM_F_DUMP_INTR) may
-	// miss or repeat devices, so it is retried; a dump takes well under a
-	// millisecond, and with interfaces churning (containers starting) three
-	// tries in a row were seen interrupted.
-	var msgs []netlink.Message
-	interrupted := false
-	for range 10 {
-		if msgs, err = conn.Execute(req); err != nil {
-			return nil, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
-		}
-		interrupted = slices.ContainsFunc(msgs, func(m netlink.Message) bool { return m.Header.Flags&netlink.DumpInterrupted != 0 })
-		if !interrupted {
-			break
+	links := make([]Link, len(list))
+	for i, l := range list {
+		links[i] = Link{Index: l.Index, Name: l.Name, RxQueues: l.RxQueues}
+		for _, x := range l.XDP {
+			links[i].XDP = append(links[i].XDP, xdpAttachment{ifindex: int(l.Index), device: deviceLabel(l.Name), mode: x.Mode, progID: ebpf.ProgramID(x.ProgID)})
 		}
 	}
-	list := make([]Link, 0, len(msgs))
-	seen := make(map[uint32]bool, len(msgs))
-	for _, m := range msgs {
-		if m.Header.Type != unix.RTM_NEWLINK {
-			continue
-		}
-		l, perr := parseLink(m.Data)
-		if perr != nil {
-			return nil, perr
-		}
-		if !seen[l.Index] {
-			seen[l.Index] = true
-			list = append(list, l)
-		}
-	}
-	links := newLinks(list)
-	if interrupted {
-		links.partial = true
-		return links, fmt.Errorf("dumping links (RTM_GETLINK): interrupted by link changes 10 times in a row (NLM_F_DUMP_INTR)")
-	}
-	return links, nil
-}
-
-// ifinfomsg is struct ifinfomsg (include/uapi/linux/rtnetlink.h) of a
-// request about device index (0: all), in host byte order as netlink
-// wants it.
-func ifinfomsg(family uint8, index int32) []byte {
-	b := make([]byte, unix.SizeofIfInfomsg)
-	b[0] = family
-	binary.NativeEndian.PutUint32(b[4:8], uint32(index))
-	return b
-}
-
-// rtextFilterSkipStats is RTEXT_FILTER_SKIP_STATS of
-// include/uapi/linux/rtnetlink.h (Linux 4.18; older kernels ignore it).
-const rtextFilterSkipStats = 1 << 3
-
-// parseLink decodes one RTM_NEWLINK message: struct ifinfomsg, then the
-// attributes, walked in place.
-func parseLink(m []byte) (Link, error) {
-	if len(m) < unix.SizeofIfInfomsg {
-		return Link{}, fmt.Errorf("RTM_NEWLINK message of %d bytes is shorter than ifinfomsg", len(m))
-	}
-	index := int32(binary.NativeEndian.Uint32(m[4:8]))
-	l := Link{Index: uint32(index)}
-	err := nlattr.Decode(m[unix.SizeofIfInfomsg:], func(ad *netlink.AttributeDecoder) error {
-		for ad.Next() {
-			switch ad.Type() {
-			case unix.IFLA_IFNAME:
-				l.Name = ad.String()
-			case unix.IFLA_NUM_RX_QUEUES:
-				l.RxQueues = ad.Uint32()
-			case unix.IFLA_XDP:
-				ad.Nested(func(nad *netlink.AttributeDecoder) error {
-					for nad.Next() {
-						for _, mode := range xdpModes {
-							if nad.Type() == mode.attr && len(nad.Bytes()) >= 4 {
-								if id := nad.Uint32(); id != 0 {
-									l.XDP = append(l.XDP, xdpAttachment{ifindex: int(l.Index), mode: mode.name, progID: ebpf.ProgramID(id)})
-								}
-							}
-						}
-					}
-					return nil
-				})
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return l, fmt.Errorf("parsing link %d attributes: %w", index, err)
-	}
-	for i := range l.XDP {
-		l.XDP[i].device = deviceLabel(l.Name)
-	}
-	return l, nil
+	out := newLinks(links)
+	out.partial = errors.Is(err, rtnl.ErrDumpInterrupted)
+	return out, err
 }
 
 // deviceFilter is the device filter policy of every collector that has

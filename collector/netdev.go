@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mdlayher/genetlink"
-	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
@@ -111,16 +109,17 @@ func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdev.Source
 // Close releases the source (sockets live only for one dump).
 func (c *netdevCollector) Close() error { return c.src.Close() }
 
-// dump runs one request; ok is false when the command is not supported here,
-// which is not an error after the first time it is logged.
-func (c *netdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Message, ok bool, err error) {
+// netdevGet runs one command through fetch; ok is false when the
+// command is not supported here (logged once, not an error afterwards) or
+// failed before any reply.
+func netdevGet[T any](c *netdevCollector, cmd uint8, fetch func(netdev.Source) ([]T, error)) (got []T, ok bool, err error) {
 	c.mu.Lock()
 	skip := c.unsupported[cmd]
 	c.mu.Unlock()
 	if skip {
 		return nil, false, nil
 	}
-	msgs, err = c.src.Dump(cmd, attrs)
+	got, err = fetch(c.src)
 	if errors.Is(err, unix.EOPNOTSUPP) {
 		c.mu.Lock()
 		first := !c.unsupported[cmd]
@@ -137,9 +136,9 @@ func (c *netdevCollector) dump(cmd uint8, attrs []byte) (msgs []genetlink.Messag
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("netdev %s: %w", netdev.CmdNames[cmd], err)
+		err = fmt.Errorf("netdev %s: %w", netdev.CmdNames[cmd], err)
 	}
-	return msgs, true, nil
+	return got, err == nil || got != nil, err
 }
 
 // device returns the label to report for ifindex, or false when the
@@ -172,11 +171,10 @@ func (c *netdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metri
 }
 
 func (c *netdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) error {
-	msgs, ok, err := c.dump(netdev.CmdDevGet, nil)
+	devs, ok, err := netdevGet(c, netdev.CmdDevGet, netdev.Devs)
 	if !ok {
 		return err
 	}
-	devs, err := netdev.DecodeDevs(msgs)
 	for _, d := range devs {
 		dev, ok := c.device(links, d.Ifindex)
 		if !ok {
@@ -210,27 +208,15 @@ func (c *netdevCollector) emitFlags(ch chan<- prometheus.Metric, fam *Family, bi
 }
 
 func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links) error {
-	msgs, ok, err := c.dump(netdev.CmdQstatsGet, nil)
+	stats, ok, err := netdevGet(c, netdev.CmdQstatsGet, func(src netdev.Source) ([]netdev.Qstats, error) { return netdev.QstatsOf(src, false) })
 	if !ok {
 		return err
 	}
-	var errs []error
+	errs := []error{err}
 	if c.cfg.PerQueueStats {
-		ae := netlink.NewAttributeEncoder()
-		ae.Uint32(netdev.AQstatsScope, netdev.QstatsScopeQueue)
-		req, err := ae.Encode()
-		if err != nil {
-			return err
-		}
-		more, _, err := c.dump(netdev.CmdQstatsGet, req)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		msgs = append(msgs, more...)
-	}
-	stats, err := netdev.DecodeQstats(msgs)
-	if err != nil {
+		more, _, err := netdevGet(c, netdev.CmdQstatsGet, func(src netdev.Source) ([]netdev.Qstats, error) { return netdev.QstatsOf(src, true) })
 		errs = append(errs, err)
+		stats = append(stats, more...)
 	}
 	for i := range stats {
 		s := &stats[i]
@@ -258,14 +244,8 @@ func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links
 
 func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
-	napiMsgs, _, err := c.dump(netdev.CmdNapiGet, nil)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	napis, err := netdev.DecodeNapis(napiMsgs)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	napis, _, err := netdevGet(c, netdev.CmdNapiGet, netdev.Napis)
+	errs = append(errs, err)
 	byID := make(map[uint32]*netdev.Napi, len(napis))
 	for i := range napis {
 		n := &napis[i]
@@ -291,16 +271,10 @@ func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 		}
 	}
 
-	queueMsgs, ok, err := c.dump(netdev.CmdQueueGet, nil)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	queues, ok, err := netdevGet(c, netdev.CmdQueueGet, netdev.Queues)
+	errs = append(errs, err)
 	if !ok {
 		return errors.Join(errs...)
-	}
-	queues, err := netdev.DecodeQueues(queueMsgs)
-	if err != nil {
-		errs = append(errs, err)
 	}
 	affinity := map[uint32][2]string{}
 	for _, q := range queues {
@@ -341,16 +315,10 @@ func (c *netdevCollector) irqFile(irq uint32, name string) string {
 
 func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
-	poolMsgs, ok, err := c.dump(netdev.CmdPagePoolGet, nil)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	pools, ok, err := netdevGet(c, netdev.CmdPagePoolGet, netdev.PagePools)
+	errs = append(errs, err)
 	if !ok {
 		return errors.Join(errs...)
-	}
-	pools, err := netdev.DecodePagePools(poolMsgs)
-	if err != nil {
-		errs = append(errs, err)
 	}
 	napiOf := make(map[uint64]string, len(pools))
 	for _, p := range pools {
@@ -376,16 +344,10 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 	if !slices.ContainsFunc(netdevPagePoolStats[:], c.cfg.Families.keeps) {
 		return errors.Join(errs...) // no family wants the dump
 	}
-	statMsgs, ok, err := c.dump(netdev.CmdPagePoolStatsGet, nil)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	stats, ok, err := netdevGet(c, netdev.CmdPagePoolStatsGet, netdev.PagePoolStats)
+	errs = append(errs, err)
 	if !ok {
 		return errors.Join(errs...)
-	}
-	stats, err := netdev.DecodePagePoolStats(statMsgs)
-	if err != nil {
-		errs = append(errs, err)
 	}
 	for i := range stats {
 		s := &stats[i]

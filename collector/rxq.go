@@ -10,11 +10,11 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 
 var (
@@ -298,15 +298,8 @@ func detachForeignXDP(dev Link) error {
 	if err := it.Err(); err != nil {
 		return err
 	}
-	conn, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
-	if err != nil {
-		return fmt.Errorf("opening a route netlink socket: %w", err)
-	}
-	defer conn.Close()
-	for _, mode := range []uint32{unix.XDP_FLAGS_DRV_MODE, unix.XDP_FLAGS_SKB_MODE, unix.XDP_FLAGS_HW_MODE} {
-		// Removing from a mode with nothing attached succeeds; a mode
-		// the device does not support fails and has nothing to remove.
-		_ = setXDPFd(conn, dev.Index, -1, mode)
+	if err := rtnl.DetachXDP(dev.Index); err != nil {
+		return err
 	}
 	links, err := dumpLinks()
 	if err != nil {
@@ -316,26 +309,6 @@ func detachForeignXDP(dev Link) error {
 		return fmt.Errorf("XDP program id %d is still attached after detaching", now.XDP[0].progID)
 	}
 	return nil
-}
-
-// setXDPFd is `ip link set DEV xdp fd FD` in one mode: RTM_SETLINK with
-// IFLA_XDP holding IFLA_XDP_FD and IFLA_XDP_FLAGS (fd -1 detaches).
-func setXDPFd(conn *netlink.Conn, ifindex uint32, fd int32, mode uint32) error {
-	ae := netlink.NewAttributeEncoder()
-	ae.Nested(unix.IFLA_XDP, func(nae *netlink.AttributeEncoder) error {
-		nae.Int32(unix.IFLA_XDP_FD, fd)
-		nae.Uint32(unix.IFLA_XDP_FLAGS, mode)
-		return nil
-	})
-	attrs, err := ae.Encode()
-	if err != nil {
-		return err
-	}
-	_, err = conn.Execute(netlink.Message{
-		Header: netlink.Header{Type: unix.RTM_SETLINK, Flags: netlink.Request | netlink.Acknowledge},
-		Data:   append(ifinfomsg(unix.AF_UNSPEC, int32(ifindex)), attrs...),
-	})
-	return err
 }
 
 func (c *rxqCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {

@@ -370,11 +370,7 @@ type QueueKey struct{ Ifindex, Queue uint32 }
 // with an IRQ to that IRQ (netdev queue-get and napi-get; the NAPI's IRQ
 // since Linux 6.9, where the driver reports it).
 func RxQueueIRQs(src Source) (map[QueueKey]uint32, error) {
-	napiMsgs, err := src.Dump(CmdNapiGet, nil)
-	if err != nil {
-		return nil, err
-	}
-	napis, err := DecodeNapis(napiMsgs)
+	napis, err := Napis(src)
 	if err != nil {
 		return nil, err
 	}
@@ -384,11 +380,7 @@ func RxQueueIRQs(src Source) (map[QueueKey]uint32, error) {
 			irqOf[n.ID] = n.IRQ
 		}
 	}
-	queueMsgs, err := src.Dump(CmdQueueGet, nil)
-	if err != nil {
-		return nil, err
-	}
-	queues, err := DecodeQueues(queueMsgs)
+	queues, err := Queues(src)
 	out := map[QueueKey]uint32{}
 	for _, q := range queues {
 		if irq, ok := irqOf[q.NapiID]; ok && q.NapiID != 0 && QueueTypeName(q.QueueType) == "rx" {
@@ -458,3 +450,46 @@ func (c *Conn) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
 
 // Close releases nothing: sockets live for one dump.
 func (c *Conn) Close() error { return nil }
+
+// dumpDecode runs one dump and decodes its replies; a decoding error
+// comes with the replies decoded before it.
+func dumpDecode[T any](src Source, cmd uint8, attrs []byte, decode func([]genetlink.Message) ([]T, error)) ([]T, error) {
+	msgs, err := src.Dump(cmd, attrs)
+	if err != nil {
+		return nil, err
+	}
+	return decode(msgs)
+}
+
+// Devs is dev-get of every device.
+func Devs(src Source) ([]Dev, error) { return dumpDecode(src, CmdDevGet, nil, DecodeDevs) }
+
+// Queues is queue-get of every queue.
+func Queues(src Source) ([]Queue, error) { return dumpDecode(src, CmdQueueGet, nil, DecodeQueues) }
+
+// Napis is napi-get of every NAPI instance.
+func Napis(src Source) ([]Napi, error) { return dumpDecode(src, CmdNapiGet, nil, DecodeNapis) }
+
+// PagePools is page-pool-get of every page pool.
+func PagePools(src Source) ([]PagePool, error) {
+	return dumpDecode(src, CmdPagePoolGet, nil, DecodePagePools)
+}
+
+// PagePoolStats is page-pool-stats-get of every page pool.
+func PagePoolStats(src Source) ([]PoolStats, error) {
+	return dumpDecode(src, CmdPagePoolStatsGet, nil, DecodePagePoolStats)
+}
+
+// QstatsOf is qstats-get: per device, or per queue with perQueue.
+func QstatsOf(src Source, perQueue bool) ([]Qstats, error) {
+	var attrs []byte
+	if perQueue {
+		ae := netlink.NewAttributeEncoder()
+		ae.Uint32(AQstatsScope, QstatsScopeQueue)
+		var err error
+		if attrs, err = ae.Encode(); err != nil {
+			return nil, err
+		}
+	}
+	return dumpDecode(src, CmdQstatsGet, attrs, DecodeQstats)
+}
