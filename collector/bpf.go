@@ -125,7 +125,7 @@ func (c *bpfCollector) Close() error {
 }
 
 // Update reports the statistics switches, then every attached program.
-func (c *bpfCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *bpfCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	var errs []error
 	if on, err := c.sysctlStats(); err != nil {
 		errs = append(errs, err)
@@ -134,7 +134,7 @@ func (c *bpfCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	}
 	c.cfg.Families.send(ch, bpfStatsEnabled, boolValue(c.stats != nil), "exporter")
 
-	devs, err := scrapeLinks(ctx)
+	devs, err := snap.Get()
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -253,7 +253,7 @@ func drain(t *testing.T, c Collector) {
 		}
 		close(done)
 	}()
-	err := c.Update(context.Background(), ch)
+	err := c.Update(context.Background(), NewLinkSnapshot(), ch)
 	close(ch)
 	<-done
 	if err != nil {

@@ -28,8 +28,10 @@ const Namespace = "xdp"
 // Update is called once per scrape, possibly concurrently with itself (two
 // Prometheus servers scraping at once), and must honour ctx: when the scrape
 // times out its metrics are discarded and the goroutine should stop soon.
+// links is the scrape's dump of the namespace's devices, which every
+// collector of the scrape shares.
 type Collector interface {
-	Update(ctx context.Context, ch chan<- prometheus.Metric) error
+	Update(ctx context.Context, links *LinkSnapshot, ch chan<- prometheus.Metric) error
 	Close() error
 }
 
@@ -333,7 +335,7 @@ type unavailable struct{ err error }
 // Unavailable returns a collector that reports err on every Update.
 func Unavailable(err error) Collector { return unavailable{err: err} }
 
-func (u unavailable) Update(context.Context, chan<- prometheus.Metric) error {
+func (u unavailable) Update(context.Context, *LinkSnapshot, chan<- prometheus.Metric) error {
 	if errors.Is(u.err, ErrUnsupported) {
 		return u.err
 	}

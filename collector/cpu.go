@@ -79,7 +79,7 @@ func newCPUCollector(cfg CPUConfig, logger *slog.Logger) (*cpuCollector, error) 
 
 // Update reads the three files independently: one that is missing or
 // malformed is reported in the returned error while the others still emit.
-func (c *cpuCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (c *cpuCollector) Update(_ context.Context, _ *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	var errs []error
 	if err := c.updateStat(ch); err != nil {
 		errs = append(errs, fmt.Errorf("%s/stat: %w", c.cfg.ProcFS, err))

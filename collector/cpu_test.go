@@ -166,7 +166,7 @@ func TestCPUMalformed(t *testing.T) {
 		c := newCPUForTest(t, CPUConfig{ProcFS: dir})
 
 		ch := make(chan prometheus.Metric, 1000)
-		err := c.Update(context.Background(), ch)
+		err := c.Update(context.Background(), NewLinkSnapshot(), ch)
 		close(ch)
 		if err == nil || !strings.Contains(err.Error(), tc.file) {
 			t.Errorf("%s %q: err = %v, want an error naming the file", tc.file, tc.content, err)

@@ -89,13 +89,13 @@ func NewDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
 	return &dropCollector{tracepointSet: set, cfg: cfg, netns: netns, reasons: reasons, reaper: newReaper[slotKey](foreignIdle)}, nil
 }
 
-func (c *dropCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *dropCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	owners, values := c.maps[bpf.DropMapDropsOwners], c.maps[bpf.DropMapDrops]
 	slots, err := readSlots[uint64](owners, values)
 	if err != nil {
 		return fmt.Errorf("reading the drop counters: %w", err)
 	}
-	links, err := scrapeLinks(ctx)
+	links, err := snap.Get()
 	if links == nil {
 		return err
 	}

@@ -184,8 +184,8 @@ func (m *ethtoolMetric) Write(out *dto.Metric) error {
 	return nil
 }
 
-func (c *ethtoolCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	devs, err := c.src.Devices(ctx)
+func (c *ethtoolCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
+	devs, err := c.src.Devices(snap)
 	if err != nil {
 		return fmt.Errorf("listing interfaces: %w", err)
 	}

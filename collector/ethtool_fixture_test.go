@@ -2,7 +2,6 @@ package collector
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -195,7 +194,7 @@ func (s *fixtureSource) dev(call, name string) (*fixtureDev, error) {
 	return d, nil
 }
 
-func (s *fixtureSource) Devices(context.Context) ([]ethtoolDevice, error) {
+func (s *fixtureSource) Devices(*LinkSnapshot) ([]ethtoolDevice, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]ethtoolDevice, 0, len(s.devs))

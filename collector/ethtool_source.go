@@ -1,8 +1,6 @@
 package collector
 
 import (
-	"context"
-
 	"github.com/safchain/ethtool"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
@@ -19,7 +17,7 @@ type ethtoolDevice struct {
 // fixture source in the tests answers from captured `ethtool` output.
 type ethtoolSource interface {
 	// Devices lists the devices of the scrape's link snapshot.
-	Devices(ctx context.Context) ([]ethtoolDevice, error)
+	Devices(links *LinkSnapshot) ([]ethtoolDevice, error)
 	DriverInfo(dev string) (ethtoolioctl.DriverInfo, error)
 	// StatNames returns the ETH_SS_STATS strings in driver order.
 	StatNames(dev string, n int) ([]string, error)
@@ -43,8 +41,8 @@ func newKernelEthtool() (kernelEthtool, error) {
 	return kernelEthtool{conn}, err
 }
 
-func (k kernelEthtool) Devices(ctx context.Context) ([]ethtoolDevice, error) {
-	links, err := scrapeLinks(ctx)
+func (k kernelEthtool) Devices(snap *LinkSnapshot) ([]ethtoolDevice, error) {
+	links, err := snap.Get()
 	if links == nil {
 		return nil, err
 	}

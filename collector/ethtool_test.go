@@ -380,7 +380,7 @@ func TestEthtoolVanishedDevice(t *testing.T) {
 	src.gone["mlx5"] = true
 	c := fixtureCollector(t, src, ".*", nil)
 	ch := make(chan prometheus.Metric, 1000)
-	if err := c.Update(context.Background(), ch); err != nil {
+	if err := c.Update(context.Background(), NewLinkSnapshot(), ch); err != nil {
 		t.Fatalf("a vanished interface failed the scrape: %v", err)
 	}
 	close(ch)
@@ -480,7 +480,7 @@ func BenchmarkEthtoolScrape(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := c.Update(context.Background(), ch); err != nil {
+				if err := c.Update(context.Background(), NewLinkSnapshot(), ch); err != nil {
 					b.Fatal(err)
 				}
 			}

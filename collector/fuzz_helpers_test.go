@@ -30,7 +30,7 @@ func collect(c Collector) ([]prometheus.Metric, error) {
 		}
 		done <- ms
 	}()
-	err := c.Update(context.Background(), ch)
+	err := c.Update(context.Background(), NewLinkSnapshot(), ch)
 	close(ch)
 	return <-done, err
 }

@@ -17,11 +17,11 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
-// withFixedLinks makes l the scrape's interface dump.
-func withFixedLinks(ctx context.Context, l *Links) context.Context {
-	s := &linkSnapshot{}
+// fixedLinks is a scrape's interface dump that is l.
+func fixedLinks(l *Links) *LinkSnapshot {
+	s := NewLinkSnapshot()
 	s.once.Do(func() { s.links = l })
-	return context.WithValue(ctx, linksKey{}, s)
+	return s
 }
 
 // onLinks is a collector whose scrapes see links as the interface dump,
@@ -31,8 +31,8 @@ type onLinks struct {
 	links *Links
 }
 
-func (o onLinks) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	return o.Collector.Update(withFixedLinks(ctx, o.links), ch)
+func (o onLinks) Update(ctx context.Context, _ *LinkSnapshot, ch chan<- prometheus.Metric) error {
+	return o.Collector.Update(ctx, fixedLinks(o.links), ch)
 }
 
 // recorder adapts a Collector whose Update may fail to a pedantic
@@ -44,7 +44,9 @@ type recorder struct {
 
 func (r *recorder) Describe(chan<- *prometheus.Desc) {}
 
-func (r *recorder) Collect(ch chan<- prometheus.Metric) { r.err = r.c.Update(context.Background(), ch) }
+func (r *recorder) Collect(ch chan<- prometheus.Metric) {
+	r.err = r.c.Update(context.Background(), NewLinkSnapshot(), ch)
+}
 
 // pedantic runs one Update of each collector through a pedantic registry,
 // which fails the test on duplicate series and inconsistent label sets,
@@ -227,7 +229,7 @@ func benchUpdate(b *testing.B, c Collector) {
 	ch := make(chan prometheus.Metric, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := c.Update(context.Background(), ch); err != nil {
+		if err := c.Update(context.Background(), NewLinkSnapshot(), ch); err != nil {
 			b.Fatal(err)
 		}
 		for len(ch) > 0 {

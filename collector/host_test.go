@@ -353,7 +353,7 @@ var defaultHostFlags = hostFlags{ethtoolSumQueues: DefaultEthtoolSumQueues, netd
 
 // hostSet builds every default collector over the fixture host with flags,
 // and the context of a scrape that sees the host's interfaces.
-func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
+func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
 	testenv.Privileged(t)
 	re := func(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 	fixtureDevices := newDeviceFilter(re("mlx5p[01]"), nil)
@@ -409,14 +409,14 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, context.Context) {
 			t.Errorf("closing the collectors: %v", err)
 		}
 	})
-	return set, withFixedLinks(context.Background(), hostLinks(progs))
+	return set, fixedLinks(hostLinks(progs))
 }
 
 // hostGather is one scrape through the registry the exporter's handler
 // builds per request.
-func hostGather(t testing.TB, set *Set, ctx context.Context) []*dto.MetricFamily {
+func hostGather(t testing.TB, set *Set, links *LinkSnapshot) []*dto.MetricFamily {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(set.Scrape(ctx))
+	reg.MustRegister(set.scrapeOn(context.Background(), links))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -436,8 +436,8 @@ func hostGather(t testing.TB, set *Set, ctx context.Context) []*dto.MetricFamily
 
 // hostScrape is one scrape of the fixture host with flags.
 func hostScrape(t testing.TB, flags hostFlags) []*dto.MetricFamily {
-	set, ctx := hostSet(t, flags)
-	return hostGather(t, set, ctx)
+	set, links := hostSet(t, flags)
+	return hostGather(t, set, links)
 }
 
 // familySeries counts a family's series as Prometheus stores them.
@@ -536,11 +536,11 @@ func TestHostSeriesBudget(t *testing.T) {
 // flags, through the registry and the text encoder as the handler runs
 // them (no HTTP, no gzip); series/op is the scrape's size.
 func BenchmarkHostScrape(b *testing.B) {
-	set, ctx := hostSet(b, defaultHostFlags)
+	set, links := hostSet(b, defaultHostFlags)
 	series := 0
 	b.ReportAllocs()
 	for b.Loop() {
-		mfs := hostGather(b, set, ctx)
+		mfs := hostGather(b, set, links)
 		enc := expfmt.NewEncoder(io.Discard, expfmt.NewFormat(expfmt.TypeTextPlain))
 		series = 0
 		for _, mf := range mfs {

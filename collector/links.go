@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -29,7 +28,7 @@ type Link struct {
 }
 
 // Links is one dump of the namespace's devices. The scrape takes one per
-// scrape and every collector reads the same (scrapeLinks), so a device
+// scrape and every collector reads the same (LinkSnapshot), so a device
 // never has a name in one family and none in another.
 type Links struct {
 	list    []Link
@@ -97,32 +96,21 @@ func foreignLabel(netns uint64, rest string) string {
 	return "netns:" + strconv.FormatUint(netns, 10) + "/" + rest
 }
 
-type linksKey struct{}
-
-// linkSnapshot is the scrape's dump, taken by the first collector that
-// asks for it.
-type linkSnapshot struct {
+// LinkSnapshot is one scrape's dump of the namespace's devices, taken by
+// the first collector that asks for it (Get), so that every collector of
+// the scrape names a device the same way.
+type LinkSnapshot struct {
 	once  sync.Once
 	links *Links
 	err   error
 }
 
-// withLinkSnapshot gives the scrape's collectors one shared dump; a
-// context that already carries one keeps it.
-func withLinkSnapshot(ctx context.Context) context.Context {
-	if _, ok := ctx.Value(linksKey{}).(*linkSnapshot); ok {
-		return ctx
-	}
-	return context.WithValue(ctx, linksKey{}, &linkSnapshot{})
-}
+// NewLinkSnapshot is the dump of a new scrape, not taken yet.
+func NewLinkSnapshot() *LinkSnapshot { return &LinkSnapshot{} }
 
-// scrapeLinks returns the scrape's dump, or a fresh one when ctx belongs
-// to no scrape (a collector updated directly).
-func scrapeLinks(ctx context.Context) (*Links, error) {
-	s, ok := ctx.Value(linksKey{}).(*linkSnapshot)
-	if !ok {
-		return dumpLinks()
-	}
+// Get dumps the links on the first call and returns that dump on every
+// call.
+func (s *LinkSnapshot) Get() (*Links, error) {
 	s.once.Do(func() { s.links, s.err = dumpLinks() })
 	return s.links, s.err
 }

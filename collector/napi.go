@@ -183,7 +183,7 @@ func vectorIndex(name string) int {
 // missing it returns ErrUnsupported or ErrUnavailable (see missingErr; the
 // reason was logged at startup) after emitting everything the attached
 // programs feed.
-func (c *napiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *napiCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	c.emitAttached(ch, c.fams, napiTracepointAttached)
 	var errs []error
 	for _, p := range c.progs {
@@ -195,7 +195,7 @@ func (c *napiCollector) Update(ctx context.Context, ch chan<- prometheus.Metric)
 		c.fams.send(ch, napiRecursionMisses, float64(st.RecursionMisses), p.tracepoint)
 	}
 	if c.attached["napi:napi_poll"] {
-		errs = append(errs, c.updatePolls(ctx, ch))
+		errs = append(errs, c.updatePolls(ctx, snap, ch))
 	}
 	if c.attached["irq:softirq_entry"] || c.attached["irq:softirq_raise"] {
 		errs = append(errs, c.updateSoftirqs(ch))
@@ -212,13 +212,13 @@ type napiSeries struct {
 	device, context       string
 }
 
-func (c *napiCollector) updatePolls(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *napiCollector) updatePolls(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	owners, hist := c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiHist]
 	slots, err := readSlots[bpf.NapiNapiVal](owners, hist)
 	if err != nil {
 		return fmt.Errorf("reading the napi histogram: %w", err)
 	}
-	links, err := scrapeLinks(ctx)
+	links, err := snap.Get()
 	if links == nil {
 		return err
 	}

@@ -150,8 +150,8 @@ func (c *netdevCollector) device(links *Links, ifindex uint32) (string, bool) {
 
 // Update runs one dump per supported command. A failing command does not
 // stop the others; its error is returned after everything else was sent.
-func (c *netdevCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	links, err := scrapeLinks(ctx)
+func (c *netdevCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
+	links, err := snap.Get()
 	if links == nil {
 		return err
 	}

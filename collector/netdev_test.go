@@ -342,7 +342,7 @@ func BenchmarkNetdevUpdate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ch := make(chan prometheus.Metric, 4096)
-		if err := c.Update(context.Background(), ch); err != nil {
+		if err := c.Update(context.Background(), NewLinkSnapshot(), ch); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -355,7 +355,7 @@ func BenchmarkNetdevReplay(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ch := make(chan prometheus.Metric, 4096)
-		if err := c.Update(context.Background(), ch); err != nil {
+		if err := c.Update(context.Background(), NewLinkSnapshot(), ch); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -105,8 +105,8 @@ func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 
 func (c *pcieCollector) Close() error { return nil }
 
-func (c *pcieCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	links, err := scrapeLinks(ctx)
+func (c *pcieCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
+	links, err := snap.Get()
 	if links == nil {
 		return err
 	}

@@ -241,7 +241,7 @@ func openPerfGroupAllCPUs(spec *perfGroupSpec, cpus []int) ([]*perfGroup, error)
 
 // Update reads every group; a group that fails to read is reported in the
 // error and the others still emit.
-func (c *perfCollector) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (c *perfCollector) Update(_ context.Context, _ *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.groups == nil {

@@ -198,7 +198,7 @@ func TestPerfCloseFDs(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if err := c.Update(context.Background(), make(chan prometheus.Metric, 100)); err == nil {
+	if err := c.Update(context.Background(), NewLinkSnapshot(), make(chan prometheus.Metric, 100)); err == nil {
 		t.Error("Update after Close succeeded")
 	}
 }

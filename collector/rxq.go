@@ -311,7 +311,7 @@ func detachForeignXDP(dev Link) error {
 	return nil
 }
 
-func (c *rxqCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *rxqCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	var errs []error
 	for _, d := range c.devices {
 		if err := ctx.Err(); err != nil {

@@ -73,8 +73,8 @@ func newRxqObserver(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 	}, nil
 }
 
-func (c *rxqObserver) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
-	links, err := scrapeLinks(ctx)
+func (c *rxqObserver) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
+	links, err := snap.Get()
 	if links == nil {
 		return err
 	}

@@ -27,7 +27,7 @@ func TestRxqObserveAttachFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := sel.Build(slog.New(slog.DiscardHandler))["rxq"]
-	err := c.Update(context.Background(), make(chan<- prometheus.Metric, 1))
+	err := c.Update(context.Background(), NewLinkSnapshot(), make(chan<- prometheus.Metric, 1))
 	want := "--collector.rxq.action, --collector.rxq.force only apply when the exporter attaches its own program"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Update: %v, want an error saying %q", err, want)

@@ -394,7 +394,7 @@ func TestRxqForeignAfterStart(t *testing.T) {
 	}
 	const n = 10_000
 	vethtest.SendExactly(t, pair, n)
-	if err := c.Update(context.Background(), make(chan prometheus.Metric, 1024)); err != nil {
+	if err := c.Update(context.Background(), NewLinkSnapshot(), make(chan prometheus.Metric, 1024)); err != nil {
 		t.Fatalf("update after a refused foreign attach: %v", err)
 	}
 	if got := sumCells(rxqCells(gather(t, c), "xdp_rxq_packets_total", pair.Host.Name)); got != n {
@@ -414,7 +414,7 @@ func TestRxqForeignAfterStart(t *testing.T) {
 	if !detached {
 		t.Fatal("found no XDP bpf_link on the device")
 	}
-	err = c.Update(context.Background(), make(chan prometheus.Metric, 1024))
+	err = c.Update(context.Background(), NewLinkSnapshot(), make(chan prometheus.Metric, 1024))
 	if err == nil || !strings.Contains(err.Error(), "no longer attached") {
 		t.Fatalf("update after our link was detached: %v, want an error saying so", err)
 	}

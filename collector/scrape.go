@@ -86,8 +86,8 @@ func NewSet(collectors map[string]Collector, logger *slog.Logger) *Set {
 }
 
 // update returns the Update of collector name in progress, starting one
-// with ctx when there is none.
-func (s *Set) update(ctx context.Context, name string) *call {
+// with ctx and links when there is none.
+func (s *Set) update(ctx context.Context, links *LinkSnapshot, name string) *call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.inflight[name]; c != nil {
@@ -96,7 +96,7 @@ func (s *Set) update(ctx context.Context, name string) *call {
 	c := &call{started: time.Now(), done: make(chan struct{}), wake: make(chan struct{})}
 	s.inflight[name] = c
 	go func() {
-		c.res = run(ctx, s.collectors[name], c.add)
+		c.res = run(ctx, links, s.collectors[name], c.add)
 		s.mu.Lock()
 		delete(s.inflight, name)
 		s.mu.Unlock()
@@ -121,12 +121,18 @@ func (s *Set) Close() error {
 // The HTTP handler builds one per request so that the request's deadline
 // (Prometheus' X-Prometheus-Scrape-Timeout-Seconds) bounds the scrape.
 func (s *Set) Scrape(ctx context.Context) prometheus.Collector {
-	return scrape{set: s, ctx: ctx}
+	return s.scrapeOn(ctx, NewLinkSnapshot())
+}
+
+// scrapeOn is Scrape with the scrape's dump of the devices given.
+func (s *Set) scrapeOn(ctx context.Context, links *LinkSnapshot) prometheus.Collector {
+	return scrape{set: s, ctx: ctx, links: links}
 }
 
 type scrape struct {
-	set *Set
-	ctx context.Context
+	set   *Set
+	ctx   context.Context
+	links *LinkSnapshot
 }
 
 func (scrape) Describe(ch chan<- *prometheus.Desc) {
@@ -148,14 +154,12 @@ func (sc scrape) Collect(ch chan<- prometheus.Metric) {
 	}
 	sort.Strings(names)
 
-	// Every collector of this scrape reads one dump of the interfaces.
-	ctx := withLinkSnapshot(sc.ctx)
 	// Each collector's metrics go to the registry as it sends them, so
 	// the registry checks and sorts them while the slower collectors
 	// still wait on the kernel.
 	var wg sync.WaitGroup
 	for _, name := range names {
-		c := sc.set.update(ctx, name)
+		c := sc.set.update(sc.ctx, sc.links, name)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -237,7 +241,7 @@ func seriesOf(m prometheus.Metric) int {
 // run calls Update, handing each metric to add (which never blocks, so a
 // collector that outlives its scrape cannot stall), and turns a panic into
 // an error.
-func run(ctx context.Context, c Collector, add func(prometheus.Metric)) (r result) {
+func run(ctx context.Context, links *LinkSnapshot, c Collector, add func(prometheus.Metric)) (r result) {
 	start := time.Now()
 	mch := make(chan prometheus.Metric, 64)
 	done := make(chan struct{})
@@ -253,7 +257,7 @@ func run(ctx context.Context, c Collector, add func(prometheus.Metric)) (r resul
 				r.err = fmt.Errorf("panic: %v", p)
 			}
 		}()
-		r.err = c.Update(ctx, mch)
+		r.err = c.Update(ctx, links, mch)
 	}()
 	close(mch)
 	<-done

@@ -31,7 +31,7 @@ type fake struct {
 	err    error
 }
 
-func (f fake) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (f fake) Update(_ context.Context, _ *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	if f.block != nil {
 		<-f.block
 	}
@@ -187,9 +187,9 @@ type counting struct {
 	calls *atomic.Int64
 }
 
-func (c counting) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c counting) Update(ctx context.Context, _ *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	c.calls.Add(1)
-	return c.fake.Update(ctx, ch)
+	return c.fake.Update(ctx, NewLinkSnapshot(), ch)
 }
 
 // osThreads is the process's thread count from /proc/self/status.
@@ -242,7 +242,7 @@ func TestScrapePanickingCollector(t *testing.T) {
 // on its second device would.
 type sendsThenBlocks struct{ release <-chan struct{} }
 
-func (s sendsThenBlocks) Update(_ context.Context, ch chan<- prometheus.Metric) error {
+func (s sendsThenBlocks) Update(_ context.Context, _ *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	ch <- prometheus.MustNewConstMetric(fakeDesc, prometheus.GaugeValue, 1, "partial")
 	<-s.release
 	return nil

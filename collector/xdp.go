@@ -195,9 +195,9 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 
 var xdpActionNames = []string{"ABORTED", "DROP", "PASS", "TX", "REDIRECT", "UNKNOWN"}
 
-func (c *xdpCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	c.emitAttached(ch, c.fams, xdpTracepointAttached)
-	links, err := scrapeLinks(ctx)
+	links, err := snap.Get()
 	if links == nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func newXSKCollector(cfg XSKConfig, logger *slog.Logger) (*xskCollector, error) 
 func (c *xskCollector) Close() error { return c.src.Close() }
 
 // Update dumps every AF_XDP socket of the namespace.
-func (c *xskCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) error {
+func (c *xskCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	msgs, err := c.src.Dump()
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func (c *xskCollector) Update(ctx context.Context, ch chan<- prometheus.Metric) 
 	if err != nil {
 		return err
 	}
-	links, err := scrapeLinks(ctx)
+	links, err := snap.Get()
 	if links == nil {
 		return err
 	}

@@ -24,7 +24,7 @@ type stuck struct {
 	release <-chan struct{}
 }
 
-func (s stuck) Update(context.Context, chan<- prometheus.Metric) error {
+func (s stuck) Update(context.Context, *collector.LinkSnapshot, chan<- prometheus.Metric) error {
 	if s.entered != nil {
 		s.entered <- struct{}{}
 	}
@@ -36,8 +36,10 @@ func (stuck) Close() error { return nil }
 
 type nop struct{}
 
-func (nop) Update(context.Context, chan<- prometheus.Metric) error { return nil }
-func (nop) Close() error                                           { return nil }
+func (nop) Update(context.Context, *collector.LinkSnapshot, chan<- prometheus.Metric) error {
+	return nil
+}
+func (nop) Close() error { return nil }
 
 // serve runs one request through h and fails if it has not returned within
 // a minute, which can only mean it waited for a collector that never ends.
