@@ -44,3 +44,28 @@ func TestMustInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestSeriesTablesNameCatalogue holds the hand-kept series tables to the
+// catalogue: every family seriesOverride names exists, and every label
+// labelFactor prices is a label of some family, so a renamed family or
+// label fails here instead of leaving a stale formula in METRICS.md.
+func TestSeriesTablesNameCatalogue(t *testing.T) {
+	families := map[string]bool{}
+	labels := map[string]bool{}
+	for _, f := range Catalogue() {
+		families[f.Name] = true
+		for _, l := range f.Labels {
+			labels[l] = true
+		}
+	}
+	for name := range seriesOverride {
+		if !families[name] {
+			t.Errorf("seriesOverride names %s, which no collector declares", name)
+		}
+	}
+	for label := range labelFactor {
+		if !labels[label] {
+			t.Errorf("labelFactor prices label %q, which no family has", label)
+		}
+	}
+}
