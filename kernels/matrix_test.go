@@ -55,6 +55,8 @@ var guestPackages = []guestPackage{
 	// minutes under QEMU's emulator.
 	{pkg: "collector", skip: "TestReapChurn|TestEthtoolVethChurn"},
 	{pkg: "bpf"},
+	// The ethtool ioctls against a real veth (the guard page).
+	{pkg: "internal/kernel/ethtoolioctl"},
 	// The observer of other programs: fexit on XDP programs.
 	{pkg: "bpf/rxqobserve"},
 	{pkg: "internal/trafficgen"},
