@@ -90,9 +90,7 @@ func NewBPFCollector(cfg BPFConfig, logger *slog.Logger) (Collector, error) {
 }
 
 func newBPFCollector(cfg BPFConfig, logger *slog.Logger) (*bpfCollector, error) {
-	if cfg.ProcFS == "" {
-		cfg.ProcFS = "/proc"
-	}
+	cfg.ProcFS = procRoot(cfg.ProcFS)
 	if _, err := ebpf.ProgramGetNextID(0); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, denied("listing BPF programs (BPF_PROG_GET_NEXT_ID)", err)
 	}

@@ -8,6 +8,7 @@
 package collector
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,6 +58,16 @@ type Shared struct {
 	Filter        Filter
 	ProcFS, SysFS string
 }
+
+// The mount points of --path.procfs and --path.sysfs by default, and of a
+// collector whose config names none.
+const (
+	defaultProcFS = "/proc"
+	defaultSysFS  = "/sys"
+)
+
+func procRoot(path string) string { return cmp.Or(path, defaultProcFS) }
+func sysRoot(path string) string  { return cmp.Or(path, defaultSysFS) }
 
 // Filter is what a collector's --collector.NAME.metrics-include/-exclude
 // and device-include/-exclude select. The zero value selects everything.
@@ -178,8 +189,8 @@ type Selection struct {
 // AddFlags declares --[no-]collector.NAME and every collector's own flags on app.
 func AddFlags(app *kingpin.Application) *Selection {
 	s := &Selection{enabled: map[string]*bool{}, given: map[string]*bool{}, builders: map[string]Builder{}, flags: map[string]*FlagSet{}}
-	s.procFS = app.Flag("path.procfs", "procfs mount point every collector reads /proc from.").Default("/proc").String()
-	s.sysFS = app.Flag("path.sysfs", "sysfs mount point every collector reads /sys from.").Default("/sys").String()
+	s.procFS = app.Flag("path.procfs", "procfs mount point every collector reads /proc from.").Default(defaultProcFS).String()
+	s.sysFS = app.Flag("path.sysfs", "sysfs mount point every collector reads /sys from.").Default(defaultSysFS).String()
 	s.disableDefaults = app.Flag("collector.disable-defaults",
 		"Turn off every collector that is on by default; turn on the ones wanted with --collector.NAME (as node_exporter's flag).").
 		Default("false").Bool()

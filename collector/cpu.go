@@ -48,7 +48,8 @@ func init() {
 
 // CPUConfig configures the cpu collector.
 type CPUConfig struct {
-	// ProcFS is the procfs mount point (tests point it at fixtures).
+	// ProcFS is the procfs mount point (tests point it at fixtures);
+	// /proc when empty.
 	ProcFS string
 	// SoftirqsAll exports every softirq vector instead of NET_RX and NET_TX.
 	SoftirqsAll bool
@@ -70,6 +71,7 @@ func NewCPUCollector(cfg CPUConfig, logger *slog.Logger) (Collector, error) {
 }
 
 func newCPUCollector(cfg CPUConfig, logger *slog.Logger) (*cpuCollector, error) {
+	cfg.ProcFS = procRoot(cfg.ProcFS)
 	fs, err := procfs.NewFS(cfg.ProcFS)
 	if err != nil {
 		return nil, fmt.Errorf("cpu: procfs at %q: %w", cfg.ProcFS, err)

@@ -99,9 +99,7 @@ func dialNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*netdevCollecto
 }
 
 func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdev.Source) *netdevCollector {
-	if cfg.ProcFS == "" {
-		cfg.ProcFS = "/proc"
-	}
+	cfg.ProcFS = procRoot(cfg.ProcFS)
 	return &netdevCollector{cfg: cfg,
 		logger: logger, src: src, unsupported: map[uint8]bool{}}
 }

@@ -86,12 +86,8 @@ type pcieCollector struct {
 }
 
 func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
-	if cfg.SysFS == "" {
-		cfg.SysFS = "/sys"
-	}
-	if cfg.ProcFS == "" {
-		cfg.ProcFS = "/proc"
-	}
+	cfg.SysFS = sysRoot(cfg.SysFS)
+	cfg.ProcFS = procRoot(cfg.ProcFS)
 	if _, err := os.Stat(filepath.Join(cfg.SysFS, "bus", "pci")); err != nil {
 		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
 	}

@@ -165,9 +165,7 @@ func NewPerfCollector(cfg PerfConfig, logger *slog.Logger) (Collector, error) {
 }
 
 func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, error) {
-	if cfg.SysFS == "" {
-		cfg.SysFS = "/sys"
-	}
+	cfg.SysFS = sysRoot(cfg.SysFS)
 	cpus := cfg.CPUs
 	if cpus == nil {
 		b, err := os.ReadFile(filepath.Join(cfg.SysFS, "devices", "system", "cpu", "online"))
