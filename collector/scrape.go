@@ -51,6 +51,46 @@ type call struct {
 	sent    []prometheus.Metric // append-only
 	wake    chan struct{}       // closed on the next append, for waiting readers
 	waiting bool                // a reader holds wake
+
+	// ctx is the Update's own context. It ends at the latest deadline of
+	// the scrapes that joined it (join), never at the deadline or the
+	// disconnect of the scrape that happened to start it: an HA pair of
+	// Prometheus servers with different scrape timeouts shares one
+	// Update, and the one with the longer timeout must get it whole.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	latest    time.Time   // guarded by mu
+	unbounded bool        // a scrape without a deadline joined; guarded by mu
+	timer     *time.Timer // cancels ctx at latest; guarded by mu
+}
+
+// join extends the Update's deadline to the joining scrape's: it runs
+// until the latest deadline of its scrapes, without one when a scrape has
+// none. A scrape that joins after the Update's context ended (its
+// deadline passed) gets that Update's result.
+func (c *call) join(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unbounded {
+		return
+	}
+	d, ok := ctx.Deadline()
+	if !ok {
+		c.unbounded = true
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		return
+	}
+	if !d.After(c.latest) {
+		return
+	}
+	c.latest = d
+	if c.timer == nil {
+		c.timer = time.AfterFunc(time.Until(d), c.cancel)
+		return
+	}
+	c.timer.Reset(time.Until(d))
 }
 
 // add records one metric of the Update and wakes its readers.
@@ -86,17 +126,27 @@ func NewSet(collectors map[string]Collector, logger *slog.Logger) *Set {
 }
 
 // update returns the Update of collector name in progress, starting one
-// with ctx and links when there is none.
+// with links when there is none; either way ctx's deadline joins the
+// Update's (call.join).
 func (s *Set) update(ctx context.Context, links *LinkSnapshot, name string) *call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.inflight[name]; c != nil {
+		c.join(ctx)
 		return c
 	}
 	c := &call{started: time.Now(), done: make(chan struct{}), wake: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.join(ctx)
 	s.inflight[name] = c
 	go func() {
-		c.res = run(ctx, links, s.collectors[name], c.add)
+		c.res = run(c.ctx, links, s.collectors[name], c.add)
+		c.mu.Lock()
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.mu.Unlock()
+		c.cancel()
 		s.mu.Lock()
 		delete(s.inflight, name)
 		s.mu.Unlock()

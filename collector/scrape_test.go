@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -269,4 +270,63 @@ func TestScrapeStreamsPartial(t *testing.T) {
 		}
 	}
 	close(release)
+}
+
+// slowUntil sends its metric after d, or gives up with the context's
+// error when its Update's context ends first; started is closed when an
+// Update begins.
+type slowUntil struct {
+	d       time.Duration
+	started chan struct{}
+	once    *sync.Once
+}
+
+func (s slowUntil) Update(ctx context.Context, _ *LinkSnapshot, ch chan<- prometheus.Metric) error {
+	s.once.Do(func() { close(s.started) })
+	select {
+	case <-time.After(s.d):
+		ch <- prometheus.MustNewConstMetric(fakeDesc, prometheus.GaugeValue, 1, "slow")
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (slowUntil) Close() error { return nil }
+
+// TestJoinedScrapesOwnDeadlines: three scrapes share one Update. The one
+// that starts it has a 4 ms deadline, another client disconnects after
+// 2 ms, and the third has the default 10 s: the Update runs on until the
+// latest deadline, so the third gets every metric and success 1, while
+// the short one reports its own deadline.
+func TestJoinedScrapesOwnDeadlines(t *testing.T) {
+	c := slowUntil{d: 200 * time.Millisecond, started: make(chan struct{}), once: new(sync.Once)}
+	set := NewSet(map[string]Collector{"slow": c}, slog.New(slog.DiscardHandler))
+	short, cancelShort := context.WithTimeout(context.Background(), 4*time.Millisecond)
+	defer cancelShort()
+	shortDone := make(chan map[string]*dto.MetricFamily, 1)
+	go func() { shortDone <- gatherSet(t, short, set) }()
+	<-c.started
+
+	gone, hangUp := context.WithTimeout(context.Background(), 10*time.Second)
+	goneDone := make(chan struct{})
+	go func() {
+		defer close(goneDone)
+		gatherSet(t, gone, set)
+	}()
+	time.AfterFunc(2*time.Millisecond, hangUp)
+
+	long, cancelLong := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelLong()
+	mfs := gatherSet(t, long, set)
+	if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "slow"); got != 1 {
+		t.Errorf("the 10 s scrape: success %v, want 1: another scrape's deadline or disconnect cut its Update short", got)
+	}
+	if got := value(t, mfs, "xdp_test_fake_value", "name", "slow"); got != 1 {
+		t.Errorf("the 10 s scrape: the collector's metric %v, want 1", got)
+	}
+	if got := value(t, <-shortDone, "xdp_scrape_collector_success", "collector", "slow"); got != 0 {
+		t.Errorf("the 4 ms scrape: success %v, want 0 (its own deadline passed)", got)
+	}
+	<-goneDone
 }
