@@ -28,6 +28,13 @@ var (
 // Set runs a fixed set of collectors on each scrape, each in its own
 // goroutine, and reports per-collector duration and success.
 type Set struct {
+	// UpdateFloor is how long a shared Update may run at least, whatever
+	// the deadline of the scrape that starts it: the exporter's own scrape
+	// timeout (--web.scrape-timeout), so that a scraper with a far shorter
+	// timeout cannot doom the Update that a scrape arriving a moment later
+	// joins. Zero: only the scrapes' deadlines count.
+	UpdateFloor time.Duration
+
 	collectors map[string]Collector
 	logger     *slog.Logger
 	// At most one Update per collector runs at a time: a scrape that
@@ -65,9 +72,9 @@ type call struct {
 }
 
 // join extends the Update's deadline to the joining scrape's: it runs
-// until the latest deadline of its scrapes, without one when a scrape has
-// none. A scrape that joins after the Update's context ended (its
-// deadline passed) gets that Update's result.
+// until the latest deadline of its scrapes (and at least the Set's
+// UpdateFloor), without one when a scrape has none. A scrape that joins
+// after the Update's context ended gets that Update's result.
 func (c *call) join(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -137,6 +144,10 @@ func (s *Set) update(ctx context.Context, links *LinkSnapshot, name string) *cal
 	}
 	c := &call{started: time.Now(), done: make(chan struct{}), wake: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if s.UpdateFloor > 0 {
+		c.latest = c.started.Add(s.UpdateFloor)
+		c.timer = time.AfterFunc(s.UpdateFloor, c.cancel)
+	}
 	c.join(ctx)
 	s.inflight[name] = c
 	go func() {

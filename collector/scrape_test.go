@@ -296,12 +296,13 @@ func (slowUntil) Close() error { return nil }
 
 // TestJoinedScrapesOwnDeadlines: three scrapes share one Update. The one
 // that starts it has a 4 ms deadline, another client disconnects after
-// 2 ms, and the third has the default 10 s: the Update runs on until the
-// latest deadline, so the third gets every metric and success 1, while
-// the short one reports its own deadline.
+// 2 ms, and the third has the default 10 s: the Update runs on past the
+// Set's 50 ms floor until the latest deadline, so the third gets every
+// metric and success 1, while the short one reports its own deadline.
 func TestJoinedScrapesOwnDeadlines(t *testing.T) {
 	c := slowUntil{d: 200 * time.Millisecond, started: make(chan struct{}), once: new(sync.Once)}
 	set := NewSet(map[string]Collector{"slow": c}, slog.New(slog.DiscardHandler))
+	set.UpdateFloor = 50 * time.Millisecond
 	short, cancelShort := context.WithTimeout(context.Background(), 4*time.Millisecond)
 	defer cancelShort()
 	shortDone := make(chan map[string]*dto.MetricFamily, 1)

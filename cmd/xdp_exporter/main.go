@@ -79,6 +79,7 @@ func run(args []string) int {
 	}
 
 	set := collector.NewSet(selection.Build(logger), logger)
+	set.UpdateFloor = *defaultTimeout
 	defer func() {
 		if err := set.Close(); err != nil {
 			logger.Error("closing collectors", "err", err)
