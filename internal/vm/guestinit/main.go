@@ -11,8 +11,8 @@
 // them to init as arguments or environment; they are read from
 // /proc/cmdline):
 //
-//	xdpvm.modules=DIR  the guest kernel's modules on the host, linked
-//	                   at /lib/modules/$(uname -r)
+//	xdpvm.modules=DIR  the guest kernel's modules on the host, linked (or
+//	                   bind-mounted) at /lib/modules/$(uname -r)
 //	xdpvm.out=DIR      a host directory shared read-write as tag "out"
 //	xdpvm.run=FILE     the script to run with /bin/sh
 package main
@@ -137,10 +137,7 @@ func setup() error {
 		if err := unix.Uname(&u); err != nil {
 			return err
 		}
-		if err := os.MkdirAll("/lib/modules", 0o755); err != nil {
-			return err
-		}
-		if err := os.Symlink(mods, "/lib/modules/"+unix.ByteSliceToString(u.Release[:])); err != nil {
+		if err := linkModules(mods, "/lib/modules/"+unix.ByteSliceToString(u.Release[:])); err != nil {
 			return err
 		}
 	}
@@ -205,6 +202,25 @@ func mount(src, dst, fs string, flags uintptr, data string) error {
 	}
 	if err := unix.Mount(src, dst, fs, flags, data); err != nil {
 		return fmt.Errorf("mount -t %s %s %s: %w", fs, src, dst, err)
+	}
+	return nil
+}
+
+// linkModules makes the guest kernel's modules appear at dst, the
+// /lib/modules/VERSION of the shared root: a symbolic link, or, where the
+// host has a directory of that name (it runs the same kernel the matrix
+// fetched), a bind mount over it in the guest alone. Nothing reaches the
+// host: its root is read-only under the guest's overlay.
+func linkModules(mods, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	err := os.Symlink(mods, dst)
+	if !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := unix.Mount(mods, dst, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s over the host's %s: %w", mods, dst, err)
 	}
 	return nil
 }
