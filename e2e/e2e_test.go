@@ -34,7 +34,7 @@ var ruleFiles = []string{"../dashboards/rules/recording.yml", "../dashboards/rul
 var noDataHere = map[string]string{
 	"Packets the rxq program could not attribute": "veth never delivers a frame with an out-of-range RX queue or a foreign ifindex",
 	"Firing XDP alerts":                           "every alert has a for: duration longer than this test runs",
-	"Failing exporter collectors":                 "no collector fails on this host; what its kernel lacks (xsk) shows as unsupported",
+	"Failing exporter collectors":                 "no collector fails on this host; what its kernel lacks shows as unsupported",
 }
 
 // phase is one step of the short sweep.

@@ -79,8 +79,8 @@ func scrapeBody(client *http.Client, addr string) (string, error) {
 }
 
 // checkScrape parses one scrape and returns an error for a duplicate
-// series or a collector that reported success 0 (unless this host cannot
-// serve it at all: unsupportedHere).
+// series or a collector that reported success 0 (what the host does not
+// support reports success 1).
 func checkScrape(body string) error {
 	p := expfmt.NewTextParser(model.LegacyValidation)
 	if _, err := p.TextToMetricFamilies(strings.NewReader(body)); err != nil {
@@ -97,10 +97,7 @@ func checkScrape(body string) error {
 		}
 		seen[series] = true
 		if strings.HasPrefix(series, "xdp_scrape_collector_success{") && strings.HasSuffix(line, " 0") {
-			name := strings.TrimSuffix(strings.TrimPrefix(series, `xdp_scrape_collector_success{collector="`), `"}`)
-			if _, ok := unsupportedHere[name]; !ok {
-				return fmt.Errorf("collector failed: %s", line)
-			}
+			return fmt.Errorf("collector failed: %s", line)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"os/exec"
 	"strings"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
 )
@@ -119,21 +122,40 @@ func TestScrapeDefaults(t *testing.T) {
 	if strings.Contains(e.Stderr.String(), "level=ERROR") {
 		t.Errorf("the default exporter logged an error on this host:\n%s", e.Stderr)
 	}
-	for name, why := range unsupportedHere {
+	unsupported := unsupportedHere(t)
+	for name, why := range unsupported {
 		if !strings.Contains(body, `xdp_scrape_collector_unsupported{collector="`+name+`"} 1`) {
 			t.Errorf("collector %s (%s) not reported unsupported", name, why)
 		}
-		if n := strings.Count(e.Stderr.String(), `msg="collector not supported on this host`); n != len(unsupportedHere) {
-			t.Errorf("unsupported collectors logged %d times at INFO, want once each (%d):\n%s", n, len(unsupportedHere), e.Stderr)
+	}
+	for _, name := range []string{"netdev", "xsk"} {
+		if _, lacks := unsupported[name]; !lacks && !strings.Contains(body, `xdp_scrape_collector_unsupported{collector="`+name+`"} 0`) {
+			t.Errorf("collector %s: the kernel has what it reads, but it is not reported supported", name)
 		}
+	}
+	if n := strings.Count(e.Stderr.String(), `msg="collector not supported on this host`); n != len(unsupported) {
+		t.Errorf("unsupported collectors logged %d times at INFO, want once each (%d: %v):\n%s", n, len(unsupported), unsupported, e.Stderr)
 	}
 }
 
-// unsupportedHere lists default collectors this machine's kernel cannot
-// serve, with the reason: they report xdp_scrape_collector_unsupported 1
-// and say why once.
-var unsupportedHere = map[string]string{
-	"xsk": "kernel built without CONFIG_XDP_SOCKETS_DIAG",
+// unsupportedHere lists the default collectors the running kernel cannot
+// serve, with the reason, probed the way the exporter probes: the netdev
+// generic netlink family (Linux 6.3+) and AF_XDP socket diag
+// (CONFIG_XDP_SOCKETS_DIAG, a module that autoloads on stock kernels).
+func unsupportedHere(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if c, err := netdev.Dial(); errors.Is(err, netdev.ErrNoFamily) {
+		out["netdev"] = err.Error()
+	} else if err == nil {
+		c.Close()
+	}
+	if c, err := xskdiag.Dial(); errors.Is(err, xskdiag.ErrNotSupported) {
+		out["xsk"] = err.Error()
+	} else if err == nil {
+		c.Close()
+	}
+	return out
 }
 
 // TestBadInput checks that each kind of bad start-up input exits non-zero
