@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
@@ -108,7 +109,7 @@ func sendPacketSocket(t *testing.T, pair *vethns.Pair, n int) {
 func samples(mfs map[string]*dto.MetricFamily, name string, labels ...string) int {
 	n := 0
 	for _, m := range mfs[name].GetMetric() {
-		if hasLabels(m, labels) {
+		if exportertest.Matches(m, labels...) {
 			n++
 		}
 	}

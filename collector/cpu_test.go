@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
@@ -247,8 +248,8 @@ func fqName(m prometheus.Metric) string {
 func TestCPULiveBusy(t *testing.T) {
 	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
 	busy := func(mfs map[string]*dto.MetricFamily) float64 {
-		user, _ := sumFamily(mfs, "xdp_cpu_seconds_total", "mode", "user")
-		system, _ := sumFamily(mfs, "xdp_cpu_seconds_total", "mode", "system")
+		user, _ := exportertest.Match(mfs, "xdp_cpu_seconds_total", "mode", "user")
+		system, _ := exportertest.Match(mfs, "xdp_cpu_seconds_total", "mode", "system")
 		return user + system
 	}
 	before := busy(gather(t, c))

@@ -15,6 +15,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
@@ -64,7 +65,7 @@ func TestDropNoSocketExact(t *testing.T) {
 	before := gather(t, c)
 	// Bringing the pair up frees a few skbs as NOT_SPECIFIED; none has
 	// reached a socket yet.
-	if v, k := sumFamily(before, "xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); k != 0 {
+	if v, k := exportertest.Match(before, "xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); k != 0 {
 		t.Fatalf("a new device has %v NO_SOCKET drops before any traffic", v)
 	}
 	const n = 20_000
@@ -80,10 +81,10 @@ func TestDropNoSocketExact(t *testing.T) {
 	testenv.Check(t, pair.Close(), "deleting the pair")
 	gather(t, c) // the sweep that sees the device gone frees its slots
 	gone := gather(t, c)
-	if v, k := sumFamily(gone, "xdp_skb_drops_total", "device", pair.Host.Name); k != 0 {
+	if v, k := exportertest.Match(gone, "xdp_skb_drops_total", "device", pair.Host.Name); k != 0 {
 		t.Errorf("the deleted device still has %d drop series (%v)", k, v)
 	}
-	if v, k := sumFamily(gone, "xdp_skb_drops_total", "device", ifindexLabel(uint32(pair.Host.Index))); k != 0 {
+	if v, k := exportertest.Match(gone, "xdp_skb_drops_total", "device", ifindexLabel(uint32(pair.Host.Index))); k != 0 {
 		t.Errorf("the deleted device's ifindex still has %d drop series (%v)", k, v)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
@@ -122,7 +123,7 @@ func value(t testing.TB, mfs map[string]*dto.MetricFamily, name string, labels .
 	}
 	var found []float64
 	for _, m := range mf.GetMetric() {
-		if hasLabels(m, labels) {
+		if exportertest.Matches(m, labels...) {
 			switch {
 			case m.Counter != nil:
 				found = append(found, m.GetCounter().GetValue())
@@ -139,32 +140,6 @@ func value(t testing.TB, mfs map[string]*dto.MetricFamily, name string, labels .
 		t.Fatalf("%s{%s}: %d samples match, want 1", name, strings.Join(labels, ","), len(found))
 	}
 	return found[0]
-}
-
-func hasLabels(m *dto.Metric, labels []string) bool {
-	for i := 0; i+1 < len(labels); i += 2 {
-		ok := false
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == labels[i] && lp.GetValue() == labels[i+1] {
-				ok = true
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// sumFamily adds the samples of name whose labels include the given pairs.
-func sumFamily(mfs map[string]*dto.MetricFamily, name string, labels ...string) (sum float64, n int) {
-	for _, m := range mfs[name].GetMetric() {
-		if hasLabels(m, labels) {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			n++
-		}
-	}
-	return sum, n
 }
 
 // linksAddedBy builds collector name from its flags (args) as the exporter

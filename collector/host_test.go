@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/cilium/ebpf"
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
@@ -347,9 +348,19 @@ type hostFlags struct {
 	ethtoolSumQueues, netdevExclude string
 }
 
-// defaultHostFlags are the flags' defaults (TestHostFlagDefaults keeps
-// them equal to the command line's).
-var defaultHostFlags = hostFlags{ethtoolSumQueues: DefaultEthtoolSumQueues, netdevExclude: DefaultNetdevMetricsExclude}
+// commandLineHostFlags are the flags of an exporter started without any:
+// parsed from an empty command line by the flags main declares, not
+// copied from the constants behind their defaults.
+func commandLineHostFlags(t testing.TB) hostFlags {
+	t.Helper()
+	app := kingpin.New("test", "")
+	AddFlags(app)
+	if _, err := app.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	value := func(flag string) string { return app.GetFlag(flag).Model().Value.String() }
+	return hostFlags{ethtoolSumQueues: value("collector.ethtool.sum-queues"), netdevExclude: value("collector.netdev.metrics-exclude")}
+}
 
 // hostSet builds every default collector over the fixture host with flags,
 // and the context of a scrape that sees the host's interfaces.
@@ -503,7 +514,7 @@ func countHost(t testing.TB, mfs []*dto.MetricFamily) hostCount {
 // sum-queues, no metrics-exclude) must be over the budget: the defaults
 // are what keep it under, and the test would see it if they stopped.
 func TestHostSeriesBudget(t *testing.T) {
-	got := countHost(t, hostScrape(t, defaultHostFlags))
+	got := countHost(t, hostScrape(t, commandLineHostFlags(t)))
 	var cols []string
 	for col := range got.byCollector {
 		cols = append(cols, col)
@@ -536,7 +547,7 @@ func TestHostSeriesBudget(t *testing.T) {
 // flags, through the registry and the text encoder as the handler runs
 // them (no HTTP, no gzip); series/op is the scrape's size.
 func BenchmarkHostScrape(b *testing.B) {
-	set, links := hostSet(b, defaultHostFlags)
+	set, links := hostSet(b, commandLineHostFlags(b))
 	series := 0
 	b.ReportAllocs()
 	for b.Loop() {

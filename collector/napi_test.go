@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
@@ -104,7 +105,7 @@ func devicePolls(t testing.TB, mfs map[string]*dto.MetricFamily, device string) 
 	t.Helper()
 	out := map[string]polls{}
 	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
-		if !hasLabels(m, []string{"device", device}) {
+		if !exportertest.Matches(m, "device", device) {
 			continue
 		}
 		var ctxName string
@@ -287,7 +288,7 @@ func TestNapiPollHistogram(t *testing.T) {
 // softirqValueOr0 is softirqValue for a CPU that may not have appeared yet.
 func softirqValueOr0(mfs map[string]*dto.MetricFamily, name string, cpu int, vector string) float64 {
 	for _, m := range mfs[name].GetMetric() {
-		if hasLabels(m, []string{"cpu", strconv.Itoa(cpu), "vector", vector}) {
+		if exportertest.Matches(m, "cpu", strconv.Itoa(cpu), "vector", vector) {
 			return m.GetCounter().GetValue()
 		}
 	}
@@ -417,7 +418,7 @@ func TestNapiVectorSubset(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // let timer softirqs happen on every CPU
 	mfs := gather(t, c)
 	for _, m := range mfs["xdp_softirq_entries_total"].GetMetric() {
-		if !hasLabels(m, []string{"vector", "NET_RX"}) && !hasLabels(m, []string{"vector", "TIMER"}) {
+		if !exportertest.Matches(m, "vector", "NET_RX") && !exportertest.Matches(m, "vector", "TIMER") {
 			t.Fatalf("vector outside the subset exported: %v", m.GetLabel())
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
@@ -74,7 +75,7 @@ func TestNetdevQstatsEth0(t *testing.T) {
 	for _, s := range stats {
 		after := sysfsCounter(t, "eth0", s)
 		dev := value(t, mfs, "xdp_netdev_qstats_"+s+"_total", "device", "eth0")
-		queues, n := sumFamily(mfs, "xdp_netdev_queue_"+s+"_total", "device", "eth0")
+		queues, n := exportertest.Match(mfs, "xdp_netdev_queue_"+s+"_total", "device", "eth0")
 		if n == 0 {
 			t.Errorf("no per-queue %s for eth0", s)
 		}
@@ -90,7 +91,7 @@ func TestNetdevQstatsEth0(t *testing.T) {
 	if v := value(t, mfs, "xdp_netdev_xdp_feature", "device", "eth0", "feature", "basic"); v != 1 {
 		t.Errorf("virtio_net basic XDP = %v, want 1", v)
 	}
-	if _, n := sumFamily(mfs, "xdp_netdev_queue_info", "device", "eth0", "type", "rx", "queue", "0"); n != 1 {
+	if _, n := exportertest.Match(mfs, "xdp_netdev_queue_info", "device", "eth0", "type", "rx", "queue", "0"); n != 1 {
 		t.Errorf("queue_info for eth0 rx 0: %d series, want 1", n)
 	}
 }
@@ -105,7 +106,7 @@ func TestNetdevVeth(t *testing.T) {
 	c := newLiveNetdev(t, NetdevConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("^"+dev+"$"), nil)}, PerQueueStats: true})
 
 	mfs := gather(t, c)
-	if _, n := sumFamily(mfs, "xdp_netdev_napi_info", "device", dev); n != 0 {
+	if _, n := exportertest.Match(mfs, "xdp_netdev_napi_info", "device", dev); n != 0 {
 		t.Fatalf("veth without XDP has %d NAPI instances, want 0", n)
 	}
 	for feature, want := range map[string]float64{"basic": 1, "redirect": 1, "rx-sg": 1, "hw-offload": 0, "xsk-zerocopy": 0} {
@@ -130,7 +131,7 @@ func TestNetdevVeth(t *testing.T) {
 	mfs = gather(t, c)
 	napiIDs := map[string]bool{}
 	for _, m := range mfs["xdp_netdev_napi_info"].GetMetric() {
-		if hasLabels(m, []string{"device", dev}) {
+		if exportertest.Matches(m, "device", dev) {
 			napiIDs[labelValue(m, "napi_id")] = true
 		}
 	}
@@ -139,7 +140,7 @@ func TestNetdevVeth(t *testing.T) {
 	}
 	for _, typ := range []string{"rx", "tx"} {
 		for q := range queues {
-			_, got := sumFamily(mfs, "xdp_netdev_queue_info", "device", dev, "type", typ, "queue", strconv.Itoa(q))
+			_, got := exportertest.Match(mfs, "xdp_netdev_queue_info", "device", dev, "type", typ, "queue", strconv.Itoa(q))
 			if got != 1 {
 				t.Errorf("queue_info %s %d: %d series, want 1", typ, q, got)
 			}
@@ -148,7 +149,7 @@ func TestNetdevVeth(t *testing.T) {
 	// veth does not link queues to NAPIs (netif_queue_set_napi) as of 6.18;
 	// when a kernel does, the ids must be the NAPIs napi-get listed.
 	for _, m := range mfs["xdp_netdev_queue_info"].GetMetric() {
-		if id := labelValue(m, "napi_id"); hasLabels(m, []string{"device", dev}) && id != "" && !napiIDs[id] {
+		if id := labelValue(m, "napi_id"); exportertest.Matches(m, "device", dev) && id != "" && !napiIDs[id] {
 			t.Errorf("queue_info napi_id %s is not one of the device's NAPIs %v", id, napiIDs)
 		}
 	}
@@ -168,7 +169,7 @@ func TestNetdevVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	mfs = gather(t, c)
-	if _, n := sumFamily(mfs, "xdp_netdev_napi_info", "device", dev); n != 0 {
+	if _, n := exportertest.Match(mfs, "xdp_netdev_napi_info", "device", dev); n != 0 {
 		t.Errorf("veth after detaching XDP still has %d NAPI instances", n)
 	}
 }

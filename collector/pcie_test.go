@@ -12,6 +12,7 @@ import (
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
@@ -149,7 +150,7 @@ func TestPCIeFixture(t *testing.T) {
 		t.Errorf("eth1 info = %v", got)
 	}
 	for _, dev := range []string{"veth0", "usb0"} {
-		if _, n := sumFamily(mfs, "xdp_pcie_device_info", "device", dev); n != 0 {
+		if _, n := exportertest.Match(mfs, "xdp_pcie_device_info", "device", dev); n != 0 {
 			t.Errorf("%s has no PCI function of its own but is listed", dev)
 		}
 	}
@@ -183,10 +184,10 @@ func TestPCIeFixture(t *testing.T) {
 	if got := value(t, mfs, "xdp_pcie_link_degraded", "device", "mlx5p0", "hop", "2", "pci_address", "0000:01:00.0"); got != 0 {
 		t.Errorf("the switch's x8 link into a x8 root port is degraded: %v", got)
 	}
-	if _, n := sumFamily(mfs, "xdp_pcie_link_degraded", "hop", "1"); n != 0 {
+	if _, n := exportertest.Match(mfs, "xdp_pcie_link_degraded", "hop", "1"); n != 0 {
 		t.Error("a port above a link has a degraded series of its own")
 	}
-	if _, n := sumFamily(mfs, "xdp_pcie_link_width_lanes", "device", "eth1"); n != 0 {
+	if _, n := exportertest.Match(mfs, "xdp_pcie_link_width_lanes", "device", "eth1"); n != 0 {
 		t.Error("eth1 sits on conventional PCI, without link files, yet has link series")
 	}
 	for _, e := range []struct {
@@ -197,10 +198,10 @@ func TestPCIeFixture(t *testing.T) {
 			t.Errorf("AER %s %s = %v, want %v", e.severity, e.name, got, e.want)
 		}
 	}
-	if sum, n := sumFamily(mfs, "xdp_pcie_aer_errors_total", "type", "correctable"); n != 8 || sum != 16 {
+	if sum, n := exportertest.Match(mfs, "xdp_pcie_aer_errors_total", "type", "correctable"); n != 8 || sum != 16 {
 		t.Errorf("correctable AER: %d series summing to %v, want the 8 names summing to TOTAL_ERR_COR 16", n, sum)
 	}
-	if _, n := sumFamily(mfs, "xdp_pcie_aer_errors_total", "device", "eth1"); n != 0 {
+	if _, n := exportertest.Match(mfs, "xdp_pcie_aer_errors_total", "device", "eth1"); n != 0 {
 		t.Error("eth1 has no AER files, yet has AER series")
 	}
 	for _, q := range []struct {
@@ -211,17 +212,17 @@ func TestPCIeFixture(t *testing.T) {
 			t.Errorf("queue %s remote ratio = %v, want %v", q.queue, got, q.want)
 		}
 	}
-	if _, n := sumFamily(mfs, "xdp_pcie_rx_queue_numa_remote_ratio", "irq", "39"); n != 0 {
+	if _, n := exportertest.Match(mfs, "xdp_pcie_rx_queue_numa_remote_ratio", "irq", "39"); n != 0 {
 		t.Error("the async event IRQ is taken for a queue")
 	}
-	remote, n := sumFamily(mfs, "xdp_pcie_cpu_numa_remote", "device", "mlx5p0")
+	remote, n := exportertest.Match(mfs, "xdp_pcie_cpu_numa_remote", "device", "mlx5p0")
 	if n != 8 || remote != 4 {
 		t.Errorf("mlx5p0: %d CPUs with %v remote, want 8 with 4 (CPUs 0-3 on node 0)", n, remote)
 	}
 	if got := value(t, mfs, "xdp_pcie_cpu_numa_remote", "device", "mlx5p0", "cpu", "5"); got != 0 {
 		t.Errorf("CPU 5 (node 1) counted remote from a node-1 NIC")
 	}
-	if _, n := sumFamily(mfs, "xdp_pcie_cpu_numa_remote", "device", "eth1"); n != 0 {
+	if _, n := exportertest.Match(mfs, "xdp_pcie_cpu_numa_remote", "device", "eth1"); n != 0 {
 		t.Error("eth1 has no NUMA node, yet its CPUs are classified")
 	}
 }
@@ -257,7 +258,7 @@ func TestPCIeRealSysfs(t *testing.T) {
 	for _, l := range links {
 		name := l.Attrs().Name
 		info, err := et.DriverInfo(name)
-		listed, n := sumFamily(mfs, "xdp_pcie_device_info", "device", name)
+		listed, n := exportertest.Match(mfs, "xdp_pcie_device_info", "device", name)
 		if err != nil || !pci.IsAddress(info.BusInfo) {
 			if n != 0 {
 				t.Errorf("%s (bus %q) is not on PCI but listed", name, info.BusInfo)

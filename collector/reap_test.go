@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
@@ -267,7 +268,7 @@ func TestReapChurn(t *testing.T) {
 	}
 	var work float64
 	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
-		if hasLabels(m, []string{"device", host.Name}) {
+		if exportertest.Matches(m, "device", host.Name) {
 			work += m.GetHistogram().GetSampleSum()
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
@@ -204,7 +205,7 @@ func TestRxqActions(t *testing.T) {
 			// The ifindex issue exists only when checked.
 			var ifindexIssues []float64
 			for _, m := range mfs["xdp_rxq_issues_total"].GetMetric() {
-				if hasLabels(m, []string{"device", pair.Host.Name, "reason", "ifindex_mismatch"}) {
+				if exportertest.Matches(m, "device", pair.Host.Name, "reason", "ifindex_mismatch") {
 					ifindexIssues = append(ifindexIssues, m.GetCounter().GetValue())
 				}
 			}

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/procfs"
 )
 
 // The fakes below test the framework, not a kernel source: they stand for
@@ -193,24 +191,19 @@ func (c counting) Update(ctx context.Context, _ *LinkSnapshot, ch chan<- prometh
 	return c.fake.Update(ctx, NewLinkSnapshot(), ch)
 }
 
-// osThreads is the process's thread count from /proc/self/status.
+// osThreads is the process's thread count (/proc/self/stat, through
+// prometheus/procfs).
 func osThreads(t *testing.T) int {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/status")
+	p, err := procfs.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+	st, err := p.Stat()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no Threads: line in /proc/self/status")
-	return 0
+	return st.NumThreads
 }
 
 // TestScrapePanickingCollector: a panic in one collector is success 0 for it

@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
@@ -182,7 +183,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 func xdpCount(mfs map[string]*dto.MetricFamily, name string, labels ...string) int {
 	n := 0
 	for _, m := range mfs[name].GetMetric() {
-		if hasLabels(m, labels) {
+		if exportertest.Matches(m, labels...) {
 			n++
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
 )
 
@@ -157,7 +158,7 @@ func TestXSKDecode(t *testing.T) {
 				t.Errorf("socket %d %s = %v, want %v", s.inode, st.field, v, s.stats[i])
 			}
 		}
-		if _, n := sumFamily(mfs, "xdp_xsk_ring_entries", "inode", itoa(s.inode)); n != len(s.rings) {
+		if _, n := exportertest.Match(mfs, "xdp_xsk_ring_entries", "inode", itoa(s.inode)); n != len(s.rings) {
 			t.Errorf("socket %d: %d ring series, want %d", s.inode, n, len(s.rings))
 		}
 		for ring, want := range s.rings {

@@ -332,10 +332,8 @@ func values(mfs map[string]*dto.MetricFamily, family, label string) map[string]f
 func sum(mfs map[string]*dto.MetricFamily, family, label, value string) float64 {
 	var s float64
 	for _, m := range mfs[family].GetMetric() {
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == label && lp.GetValue() == value {
-				s += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetHistogram().GetSampleSum()
-			}
+		if exportertest.Matches(m, label, value) {
+			s += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetHistogram().GetSampleSum()
 		}
 	}
 	return s

@@ -204,16 +204,7 @@ func TestXSKRealSocket(t *testing.T) {
 // ringEntries is xdp_xsk_ring_entries of one socket's ring.
 func ringEntries(mfs map[string]*dto.MetricFamily, inode, ring string) float64 {
 	for _, m := range mfs["xdp_xsk_ring_entries"].GetMetric() {
-		var ino, r string
-		for _, lp := range m.GetLabel() {
-			switch lp.GetName() {
-			case "inode":
-				ino = lp.GetValue()
-			case "ring":
-				r = lp.GetValue()
-			}
-		}
-		if ino == inode && r == ring {
+		if exportertest.Matches(m, "inode", inode, "ring", ring) {
 			return m.GetGauge().GetValue()
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,9 +270,8 @@ func TestSystemdCapabilities(t *testing.T) {
 		t.Fatalf("with the unit's capabilities: %v\nlog:\n%s", err, e.Stderr)
 	}
 
-	status := readFile(t, fmt.Sprintf("/proc/%d/status", e.Cmd.Process.Pid))
-	if !strings.Contains(status, "\nUid:\t65534\t65534\t65534\t65534\n") {
-		t.Fatalf("the exporter does not run as uid 65534:\n%s", status)
+	if uids := procStatus(t, e.Cmd.Process.Pid).UIDs; uids != [4]uint64{65534, 65534, 65534, 65534} {
+		t.Fatalf("the exporter runs as uids %v (real, effective, saved, fs), want 65534", uids)
 	}
 
 	var keep []int

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/procfs"
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
@@ -101,6 +102,20 @@ func checkScrape(body string) error {
 		}
 	}
 	return nil
+}
+
+// procStatus is /proc/PID/status, read by prometheus/procfs.
+func procStatus(t *testing.T, pid int) procfs.ProcStatus {
+	t.Helper()
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // selfMetric reads one unlabelled sample (go_goroutines, process_open_fds)
@@ -243,21 +258,8 @@ func TestMemoryWith100Veths(t *testing.T) {
 			}
 		}
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", e.Cmd.Process.Pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb := map[string]float64{}
-	for _, line := range strings.Split(string(status), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && (k == "VmRSS" || k == "VmHWM") {
-			n, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			kb[k] = n
-		}
-	}
+	status := procStatus(t, e.Cmd.Process.Pid)
+	kb := map[string]float64{"VmRSS": float64(status.VmRSS) / 1024, "VmHWM": float64(status.VmHWM) / 1024}
 	const limit = 40 << 10 // kB
 	t.Logf("%d veth interfaces, 20 scrapes: VmRSS %.1f MB, VmHWM (peak) %.1f MB", len(names), kb["VmRSS"]/1024, kb["VmHWM"]/1024)
 	if kb["VmRSS"] == 0 || kb["VmRSS"] >= limit {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
@@ -64,10 +65,8 @@ func napiWork(t testing.TB, body, device string) float64 {
 	}
 	var work float64
 	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == "device" && lp.GetValue() == device {
-				work += m.GetHistogram().GetSampleSum()
-			}
+		if exportertest.Matches(m, "device", device) {
+			work += m.GetHistogram().GetSampleSum()
 		}
 	}
 	return work

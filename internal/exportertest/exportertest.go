@@ -214,20 +214,27 @@ func (p *Process) Sum(t testing.TB, family string, labels ...string) float64 {
 // labels include the given name/value pairs, and counts them.
 func Match(mfs map[string]*dto.MetricFamily, family string, labels ...string) (sum float64, n int) {
 	for _, m := range mfs[family].GetMetric() {
-		match := true
-		for i := 0; i+1 < len(labels); i += 2 {
-			ok := false
-			for _, lp := range m.GetLabel() {
-				ok = ok || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
-			}
-			match = match && ok
-		}
-		if match {
+		if Matches(m, labels...) {
 			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 			n++
 		}
 	}
 	return sum, n
+}
+
+// Matches reports whether m has every name/value pair of labels: the one
+// label matcher of the tests.
+func Matches(m *dto.Metric, labels ...string) bool {
+	for i := 0; i+1 < len(labels); i += 2 {
+		ok := false
+		for _, lp := range m.GetLabel() {
+			ok = ok || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // SelfSigned writes a fresh self-signed certificate for 127.0.0.1 and its
