@@ -59,6 +59,8 @@ type DropConfig struct {
 
 type dropCollector struct {
 	*tracepointSet
+	// seen dates the device x reason series, which appear at run time.
+	seen    firstSeen
 	cfg     DropConfig
 	netns   uint64 // the exporter's own network namespace inode
 	reasons *dropReasons
@@ -127,8 +129,9 @@ func (c *dropCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<
 		totals[series{device, c.reasons.name(uint32(e.key.k1))}] += dropCount(e)
 	}
 	for s, n := range totals {
-		c.cfg.Families.send(ch, skbDrops, float64(n), s.device, s.reason)
+		c.cfg.Families.sendCreated(ch, skbDrops, &c.seen, float64(n), s.device, s.reason)
 	}
+	c.seen.sweep()
 	var untracked []uint64
 	if err := c.maps[bpf.DropMapDropUntracked].Lookup(uint32(0), &untracked); err != nil {
 		errs = append(errs, fmt.Errorf("reading the untracked drop counter: %w", err))

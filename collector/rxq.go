@@ -152,6 +152,8 @@ func (d *rxqDevice) close() error {
 type rxqCollector struct {
 	cfg     RxqConfig
 	devices []*rxqDevice
+	// seen dates the queue x CPU cells, which appear at their first packet.
+	seen firstSeen
 }
 
 // NewRxqCollector loads one rxq program per device and attaches it through
@@ -321,6 +323,7 @@ func (c *rxqCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 			errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
 		}
 	}
+	c.seen.sweep()
 	return errors.Join(errs...)
 }
 
@@ -335,8 +338,8 @@ func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) e
 			if r.Packets == 0 {
 				continue
 			}
-			c.cfg.Families.send(ch, rxqPackets, float64(r.Packets), d.name, queue, strconv.Itoa(cpu), c.cfg.Action)
-			c.cfg.Families.send(ch, rxqBytes, float64(r.Bytes), d.name, queue, strconv.Itoa(cpu), c.cfg.Action)
+			c.cfg.Families.sendCreated(ch, rxqPackets, &c.seen, float64(r.Packets), d.name, queue, strconv.Itoa(cpu), c.cfg.Action)
+			c.cfg.Families.sendCreated(ch, rxqBytes, &c.seen, float64(r.Bytes), d.name, queue, strconv.Itoa(cpu), c.cfg.Action)
 		}
 	}
 	issues := func(reason string, perCPU []bpf.RxqRxqRec) {

@@ -36,6 +36,8 @@ type rxqObserver struct {
 	// retired holds, per device, the final counts of observers closed
 	// since, so a device's counters go on across replacements.
 	retired map[uint32]map[rxqCell]rxqobserve.Count
+	// seen dates the queue x CPU x verdict cells.
+	seen firstSeen
 }
 
 // rxqAttachment is one attach mode of one device.
@@ -89,6 +91,7 @@ func (c *rxqObserver) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- 
 			errs = append(errs, c.send(ch, dev))
 		}
 	}
+	c.seen.sweep()
 	return errors.Join(errs...)
 }
 
@@ -225,8 +228,8 @@ func (c *rxqObserver) send(ch chan<- prometheus.Metric, dev Link) error {
 			continue
 		}
 		queue, cpu, action := strconv.Itoa(n.Queue), strconv.Itoa(n.CPU), n.Verdict.String()
-		fams.send(ch, rxqPackets, float64(n.Packets), dev.Label, queue, cpu, action)
-		fams.send(ch, rxqBytes, float64(n.Bytes), dev.Label, queue, cpu, action)
+		fams.sendCreated(ch, rxqPackets, &c.seen, float64(n.Packets), dev.Label, queue, cpu, action)
+		fams.sendCreated(ch, rxqBytes, &c.seen, float64(n.Bytes), dev.Label, queue, cpu, action)
 	}
 	if watched || len(cells) > 0 {
 		fams.send(ch, rxqIssues, float64(outOfRange), dev.Label, "queue_out_of_range")

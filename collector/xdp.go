@@ -155,6 +155,10 @@ type xdpCollector struct {
 	exceptions *reaper[bpf.XdpmonExceptionKey]
 	redirects  *reaper[bpf.XdpmonRedirectKey]
 	tables     map[string]*reaper[slotKey] // by value map name
+
+	// seen dates the exception and redirect series, which appear with a
+	// program, a device or an errno at run time.
+	seen firstSeen
 }
 
 // NewXDPCollector loads and attaches the tracepoint programs, each on its
@@ -216,7 +220,7 @@ func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 			continue
 		}
 		action := xdpActionNames[min(int(ek.Action), len(xdpActionNames)-1)]
-		c.fams.send(ch, xdpExceptions, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(ek.ProgId)), action)
+		c.fams.sendCreated(ch, xdpExceptions, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(ek.ProgId)), action)
 	}
 
 	redir, sums, err := reapHash(c.redirects, c.maps[bpf.XdpmonMapRedirects], func(k bpf.XdpmonRedirectKey) fate {
@@ -229,10 +233,10 @@ func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 			continue
 		}
 		if rk.Err == 0 {
-			c.fams.send(ch, xdpRedirects, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)))
+			c.fams.sendCreated(ch, xdpRedirects, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)))
 			continue
 		}
-		c.fams.send(ch, xdpRedirectErrors, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)), errnoName(rk.Err))
+		c.fams.sendCreated(ch, xdpRedirectErrors, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)), errnoName(rk.Err))
 	}
 
 	if c.xmit {
@@ -248,6 +252,7 @@ func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 		c.fams.send(ch, xdpMapFull, float64(perCPUSum(counts)), name)
 	}
 	errs = append(errs, c.missingErr())
+	c.seen.sweep()
 	return errors.Join(errs...)
 }
 

@@ -193,6 +193,14 @@ func metricsHandler(set *collector.Set, process []prometheus.Collector, logger *
 			ErrorLog:           errLog,
 			ErrorHandling:      promhttp.ContinueOnError,
 			DisableCompression: true,
+			// The counters created at run time carry their created
+			// timestamp: OpenMetrics serves it as _created, the
+			// protobuf format Prometheus asks for with
+			// created-timestamp-zero-ingestion as created_timestamp;
+			// the classic text format, which has no place for it,
+			// stays as it was.
+			EnableOpenMetrics:                   true,
+			EnableOpenMetricsTextCreatedSamples: true,
 		}).ServeHTTP(cw, r)
 	})
 }
