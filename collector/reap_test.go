@@ -222,6 +222,17 @@ func TestReapChurn(t *testing.T) {
 		d.prog = prog
 		return send(g, d.peer, d.host, 2)
 	})
+	// The device totals go on across the reloads: every exception of every
+	// program that ran on the 8 devices, the gone ones' included.
+	mfs := l.scrape()
+	var total float64
+	for _, d := range devs {
+		v, _ := exportertest.Match(mfs, "xdp_device_exceptions_total", "device", d.host.Name, "action", "ABORTED")
+		total += v
+	}
+	if total != 2*cycles {
+		t.Errorf("xdp_device_exceptions_total over the reloaded devices: %v, want %d (2 frames a reload)", total, 2*cycles)
+	}
 
 	prog, err := abortProgram()
 	testenv.Check(t, err, "loading an XDP program")
@@ -262,7 +273,7 @@ func TestReapChurn(t *testing.T) {
 	if err := send(g, peer, host, n); err != nil {
 		t.Fatal(err)
 	}
-	mfs := l.scrape()
+	mfs = l.scrape()
 	if v := value(t, mfs, "xdp_exceptions_total", "device", host.Name, "prog_id", fmt.Sprint(progID), "action", "ABORTED"); v != n {
 		t.Errorf("exceptions of the new program on the new device: %v, want %d", v, n)
 	}

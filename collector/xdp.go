@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"syscall"
 	"time"
@@ -49,6 +50,14 @@ var (
 	xdpRedirectErrors = newCollectorFamily("xdp", "", "redirect_errors_total",
 		"Failed XDP redirects by errno (xdp:xdp_redirect_err, xdp:xdp_redirect_map_err on kernels that have it).",
 		Counter, "device", "prog_id", "errno")
+	xdpDeviceExceptions = newCollectorFamily("xdp", "device", "exceptions_total",
+		"XDP exceptions of xdp_exceptions_total summed per device and action over every program that ran there, "+
+			"including programs since replaced or unloaded: one series that goes on across reloads, for alerts on increase() per device.",
+		Counter, "device", "action")
+	xdpDeviceRedirectErrors = newCollectorFamily("xdp", "device", "redirect_errors_total",
+		"Failed XDP redirects of xdp_redirect_errors_total summed per device and errno over every program that ran there, "+
+			"including programs since replaced or unloaded: one series that goes on across reloads.",
+		Counter, "device", "errno")
 	xdpRedirects = newCollectorFamily("xdp", "", "redirects_total",
 		"Successful XDP redirects (xdp:xdp_redirect, xdp:xdp_redirect_map); only with --collector.xdp.redirect-success.",
 		Counter, "device", "prog_id")
@@ -159,6 +168,28 @@ type xdpCollector struct {
 	// seen dates the exception and redirect series, which appear with a
 	// program, a device or an errno at run time.
 	seen firstSeen
+	// retired holds the last counts of the exception and redirect-error
+	// keys deleted with their program, per device and action or errno,
+	// so that the device totals go on across reloads.
+	retired deviceTotals
+}
+
+// deviceTotals are the counts of deleted keys of the exceptions and
+// redirects maps, per device and action (exceptions) or errno (redirect
+// errors); Update runs one at a time per collector.
+type deviceTotals struct {
+	exceptions map[deviceAction]uint64
+	redirects  map[deviceErrno]uint64
+}
+
+type deviceAction struct {
+	dev    devKey
+	action uint32
+}
+
+type deviceErrno struct {
+	dev devKey
+	err int32
 }
 
 // NewXDPCollector loads and attaches the tracepoint programs, each on its
@@ -190,7 +221,8 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 	c := &xdpCollector{tracepointSet: set, netns: uint32(netns), xmit: cfg.Xmit, devices: cfg.Devices, fams: cfg.Families,
 		exceptions: newReaper[bpf.XdpmonExceptionKey](cfg.ForeignIdle),
 		redirects:  newReaper[bpf.XdpmonRedirectKey](cfg.ForeignIdle),
-		tables:     map[string]*reaper[slotKey]{}}
+		tables:     map[string]*reaper[slotKey]{},
+		retired:    deviceTotals{exceptions: map[deviceAction]uint64{}, redirects: map[deviceErrno]uint64{}}}
 	for _, m := range []string{bpf.XdpmonMapDevmapXmit, bpf.XdpmonMapBulkTx, bpf.XdpmonMapCpumapEnqueue, bpf.XdpmonMapCpumapKthread} {
 		c.tables[m] = newReaper[slotKey](cfg.ForeignIdle)
 	}
@@ -198,6 +230,10 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 }
 
 var xdpActionNames = []string{"ABORTED", "DROP", "PASS", "TX", "REDIRECT", "UNKNOWN"}
+
+// xdpActionName names an action of xdp:xdp_exception; anything past
+// XDP_REDIRECT is UNKNOWN.
+func xdpActionName(a uint32) string { return xdpActionNames[min(int(a), len(xdpActionNames)-1)] }
 
 func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	c.emitAttached(ch, c.fams, xdpTracepointAttached)
@@ -210,34 +246,8 @@ func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 	devFate := func(k devKey) fate { return deviceFate(links, uint64(c.netns), uint64(k.netns), k.ifindex) }
 	errs := []error{err}
 
-	exc, sums, err := reapHash(c.exceptions, c.maps[bpf.XdpmonMapExceptions], func(k bpf.XdpmonExceptionKey) fate {
-		return worst(devFate(devKey{k.Dev.Ifindex, k.Dev.Netns}), live.prog(k.ProgId))
-	})
-	errs = append(errs, err)
-	for i, ek := range exc {
-		d := dev(devKey{ek.Dev.Ifindex, ek.Dev.Netns})
-		if !c.devices.selects(d) {
-			continue
-		}
-		action := xdpActionNames[min(int(ek.Action), len(xdpActionNames)-1)]
-		c.fams.sendCreated(ch, xdpExceptions, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(ek.ProgId)), action)
-	}
-
-	redir, sums, err := reapHash(c.redirects, c.maps[bpf.XdpmonMapRedirects], func(k bpf.XdpmonRedirectKey) fate {
-		return worst(devFate(devKey{k.Dev.Ifindex, k.Dev.Netns}), live.prog(k.ProgId))
-	})
-	errs = append(errs, err)
-	for i, rk := range redir {
-		d := dev(devKey{rk.Dev.Ifindex, rk.Dev.Netns})
-		if !c.devices.selects(d) {
-			continue
-		}
-		if rk.Err == 0 {
-			c.fams.sendCreated(ch, xdpRedirects, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)))
-			continue
-		}
-		c.fams.sendCreated(ch, xdpRedirectErrors, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)), errnoName(rk.Err))
-	}
+	errs = append(errs, c.updateExceptions(ch, dev, devFate, live)...)
+	errs = append(errs, c.updateRedirects(ch, dev, devFate, live)...)
 
 	if c.xmit {
 		errs = append(errs, c.updateXmit(ch, dev, devFate, live)...)
@@ -254,6 +264,79 @@ func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 	errs = append(errs, c.missingErr())
 	c.seen.sweep()
 	return errors.Join(errs...)
+}
+
+// updateExceptions sends the exceptions per program and per device; the
+// device totals keep the counts of programs since gone.
+func (c *xdpCollector) updateExceptions(ch chan<- prometheus.Metric, dev func(devKey) string, devFate func(devKey) fate, live *liveness) []error {
+	exc, sums, gone, goneSums, err := reapHash(c.exceptions, c.maps[bpf.XdpmonMapExceptions], func(k bpf.XdpmonExceptionKey) fate {
+		return worst(devFate(devKey{k.Dev.Ifindex, k.Dev.Netns}), live.prog(k.ProgId))
+	})
+	errs := []error{err}
+	excTotals := c.retired.exceptions
+	for i, ek := range gone {
+		excTotals[deviceAction{devKey{ek.Dev.Ifindex, ek.Dev.Netns}, ek.Action}] += goneSums[i]
+	}
+	liveE := maps.Clone(excTotals)
+	for i, ek := range exc {
+		d := dev(devKey{ek.Dev.Ifindex, ek.Dev.Netns})
+		liveE[deviceAction{devKey{ek.Dev.Ifindex, ek.Dev.Netns}, ek.Action}] += sums[i]
+		if !c.devices.selects(d) {
+			continue
+		}
+		c.fams.sendCreated(ch, xdpExceptions, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(ek.ProgId)), xdpActionName(ek.Action))
+	}
+	for k, n := range liveE {
+		if devFate(k.dev) == keyGone {
+			delete(excTotals, k)
+			continue
+		}
+		if d := dev(k.dev); c.devices.selects(d) {
+			c.fams.sendCreated(ch, xdpDeviceExceptions, &c.seen, float64(n), d, xdpActionName(k.action))
+		}
+	}
+	return errs
+}
+
+// updateRedirects sends the redirects (with --collector.xdp.redirect-success)
+// and redirect errors per program, and the errors per device, whose totals
+// keep the counts of programs since gone.
+func (c *xdpCollector) updateRedirects(ch chan<- prometheus.Metric, dev func(devKey) string, devFate func(devKey) fate, live *liveness) []error {
+	redir, sums, goneR, goneRSums, err := reapHash(c.redirects, c.maps[bpf.XdpmonMapRedirects], func(k bpf.XdpmonRedirectKey) fate {
+		return worst(devFate(devKey{k.Dev.Ifindex, k.Dev.Netns}), live.prog(k.ProgId))
+	})
+	errs := []error{err}
+	errTotals := c.retired.redirects
+	for i, rk := range goneR {
+		if rk.Err != 0 {
+			errTotals[deviceErrno{devKey{rk.Dev.Ifindex, rk.Dev.Netns}, rk.Err}] += goneRSums[i]
+		}
+	}
+	liveR := maps.Clone(errTotals)
+	for i, rk := range redir {
+		d := dev(devKey{rk.Dev.Ifindex, rk.Dev.Netns})
+		if rk.Err != 0 {
+			liveR[deviceErrno{devKey{rk.Dev.Ifindex, rk.Dev.Netns}, rk.Err}] += sums[i]
+		}
+		if !c.devices.selects(d) {
+			continue
+		}
+		if rk.Err == 0 {
+			c.fams.sendCreated(ch, xdpRedirects, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)))
+			continue
+		}
+		c.fams.sendCreated(ch, xdpRedirectErrors, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)), errnoName(rk.Err))
+	}
+	for k, n := range liveR {
+		if devFate(k.dev) == keyGone {
+			delete(errTotals, k)
+			continue
+		}
+		if d := dev(k.dev); c.devices.selects(d) {
+			c.fams.sendCreated(ch, xdpDeviceRedirectErrors, &c.seen, float64(n), d, errnoName(k.err))
+		}
+	}
+	return errs
 }
 
 // updateXmit emits the bulk transmit and cpumap counters, whose programs
@@ -386,8 +469,9 @@ func readTable[V any](c *xdpCollector, owners, values string, activity func(slot
 }
 
 // reapHash reads a per-CPU hash map of counters, deletes the keys whose
-// objects are gone (reap.go), and returns the others with their sums.
-func reapHash[K comparable](r *reaper[K], m *ebpf.Map, fateOf func(K) fate) ([]K, []uint64, error) {
+// objects are gone (reap.go), and returns the others with their sums, and
+// the deleted ones with their last sums.
+func reapHash[K comparable](r *reaper[K], m *ebpf.Map, fateOf func(K) fate) (kept []K, keptSums []uint64, gone []K, goneSums []uint64, err error) {
 	var (
 		keys   []K
 		sums   []uint64
@@ -399,10 +483,9 @@ func reapHash[K comparable](r *reaper[K], m *ebpf.Map, fateOf func(K) fate) ([]K
 		keys, sums = append(keys, k), append(sums, perCPUSum(counts))
 	}
 	if err := it.Err(); err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", m, err)
+		return nil, nil, nil, nil, fmt.Errorf("reading %s: %w", m, err)
 	}
 	stale := r.sweep(keys, sums, fateOf)
-	kept, keptSums := keys[:0], sums[:0]
 	var errs []error
 	for i, k := range keys {
 		if !stale[i] {
@@ -411,9 +494,11 @@ func reapHash[K comparable](r *reaper[K], m *ebpf.Map, fateOf func(K) fate) ([]K
 		}
 		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			errs = append(errs, fmt.Errorf("deleting a key of %s whose device or program is gone: %w", m, err))
+			continue
 		}
+		gone, goneSums = append(gone, k), append(goneSums, sums[i])
 	}
-	return kept, keptSums, errors.Join(errs...)
+	return kept, keptSums, gone, goneSums, errors.Join(errs...)
 }
 
 // deviceLabel names a device by the label policy (deviceLabel in

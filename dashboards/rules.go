@@ -204,8 +204,9 @@ func RecordingRules(cfg Config) RuleFile {
 		// netdev qstats (drivers with queue stats), else NAPI's packet count.
 		rec(r.deviceRx(), sumRate(h+", device", "xdp_netdev_qstats_rx_packets_total")+
 			"\nor\nsum by ("+h+", device) ("+r.napiPackets()+")"),
-		rec(r.exceptions(), sumRate(h+", device", "xdp_exceptions_total")),
-		rec(r.redirectErrs(), sumRate(h+", device", "xdp_redirect_errors_total")),
+		// The device totals, which go on across program reloads.
+		rec(r.exceptions(), sumRate(h+", device", "xdp_device_exceptions_total")),
+		rec(r.redirectErrs(), sumRate(h+", device", "xdp_device_redirect_errors_total")),
 
 		// Per-host roll-ups for the fleet view.
 		// Packets XDP processed: without the rxq collector (it is opt-in)
@@ -403,12 +404,12 @@ func AlertingRules(cfg Config) RuleFile {
 	}
 	ex := cfg.Exceptions
 	exc := event(AlertExceptions, ex,
-		"sum by ("+h+", device, action) (rate(xdp_exceptions_total{"+sel+"}["+ex.Window+"]))",
+		"sum by ("+h+", device, action) (rate(xdp_device_exceptions_total{"+sel+"}["+ex.Window+"]))",
 		"XDP exceptions on {{ $labels.device }} ({{ $labels.instance }})",
 		"{{ $value | humanize }} packets/s hit xdp:xdp_exception with action {{ $labels.action }} and are dropped.")
 	re := cfg.RedirectErrors
 	redir := event(AlertRedirectErrors, re,
-		"sum by ("+h+", device, errno) (rate(xdp_redirect_errors_total{"+sel+"}["+re.Window+"]))",
+		"sum by ("+h+", device, errno) (rate(xdp_device_redirect_errors_total{"+sel+"}["+re.Window+"]))",
 		"XDP redirects fail on {{ $labels.device }} ({{ $labels.instance }}) with {{ $labels.errno }}",
 		"{{ $value | humanize }} redirects/s fail with {{ $labels.errno }} (xdp:xdp_redirect_err).")
 	dm := cfg.DevmapDrops
