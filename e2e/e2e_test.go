@@ -25,6 +25,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 var ruleFiles = []string{"../dashboards/rules/recording.yml", "../dashboards/rules/lab.yml", "../dashboards/rules/alerts.yml"}
@@ -78,14 +79,13 @@ func TestLabWithPrometheus(t *testing.T) {
 			testenv.Unavailable(t, "%s not installed", tool)
 		}
 	}
-	if err := lab.Down(); err != nil {
-		t.Fatalf("clearing an old lab: %v", err)
-	}
-	if err := lab.Up(2); err != nil {
+	// A lab of the test's own: a lab a user has up is left alone.
+	lb := lab.ForTest(vethns.UniqueID())
+	if err := lb.Up(2); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := lab.Down(); err != nil {
+		if err := lb.Down(); err != nil {
 			t.Errorf("lab down: %v", err)
 		}
 	})
@@ -123,10 +123,10 @@ func TestLabWithPrometheus(t *testing.T) {
 			// The stack drops every frame (NETFILTER_DROP): the drop panel's data.
 			args = append(args, "--collector.drop")
 		} else {
-			args = append(args, "--collector.rxq", "--collector.rxq.device="+lab.DUT, "--collector.rxq.action="+string(ph.sc))
+			args = append(args, "--collector.rxq", "--collector.rxq.device="+lb.DUT, "--collector.rxq.action="+string(ph.sc))
 		}
 		if ph.sc == lab.Redirect {
-			args = append(args, "--collector.rxq.redirect-device="+lab.Egress)
+			args = append(args, "--collector.rxq.redirect-device="+lb.Egress)
 		}
 		if ph.read {
 			args = append(args, "--collector.rxq.read")
@@ -138,7 +138,7 @@ func TestLabWithPrometheus(t *testing.T) {
 			waitFor(t, prom, fmt.Sprintf(`xdp_rxq_info{instance=%q,action=%q}`, addr, ph.sc))
 		}
 
-		res, err := lab.Run(ctx, lab.RunConfig{Scenario: ph.sc, Queues: ph.queues, Rate: ph.rate,
+		res, err := lb.Run(ctx, lab.RunConfig{Scenario: ph.sc, Queues: ph.queues, Rate: ph.rate,
 			Size: trafficgen.MinFrameSize, Duration: phaseDuration})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -146,7 +146,7 @@ func TestLabWithPrometheus(t *testing.T) {
 		end := time.Now()
 		// The exporter attached its program just before the run and the
 		// lab is quiet otherwise: its counters must equal what was sent.
-		if got := exp.Sum(t, "xdp_rxq_packets_total", "device", lab.DUT); ph.sc != lab.Linux && got != float64(res.Sent) {
+		if got := exp.Sum(t, "xdp_rxq_packets_total", "device", lb.DUT); ph.sc != lab.Linux && got != float64(res.Sent) {
 			t.Errorf("%s: exporter counted %v frames, generator sent %d", name, got, res.Sent)
 		}
 		time.Sleep(2 * time.Second) // two more scrapes cover the end of the run
@@ -154,7 +154,7 @@ func TestLabWithPrometheus(t *testing.T) {
 			// Nearly the whole run, so the window and the generator's
 			// average cover the same stalls on a shared machine.
 			got := scalarAt(t, prom, fmt.Sprintf(`sum(rate(xdp_rxq_packets_total{instance=%q,device=%q}[%ds]))`,
-				addr, lab.DUT, int(phaseDuration.Seconds())-1), end)
+				addr, lb.DUT, int(phaseDuration.Seconds())-1), end)
 			want := res.SentPPS()
 			t.Logf("%s: Prometheus rate %.0f pps, generator %.0f pps (%.2f%%)", name, got, want, 100*(got-want)/want)
 			if math.Abs(got-want)/want > 0.05 {
@@ -167,7 +167,7 @@ func TestLabWithPrometheus(t *testing.T) {
 	figures := xyCharts(t, prom, vars, sweepStart, time.Now())
 	checkSweepSteps(t, figures)
 
-	eventsPhase(t, addr, prom, evaluate)
+	eventsPhase(t, lb, addr, prom, evaluate)
 	evaluateRules(t, prom)
 
 	for i, q := range queries {
@@ -194,14 +194,14 @@ func TestLabWithPrometheus(t *testing.T) {
 // an XDP exception, failing redirects (ENETDOWN), and cpumap traffic. The
 // panels are evaluated while each program is still attached: once it is
 // gone the exporter deletes its keys and the series end.
-func eventsPhase(t *testing.T, addr string, prom *promtest.Server, evaluate func(when string)) {
+func eventsPhase(t *testing.T, lb lab.Lab, addr string, prom *promtest.Server, evaluate func(when string)) {
 	exp := exportertest.Run(t, addr, "--collector.xdp.xmit")
 	waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="xdp"}`, addr))
-	dut, err := net.InterfaceByName(lab.DUT)
+	dut, err := net.InterfaceByName(lb.DUT)
 	if err != nil {
 		t.Fatal(err)
 	}
-	egress, err := netlink.LinkByName(lab.Egress)
+	egress, err := netlink.LinkByName(lb.Egress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func eventsPhase(t *testing.T, addr string, prom *promtest.Server, evaluate func
 			t.Fatalf("%s: %v", what, err)
 		}
 		defer a.Close()
-		if _, err := lab.Run(context.Background(), lab.RunConfig{Scenario: lab.Drop, Queues: 1, Rate: 50_000,
+		if _, err := lb.Run(context.Background(), lab.RunConfig{Scenario: lab.Drop, Queues: 1, Rate: 50_000,
 			Size: trafficgen.MinFrameSize, Duration: 3 * time.Second}); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}

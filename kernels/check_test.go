@@ -357,10 +357,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // say unsupported.
 func TestDropReasonsExact(t *testing.T) {
 	testenv.Privileged(t)
-	testenv.Check(t, lab.Down(), "clearing an old lab")
-	testenv.Check(t, lab.Up(1), "bringing the lab up")
+	lb := lab.ForTest(vethns.UniqueID())
+	testenv.Check(t, lb.Up(1), "bringing the lab up")
 	t.Cleanup(func() {
-		if err := lab.Down(); err != nil {
+		if err := lb.Down(); err != nil {
 			t.Errorf("lab down: %v", err)
 		}
 	})
@@ -378,8 +378,8 @@ func TestDropReasonsExact(t *testing.T) {
 		reason   string
 	}{{lab.Linux, "NETFILTER_DROP"}, {lab.NoSocket, "NO_SOCKET"}} {
 		t.Run(string(tc.scenario), func(t *testing.T) {
-			before := e.Sum(t, "xdp_skb_drops_total", "device", lab.DUT, "reason", tc.reason)
-			res, err := lab.Run(context.Background(), lab.RunConfig{Scenario: tc.scenario, Queues: 1,
+			before := e.Sum(t, "xdp_skb_drops_total", "device", lb.DUT, "reason", tc.reason)
+			res, err := lb.Run(context.Background(), lab.RunConfig{Scenario: tc.scenario, Queues: 1,
 				Count: frames, Size: trafficgen.MinFrameSize})
 			testenv.Check(t, err, "lab run")
 			if res.Sent < frames || res.Received != res.Sent {
@@ -388,7 +388,7 @@ func TestDropReasonsExact(t *testing.T) {
 			var got float64
 			deadline := time.Now().Add(10 * time.Second)
 			for got != float64(res.Sent) && time.Now().Before(deadline) {
-				got = e.Sum(t, "xdp_skb_drops_total", "device", lab.DUT, "reason", tc.reason) - before
+				got = e.Sum(t, "xdp_skb_drops_total", "device", lb.DUT, "reason", tc.reason) - before
 				time.Sleep(50 * time.Millisecond)
 			}
 			if got != float64(res.Sent) {
@@ -399,7 +399,7 @@ func TestDropReasonsExact(t *testing.T) {
 					}
 				}
 				t.Fatalf("xdp_skb_drops_total{device=%q,reason=%q} rose by %v, want %d; series:\n%s",
-					lab.DUT, tc.reason, got, res.Sent, strings.Join(series, "\n"))
+					lb.DUT, tc.reason, got, res.Sent, strings.Join(series, "\n"))
 			}
 		})
 	}

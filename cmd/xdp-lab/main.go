@@ -28,6 +28,7 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
+	lb := lab.Default()
 	app := kingpin.New("xdp-lab", "XDP benchmark bench on veth pairs in a network namespace.")
 	app.HelpFlag.Short('h')
 
@@ -42,7 +43,7 @@ func run(args []string, out io.Writer) error {
 	size := runCmd.Flag("size", "Frame size in bytes without FCS (60 = 64-byte frames).").Default("60").Int()
 	rate := runCmd.Flag("rate", "Offered frames per second in total, or max.").Default("max").String()
 	duration := runCmd.Flag("duration", "How long to send.").Default("10s").Duration()
-	attach := runCmd.Flag("attach", "Attach the exporter's rxq program to the DUT for the run; with --no-attach, the exporter must already run with --collector.rxq.device="+lab.DUT+".").Default("true").Bool()
+	attach := runCmd.Flag("attach", "Attach the exporter's rxq program to the DUT for the run; with --no-attach, the exporter must already run with --collector.rxq.device="+lb.DUT+".").Default("true").Bool()
 
 	sweep := app.Command("sweep", "Scenario x queues at max rate, and a ladder of offered loads; writes CSV and figures.")
 	sweepSize := sweep.Flag("size", "Frame size in bytes without FCS.").Default("60").Int()
@@ -65,14 +66,14 @@ func run(args []string, out io.Writer) error {
 
 	switch cmd {
 	case "up":
-		if err := lab.Up(*upQueues); err != nil {
+		if err := lb.Up(*upQueues); err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "lab up: %s (DUT) <-> %s/%s, %s <-> %s/%s, %d queues\n",
-			lab.DUT, lab.Namespace, lab.Gen, lab.Egress, lab.Namespace, lab.Sink, *upQueues)
+			lb.DUT, lb.Namespace, lb.Gen, lb.Egress, lb.Namespace, lb.Sink, *upQueues)
 		return nil
 	case "down":
-		return lab.Down()
+		return lb.Down()
 	case "run":
 		sc, err := lab.ParseScenario(*scenario)
 		if err != nil {
@@ -84,9 +85,9 @@ func run(args []string, out io.Writer) error {
 		}
 		cfg := lab.RunConfig{Scenario: sc, Queues: *queues, Size: *size, Rate: r, Duration: *duration, Progress: out}
 		if *attach {
-			cfg.Attach = lab.AttachRxq
+			cfg.Attach = lb.AttachRxq
 		}
-		res, err := lab.Run(ctx, cfg)
+		res, err := lb.Run(ctx, cfg)
 		if err != nil {
 			return err
 		}
@@ -103,12 +104,12 @@ func run(args []string, out io.Writer) error {
 			}
 			loads = append(loads, v)
 		}
-		dut, err := lab.Queues()
+		dut, err := lb.Queues()
 		if err != nil {
 			return err
 		}
-		res, err := lab.Sweep(ctx, lab.SweepConfig{MaxQueues: dut, Size: *sweepSize, Duration: *sweepDuration,
-			Loads: loads, OutDir: *sweepOut, Attach: lab.AttachRxq, Log: out})
+		res, err := lb.Sweep(ctx, lab.SweepConfig{MaxQueues: dut, Size: *sweepSize, Duration: *sweepDuration,
+			Loads: loads, OutDir: *sweepOut, Attach: lb.AttachRxq, Log: out})
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"os"
 	"strings"
@@ -21,15 +22,35 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
-// Names of the lab's objects. Everything the lab makes is named here, so
-// Down removes exactly these and nothing else.
-const (
-	Namespace = "xdp-lab"
-	DUT       = "xlab0"  // where traffic arrives and the rxq program runs
-	Gen       = "xlab0g" // the generator's end, in Namespace
-	Egress    = "xlab1"  // redirect target on the DUT
-	Sink      = "xlab1g" // receives redirected frames, in Namespace
-)
+// Lab names one lab's objects. Everything a lab makes is named here, so
+// Down removes exactly these and nothing else: the tests make labs of
+// their own (ForTest) and never touch the one `xdp-lab up` made (Default).
+type Lab struct {
+	Namespace string
+	DUT       string // where traffic arrives and the rxq program runs
+	Gen       string // the generator's end, in Namespace
+	Egress    string // redirect target on the DUT
+	Sink      string // receives redirected frames, in Namespace
+	// Net picks the lab's addresses: 198.18.2Net.0/30 between DUT and
+	// Gen, 198.18.2Net+1.0/30 between Egress and Sink (RFC 2544's
+	// benchmarking block), so that labs side by side do not share a
+	// route.
+	Net uint8
+}
+
+// Default is the lab of `xdp-lab up`, which the README's commands use.
+func Default() Lab {
+	return Lab{Namespace: "xdp-lab", DUT: "xlab0", Gen: "xlab0g", Egress: "xlab1", Sink: "xlab1g"}
+}
+
+// ForTest is a lab whose names and addresses derive from id (8 hex
+// characters, vethns.UniqueID), beside any other lab.
+func ForTest(id string) Lab {
+	return Lab{
+		Namespace: "xdplt-" + id, DUT: "xl" + id + "0", Gen: "xl" + id + "0g", Egress: "xl" + id + "1", Sink: "xl" + id + "1g",
+		Net: uint8(1 + crc32.ChecksumIEEE([]byte(id))%127),
+	}
+}
 
 // MaxQueues is veth's limit on RX/TX queues per device.
 const MaxQueues = 4096
@@ -41,9 +62,12 @@ type Link struct {
 }
 
 // Links lists the lab's pairs.
-var Links = []Link{
-	{Host: DUT, Peer: Gen, HostAddr: mustCIDR("198.18.0.2/30"), PeerAddr: mustCIDR("198.18.0.1/30")},
-	{Host: Egress, Peer: Sink, HostAddr: mustCIDR("198.18.1.2/30"), PeerAddr: mustCIDR("198.18.1.1/30")},
+func (lb Lab) Links() []Link {
+	a, b := 2*int(lb.Net), 2*int(lb.Net)+1
+	return []Link{
+		{Host: lb.DUT, Peer: lb.Gen, HostAddr: mustCIDR(fmt.Sprintf("198.18.%d.2/30", a)), PeerAddr: mustCIDR(fmt.Sprintf("198.18.%d.1/30", a))},
+		{Host: lb.Egress, Peer: lb.Sink, HostAddr: mustCIDR(fmt.Sprintf("198.18.%d.2/30", b)), PeerAddr: mustCIDR(fmt.Sprintf("198.18.%d.1/30", b))},
+	}
 }
 
 func mustCIDR(s string) *net.IPNet {
@@ -60,7 +84,7 @@ func mustCIDR(s string) *net.IPNet {
 // idempotent: on a half-made lab it completes what is missing, and it fails
 // if an existing lab has a different queue count. On an error it removes
 // what this call created.
-func Up(queues int) (err error) {
+func (lb Lab) Up(queues int) (err error) {
 	if queues < 1 || queues > MaxQueues {
 		return fmt.Errorf("--queues %d: veth supports 1 to %d queues", queues, MaxQueues)
 	}
@@ -76,23 +100,23 @@ func Up(queues int) (err error) {
 		}
 	}()
 
-	ns, err := netns.GetFromName(Namespace)
+	ns, err := netns.GetFromName(lb.Namespace)
 	if err != nil {
 		// IPv6 off: router solicitations and DAD frames would disturb
 		// exact packet counts.
-		if ns, err = vethns.NewNamespace(Namespace, true); err != nil {
+		if ns, err = vethns.NewNamespace(lb.Namespace, true); err != nil {
 			return err
 		}
-		created = append(created, func() error { return netns.DeleteNamed(Namespace) })
+		created = append(created, func() error { return netns.DeleteNamed(lb.Namespace) })
 	}
 	defer ns.Close()
 	nsh, err := netlink.NewHandleAt(ns)
 	if err != nil {
-		return fmt.Errorf("netlink handle in netns %s: %w", Namespace, err)
+		return fmt.Errorf("netlink handle in netns %s: %w", lb.Namespace, err)
 	}
 	defer nsh.Close()
 
-	for _, l := range Links {
+	for _, l := range lb.Links() {
 		host, err := netlink.LinkByName(l.Host)
 		if err == nil {
 			if _, ok := host.(*netlink.Veth); !ok {
@@ -105,7 +129,7 @@ func Up(queues int) (err error) {
 			if _, err := nsh.LinkByName(l.Peer); err == nil {
 				// A pair whose host end is gone cannot exist (deleting one end
 				// deletes both), but a stray device of that name might.
-				return fmt.Errorf("device %s already exists in netns %s", l.Peer, Namespace)
+				return fmt.Errorf("device %s already exists in netns %s", l.Peer, lb.Namespace)
 			}
 			veth := &netlink.Veth{
 				LinkAttrs:       netlink.LinkAttrs{Name: l.Host, NumTxQueues: queues, NumRxQueues: queues},
@@ -128,7 +152,7 @@ func Up(queues int) (err error) {
 		}
 		peer, err := nsh.LinkByName(l.Peer)
 		if err != nil {
-			return fmt.Errorf("%s in netns %s: %w", l.Peer, Namespace, err)
+			return fmt.Errorf("%s in netns %s: %w", l.Peer, lb.Namespace, err)
 		}
 		if err := configure(nsh, peer, l.PeerAddr, ""); err != nil {
 			return err
@@ -171,13 +195,13 @@ func neighbour(h *netlink.Handle, l netlink.Link, ip net.IP, mac net.HardwareAdd
 
 // Down removes the lab's pairs, namespace and iptables rule, and only
 // those. It succeeds on a lab that is partly or wholly gone.
-func Down() error {
-	errs := []error{removeRawDrop()}
-	for _, l := range Links {
+func (lb Lab) Down() error {
+	errs := []error{lb.removeRawDrop()}
+	for _, l := range lb.Links() {
 		errs = append(errs, deleteLink(netlinkHandle(), l.Host))
 	}
-	if err := netns.DeleteNamed(Namespace); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, fmt.Errorf("deleting netns %s: %w", Namespace, err))
+	if err := netns.DeleteNamed(lb.Namespace); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("deleting netns %s: %w", lb.Namespace, err))
 	}
 	return errors.Join(errs...)
 }
@@ -205,8 +229,8 @@ func deleteLink(h *netlink.Handle, name string) error {
 func netlinkHandle() *netlink.Handle { return &netlink.Handle{} }
 
 // Queues returns the DUT's RX queue count, or an error when the lab is down.
-func Queues() (int, error) {
-	l, err := netlink.LinkByName(DUT)
+func (lb Lab) Queues() (int, error) {
+	l, err := netlink.LinkByName(lb.DUT)
 	if err != nil {
 		return 0, fmt.Errorf("lab is not up (run `xdp-lab up`): %w", err)
 	}

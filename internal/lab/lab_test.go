@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // snapshot captures what `xdp-lab down` must restore: the namespaces,
 // links and raw-table rules the lab could touch. Tests of other packages
 // make their own namespaces and veths concurrently, so only lines that
-// could be the lab's are kept: anything named xdp-lab or xlab*, and the
-// whole raw table.
-func snapshot(t *testing.T) string {
+// could be the lab's are kept: anything named as lb's namespace or
+// devices, and the whole raw table.
+func snapshot(t *testing.T, lb Lab) string {
 	t.Helper()
 	var b strings.Builder
 	for _, args := range [][]string{{"ip", "netns", "list"}, {"ip", "-o", "link", "show"}, {"iptables", "-t", "raw", "-S"}} {
@@ -23,7 +24,7 @@ func snapshot(t *testing.T) string {
 		}
 		b.WriteString(strings.Join(args, " ") + "\n")
 		for _, line := range strings.Split(string(out), "\n") {
-			if args[0] == "iptables" || strings.Contains(line, Namespace) || strings.Contains(line, "xlab") {
+			if args[0] == "iptables" || strings.Contains(line, lb.Namespace) || strings.Contains(line, lb.DUT[:len(lb.DUT)-1]) {
 				b.WriteString(line + "\n")
 			}
 		}
@@ -33,48 +34,50 @@ func snapshot(t *testing.T) string {
 
 func TestUpDownRestoresHost(t *testing.T) {
 	testenv.Privileged(t)
+	lb := ForTest(vethns.UniqueID())
 	if _, err := exec.LookPath("iptables"); err != nil {
 		testenv.Unavailable(t, "iptables not installed")
 	}
-	before := snapshot(t)
-	if err := Up(2); err != nil {
+	before := snapshot(t, lb)
+	if err := lb.Up(2); err != nil {
 		t.Fatal(err)
 	}
 	// Re-running up on a made lab is a no-op; a different queue count is refused.
-	if err := Up(2); err != nil {
+	if err := lb.Up(2); err != nil {
 		t.Fatalf("second up: %v", err)
 	}
-	if err := Up(1); err == nil || !strings.Contains(err.Error(), "xdp-lab down") {
+	if err := lb.Up(1); err == nil || !strings.Contains(err.Error(), "xdp-lab down") {
 		t.Fatalf("up with another queue count: %v, want a hint to run down", err)
 	}
 	// A baseline rule left behind by a crashed run is removed by down too.
-	if _, err := addRawDrop(); err != nil {
+	if _, err := lb.addRawDrop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Down(); err != nil {
+	if err := lb.Down(); err != nil {
 		t.Fatal(err)
 	}
-	if after := snapshot(t); after != before {
+	if after := snapshot(t, lb); after != before {
 		t.Fatalf("host state differs after up+down:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
-	if err := Down(); err != nil {
+	if err := lb.Down(); err != nil {
 		t.Fatalf("down on a lab that is gone: %v", err)
 	}
 }
 
 func TestUpRecoversHalfMadeLab(t *testing.T) {
 	testenv.Privileged(t)
-	if err := Up(1); err != nil {
+	lb := ForTest(vethns.UniqueID())
+	if err := lb.Up(1); err != nil {
 		t.Fatal(err)
 	}
-	defer Down()
-	if err := deleteLink(netlinkHandle(), Egress); err != nil {
+	defer lb.Down()
+	if err := deleteLink(netlinkHandle(), lb.Egress); err != nil {
 		t.Fatal(err)
 	}
-	if err := Up(1); err != nil {
+	if err := lb.Up(1); err != nil {
 		t.Fatalf("up on a half-made lab: %v", err)
 	}
-	for _, l := range Links {
+	for _, l := range lb.Links() {
 		if out, err := exec.Command("ip", "link", "show", l.Host).CombinedOutput(); err != nil {
 			t.Fatalf("%s missing after recovery: %s", l.Host, out)
 		}
@@ -83,11 +86,12 @@ func TestUpRecoversHalfMadeLab(t *testing.T) {
 
 func TestUpBadInput(t *testing.T) {
 	testenv.Privileged(t)
-	before := snapshot(t)
-	if err := Up(MaxQueues + 1); err == nil || !strings.Contains(err.Error(), "queues") {
+	lb := ForTest(vethns.UniqueID())
+	before := snapshot(t, lb)
+	if err := lb.Up(MaxQueues + 1); err == nil || !strings.Contains(err.Error(), "queues") {
 		t.Fatalf("too many queues: %v", err)
 	}
-	if after := snapshot(t); after != before {
+	if after := snapshot(t, lb); after != before {
 		t.Fatalf("a refused up left state behind:\n%s", after)
 	}
 }

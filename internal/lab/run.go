@@ -60,10 +60,10 @@ type AttachFunc func(sc Scenario) (io.Closer, error)
 
 // AttachRxq attaches the exporter's own rxq program in the scenario's
 // action, so the lab measures the program users run.
-func AttachRxq(sc Scenario) (io.Closer, error) {
-	cfg := collector.RxqConfig{Devices: []string{DUT}, Action: string(sc)}
+func (lb Lab) AttachRxq(sc Scenario) (io.Closer, error) {
+	cfg := collector.RxqConfig{Devices: []string{lb.DUT}, Action: string(sc)}
 	if sc == Redirect {
-		cfg.RedirectDevice = Egress
+		cfg.RedirectDevice = lb.Egress
 	}
 	return collector.NewRxqCollector(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
@@ -100,37 +100,37 @@ func (r Result) SentPPS() float64 { return float64(r.Sent) / r.Elapsed.Seconds()
 func (r Result) RxPPS() float64 { return float64(r.Received) / r.Elapsed.Seconds() }
 
 // Run drives one scenario on a lab that is up.
-func Run(ctx context.Context, cfg RunConfig) (Result, error) {
+func (lb Lab) Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	res := Result{Scenario: cfg.Scenario, Queues: cfg.Queues, Size: cfg.Size, Offered: cfg.Rate}
 	if cfg.Count == 0 && cfg.Duration <= 0 {
 		return res, errors.New("a run needs a duration or a frame count")
 	}
-	dut, err := net.InterfaceByName(DUT)
+	dut, err := net.InterfaceByName(lb.DUT)
 	if err != nil {
 		return res, fmt.Errorf("lab is not up (run `xdp-lab up`): %w", err)
 	}
-	ns, err := netns.GetFromName(Namespace)
+	ns, err := netns.GetFromName(lb.Namespace)
 	if err != nil {
-		return res, fmt.Errorf("lab namespace %s missing (run `xdp-lab up`): %w", Namespace, err)
+		return res, fmt.Errorf("lab namespace %s missing (run `xdp-lab up`): %w", lb.Namespace, err)
 	}
 	defer ns.Close()
 	var gen *net.Interface
 	if err := vethns.InNamespace(ns, func() (err error) {
-		gen, err = net.InterfaceByName(Gen)
+		gen, err = net.InterfaceByName(lb.Gen)
 		return err
 	}); err != nil {
-		return res, fmt.Errorf("lab generator end %s: %w", Gen, err)
+		return res, fmt.Errorf("lab generator end %s: %w", lb.Gen, err)
 	}
 	et, err := ethtool.NewEthtool()
 	if err != nil {
 		return res, err
 	}
 	defer et.Close()
-	if ch, err := et.GetChannels(DUT); err == nil && cfg.Queues > int(ch.MaxCombined+ch.MaxRx) && ch.MaxRx+ch.MaxCombined > 0 {
-		return res, fmt.Errorf("--queues %d: %s has %d RX queues", cfg.Queues, DUT, ch.MaxRx+ch.MaxCombined)
+	if ch, err := et.GetChannels(lb.DUT); err == nil && cfg.Queues > int(ch.MaxCombined+ch.MaxRx) && ch.MaxRx+ch.MaxCombined > 0 {
+		return res, fmt.Errorf("--queues %d: %s has %d RX queues", cfg.Queues, lb.DUT, ch.MaxRx+ch.MaxCombined)
 	}
 
-	closers, err := prepare(cfg, ns, et)
+	closers, err := lb.prepare(cfg, ns, et)
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			_ = closers[i].Close()
@@ -150,7 +150,7 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		cpus[i] = i
 	}
 
-	rxBefore, err := received()
+	rxBefore, err := lb.received()
 	if err != nil {
 		return res, err
 	}
@@ -175,14 +175,14 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		})
 		done <- err
 	}()
-	if err := progress(cfg, g, cpus, done); err != nil {
+	if err := lb.progress(cfg, g, cpus, done); err != nil {
 		return res, err
 	}
 	res.Elapsed = time.Since(start)
 	res.Sent = sent
 	// Let NAPI drain what is still in flight on the veth rings.
 	time.Sleep(50 * time.Millisecond)
-	rxAfter, err := received()
+	rxAfter, err := lb.received()
 	if err != nil {
 		return res, err
 	}
@@ -196,11 +196,11 @@ func Run(ctx context.Context, cfg RunConfig) (Result, error) {
 }
 
 // progress prints a line per second until the generator finishes.
-func progress(cfg RunConfig, g *trafficgen.Generator, cpus []int, done <-chan error) error {
+func (lb Lab) progress(cfg RunConfig, g *trafficgen.Generator, cpus []int, done <-chan error) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastSent, _ := g.Sent()
-	lastRx, _ := received()
+	lastRx, _ := lb.received()
 	lastCPU, _ := cpuTimes(cpus)
 	for {
 		select {
@@ -211,7 +211,7 @@ func progress(cfg RunConfig, g *trafficgen.Generator, cpus []int, done <-chan er
 				continue
 			}
 			s, _ := g.Sent()
-			rx, _ := received()
+			rx, _ := lb.received()
 			c, _ := cpuTimes(cpus)
 			soft, idle := c.sub(lastCPU)
 			fmt.Fprintf(cfg.Progress, "%-8s sent %12s pps  received %12s pps  RX CPUs %%soft %5.1f %%idle %5.1f\n",
@@ -224,19 +224,19 @@ func progress(cfg RunConfig, g *trafficgen.Generator, cpus []int, done <-chan er
 // prepare sets the DUT up for the scenario: the DUT program, the sinks that
 // let veth deliver frames into the namespace, and the iptables rule of the
 // Linux baseline.
-func prepare(cfg RunConfig, ns netns.NsHandle, et *ethtool.Ethtool) ([]io.Closer, error) {
+func (lb Lab) prepare(cfg RunConfig, ns netns.NsHandle, et *ethtool.Ethtool) ([]io.Closer, error) {
 	var closers []io.Closer
 	if cfg.Scenario == Linux || cfg.Scenario == NoSocket {
 		// Without XDP, veth only runs NAPI (and so accepts XDP frames from
 		// its peer) with GRO on.
-		if err := et.Change(DUT, map[string]bool{"rx-gro": true}); err != nil {
-			return closers, fmt.Errorf("enabling GRO on %s: %w", DUT, err)
+		if err := et.Change(lb.DUT, map[string]bool{"rx-gro": true}); err != nil {
+			return closers, fmt.Errorf("enabling GRO on %s: %w", lb.DUT, err)
 		}
-		closers = append(closers, closerFunc(func() error { return et.Change(DUT, map[string]bool{"rx-gro": false}) }))
+		closers = append(closers, closerFunc(func() error { return et.Change(lb.DUT, map[string]bool{"rx-gro": false}) }))
 		if cfg.Scenario == NoSocket {
 			return closers, nil
 		}
-		rule, err := addRawDrop()
+		rule, err := lb.addRawDrop()
 		if err != nil {
 			return closers, err
 		}
@@ -245,26 +245,26 @@ func prepare(cfg RunConfig, ns netns.NsHandle, et *ethtool.Ethtool) ([]io.Closer
 	if cfg.Attach == nil {
 		// The exporter attached its rxq program itself; without any program
 		// veth would not run NAPI and every frame would be dropped unseen.
-		l, err := netlink.LinkByName(DUT)
+		l, err := netlink.LinkByName(lb.DUT)
 		if err != nil {
 			return closers, err
 		}
 		if x := l.Attrs().Xdp; x == nil || !x.Attached {
-			return closers, fmt.Errorf("no XDP program on %s: start the exporter with --collector.rxq.device=%s --collector.rxq.action=%s, or let xdp-lab attach one", DUT, DUT, cfg.Scenario)
+			return closers, fmt.Errorf("no XDP program on %s: start the exporter with --collector.rxq.device=%s --collector.rxq.action=%s, or let xdp-lab attach one", lb.DUT, lb.DUT, cfg.Scenario)
 		}
 	} else {
 		c, err := cfg.Attach(cfg.Scenario)
 		if err != nil {
-			return closers, fmt.Errorf("attaching the DUT program to %s: %w", DUT, err)
+			return closers, fmt.Errorf("attaching the DUT program to %s: %w", lb.DUT, err)
 		}
 		closers = append(closers, c)
 	}
 	var sinks []string
 	switch cfg.Scenario {
 	case TX:
-		sinks = []string{Gen}
+		sinks = []string{lb.Gen}
 	case Redirect:
-		sinks = []string{Sink}
+		sinks = []string{lb.Sink}
 	}
 	for _, dev := range sinks {
 		s, err := attachSink(ns, dev)
@@ -308,10 +308,10 @@ func attachSink(ns netns.NsHandle, dev string) (io.Closer, error) {
 
 // received is the DUT's RX packet counter (rtnl_link_stats64): veth
 // counts every frame it takes from its peer there, XDP or not.
-func received() (uint64, error) {
-	l, err := netlink.LinkByName(DUT)
+func (lb Lab) received() (uint64, error) {
+	l, err := netlink.LinkByName(lb.DUT)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", DUT, err)
+		return 0, fmt.Errorf("%s: %w", lb.DUT, err)
 	}
 	return l.Attrs().Statistics.RxPackets, nil
 }

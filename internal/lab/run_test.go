@@ -8,34 +8,36 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
-func upForTest(t testing.TB, queues int) {
+// upForTest brings up a lab of the test's own, beside any lab a user has
+// up, and takes it down when the test ends.
+func upForTest(t testing.TB, queues int) Lab {
 	t.Helper()
 	testenv.Privileged(t)
-	if err := Down(); err != nil {
-		t.Fatalf("clearing an old lab: %v", err)
-	}
-	if err := Up(queues); err != nil {
+	lb := ForTest(vethns.UniqueID())
+	if err := lb.Up(queues); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := Down(); err != nil {
+		if err := lb.Down(); err != nil {
 			t.Errorf("lab down: %v", err)
 		}
 	})
+	return lb
 }
 
 // TestRunExact sends a known number of frames under every scenario, with
 // the exporter's rxq program on the DUT, and checks that the DUT received
 // exactly what the generator sent.
 func TestRunExact(t *testing.T) {
-	upForTest(t, 2)
+	lb := upForTest(t, 2)
 	const n = 200_000
 	for _, sc := range Scenarios {
 		t.Run(string(sc), func(t *testing.T) {
-			res, err := Run(context.Background(), RunConfig{Scenario: sc, Queues: 2, Count: n,
-				Size: trafficgen.MinFrameSize, Attach: AttachRxq})
+			res, err := lb.Run(context.Background(), RunConfig{Scenario: sc, Queues: 2, Count: n,
+				Size: trafficgen.MinFrameSize, Attach: lb.AttachRxq})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,8 +55,8 @@ func TestRunExact(t *testing.T) {
 // TestRunRefusesWithoutProgram: with --no-attach and no exporter attached,
 // the run stops with a hint instead of sending frames veth would drop.
 func TestRunRefusesWithoutProgram(t *testing.T) {
-	upForTest(t, 1)
-	_, err := Run(context.Background(), RunConfig{Scenario: Drop, Queues: 1, Count: 10})
+	lb := upForTest(t, 1)
+	_, err := lb.Run(context.Background(), RunConfig{Scenario: Drop, Queues: 1, Count: 10})
 	if err == nil {
 		t.Fatal("run without a DUT program succeeded")
 	}
@@ -64,11 +66,11 @@ func TestRunRefusesWithoutProgram(t *testing.T) {
 // BenchmarkLabDropMax is `xdp-lab run --scenario drop --queues 2 --rate
 // max`: the lab's peak rate on this machine, in Mpps, with exact counts.
 func BenchmarkLabDropMax(b *testing.B) {
-	upForTest(b, 2)
+	lb := upForTest(b, 2)
 	var mpps []float64
 	for b.Loop() {
-		res, err := Run(context.Background(), RunConfig{Scenario: Drop, Queues: 2,
-			Size: trafficgen.MinFrameSize, Duration: 3 * time.Second, Attach: AttachRxq})
+		res, err := lb.Run(context.Background(), RunConfig{Scenario: Drop, Queues: 2,
+			Size: trafficgen.MinFrameSize, Duration: 3 * time.Second, Attach: lb.AttachRxq})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -50,14 +50,14 @@ var scalingScenarios = []Scenario{Drop, Redirect, TX, Linux}
 
 // Sweep runs both experiments, writes CSV and figures to OutDir and returns
 // the tables.
-func Sweep(ctx context.Context, cfg SweepConfig) (SweepResult, error) {
+func (lb Lab) Sweep(ctx context.Context, cfg SweepConfig) (SweepResult, error) {
 	var res SweepResult
 	maxQ := min(cfg.MaxQueues, runtime.NumCPU())
 	if maxQ < 1 {
 		return res, fmt.Errorf("no queues to sweep (lab queues %d, CPUs %d)", cfg.MaxQueues, runtime.NumCPU())
 	}
 	run := func(sc Scenario, q int, rate float64) (Result, error) {
-		r, err := Run(ctx, RunConfig{Scenario: sc, Queues: q, Size: cfg.Size, Rate: rate, Duration: cfg.Duration, Attach: cfg.Attach})
+		r, err := lb.Run(ctx, RunConfig{Scenario: sc, Queues: q, Size: cfg.Size, Rate: rate, Duration: cfg.Duration, Attach: cfg.Attach})
 		if err != nil {
 			return r, fmt.Errorf("%s with %d queues: %w", sc, q, err)
 		}

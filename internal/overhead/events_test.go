@@ -15,6 +15,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/lab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // tracedProgram is one of the exporter's tracepoint programs, found in the
@@ -105,10 +106,10 @@ func exporterPrograms(b *testing.B) []*tracedProgram {
 //	go test ./internal/overhead -run '^$' -bench CollectorEventCost -benchtime 3x -v
 func BenchmarkCollectorEventCost(b *testing.B) {
 	testenv.Privileged(b)
-	testenv.Check(b, lab.Down(), "clearing an old lab")
-	testenv.Check(b, lab.Up(2), "bringing the lab up")
+	lb := lab.ForTest(vethns.UniqueID())
+	testenv.Check(b, lb.Up(2), "bringing the lab up")
 	b.Cleanup(func() {
-		if err := lab.Down(); err != nil {
+		if err := lb.Down(); err != nil {
 			b.Errorf("lab down: %v", err)
 		}
 	})
@@ -136,8 +137,8 @@ func BenchmarkCollectorEventCost(b *testing.B) {
 			for _, p := range progs {
 				before[p] = [2]progCount{stats(b, p.prog), stats(b, p.empty)}
 			}
-			res, err := lab.Run(context.Background(), lab.RunConfig{
-				Scenario: sc, Queues: 2, Count: 2_000_000, Attach: lab.AttachRxq,
+			res, err := lb.Run(context.Background(), lab.RunConfig{
+				Scenario: sc, Queues: 2, Count: 2_000_000, Attach: lb.AttachRxq,
 			})
 			if err != nil {
 				b.Fatal(err)
