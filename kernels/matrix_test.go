@@ -68,6 +68,10 @@ var guestPackages = []guestPackage{
 	// guest's root, an overlay over 9p (overlay over overlayfs), and the
 	// image does not depend on the kernel.
 	{pkg: "cmd/xdp_exporter", skip: "TestImage", suites: []string{"trixie"}},
+	// The other packages whose tests start the exporter, cmd/xdp-top and
+	// e2e, compare rates over wall-clock windows (within 2% and 5%), which
+	// the emulator's pace cannot hold (xdp-top's rxq total read -12% to
+	// +46% of the generator's rate on 6.12): they run on the host.
 }
 
 type guestPackage struct {
