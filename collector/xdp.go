@@ -192,6 +192,30 @@ type deviceErrno struct {
 	err int32
 }
 
+func (k deviceAction) device() devKey { return k.dev }
+func (k deviceAction) label() string  { return xdpActionName(k.action) }
+func (k deviceErrno) device() devKey  { return k.dev }
+func (k deviceErrno) label() string   { return errnoName(k.err) }
+
+// sendDeviceTotals sends totals (the retired counts plus the live keys')
+// per device and action or errno, and forgets the retired counts of
+// devices that are gone.
+func sendDeviceTotals[K interface {
+	comparable
+	device() devKey
+	label() string
+}](c *xdpCollector, ch chan<- prometheus.Metric, fam *Family, retired, totals map[K]uint64, dev func(devKey) string, devFate func(devKey) fate) {
+	for k, n := range totals {
+		if devFate(k.device()) == keyGone {
+			delete(retired, k)
+			continue
+		}
+		if d := dev(k.device()); c.devices.selects(d) {
+			c.fams.sendCreated(ch, fam, &c.seen, float64(n), d, k.label())
+		}
+	}
+}
+
 // NewXDPCollector loads and attaches the tracepoint programs, each on its
 // own (see tracepointSet).
 func NewXDPCollector(cfg XDPConfig, logger *slog.Logger) (Collector, error) {
@@ -286,15 +310,7 @@ func (c *xdpCollector) updateExceptions(ch chan<- prometheus.Metric, dev func(de
 		}
 		c.fams.sendCreated(ch, xdpExceptions, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(ek.ProgId)), xdpActionName(ek.Action))
 	}
-	for k, n := range liveE {
-		if devFate(k.dev) == keyGone {
-			delete(excTotals, k)
-			continue
-		}
-		if d := dev(k.dev); c.devices.selects(d) {
-			c.fams.sendCreated(ch, xdpDeviceExceptions, &c.seen, float64(n), d, xdpActionName(k.action))
-		}
-	}
+	sendDeviceTotals(c, ch, xdpDeviceExceptions, excTotals, liveE, dev, devFate)
 	return errs
 }
 
@@ -327,15 +343,7 @@ func (c *xdpCollector) updateRedirects(ch chan<- prometheus.Metric, dev func(dev
 		}
 		c.fams.sendCreated(ch, xdpRedirectErrors, &c.seen, float64(sums[i]), d, progIDLabel(ebpf.ProgramID(rk.ProgId)), errnoName(rk.Err))
 	}
-	for k, n := range liveR {
-		if devFate(k.dev) == keyGone {
-			delete(errTotals, k)
-			continue
-		}
-		if d := dev(k.dev); c.devices.selects(d) {
-			c.fams.sendCreated(ch, xdpDeviceRedirectErrors, &c.seen, float64(n), d, errnoName(k.err))
-		}
-	}
+	sendDeviceTotals(c, ch, xdpDeviceRedirectErrors, errTotals, liveR, dev, devFate)
 	return errs
 }
 

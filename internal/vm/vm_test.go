@@ -12,23 +12,30 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
 
-// TestPanicBootsOnceMore makes the guest's kernel panic on every boot
-// (sysrq's crash): Run must see the panic, boot the guest a second time
-// under the emulator, and fail with errPanic when it panics again.
-func TestPanicBootsOnceMore(t *testing.T) {
+// bookworm is Debian 12's kernel for a test that boots one guest, with a
+// context that ends with the test (ten minutes at most).
+func bookworm(t *testing.T) (context.Context, Kernel) {
+	t.Helper()
 	testenv.Privileged(t)
 	if err := Available(); err != nil {
 		testenv.Unavailable(t, "vm: %v", err)
-		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	k, err := Fetch(ctx, "bookworm")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctx, k
+}
+
+// TestPanicBootsOnceMore makes the guest's kernel panic on every boot
+// (sysrq's crash): Run must see the panic, boot the guest a second time
+// under the emulator, and fail with errPanic when it panics again.
+func TestPanicBootsOnceMore(t *testing.T) {
+	ctx, k := bookworm(t)
 	var console strings.Builder
-	err = Run(ctx, Config{Kernel: k, Script: "echo c > /proc/sysrq-trigger\n", Out: t.TempDir(), Console: &console})
+	err := Run(ctx, Config{Kernel: k, Script: "echo c > /proc/sysrq-trigger\n", Out: t.TempDir(), Console: &console})
 	if !errors.Is(err, errPanic) {
 		t.Fatalf("Run = %v, want a kernel panic\nguest console:\n%s", err, console.String())
 	}
@@ -43,17 +50,7 @@ func TestPanicBootsOnceMore(t *testing.T) {
 // still find its own modules there (it autoloads veth), and the host's
 // directory must be as it was.
 func TestModulesOverHostDirectory(t *testing.T) {
-	testenv.Privileged(t)
-	if err := Available(); err != nil {
-		testenv.Unavailable(t, "vm: %v", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	k, err := Fetch(ctx, "bookworm")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, k := bookworm(t)
 	hostDir := filepath.Join("/lib/modules", k.Version)
 	// Made for the test where absent, and removed after it, innermost
 	// first (t.Cleanup runs in reverse).
