@@ -93,7 +93,7 @@ func sendPacketSocket(t *testing.T, pair *vethns.Pair, n int) {
 		defer unix.Close(fd)
 		to := &unix.SockaddrLinklayer{Ifindex: pair.Peer.Index, Halen: 6}
 		copy(to.Addr[:], pair.Host.HardwareAddr)
-		frame := trafficgen.Frame(pair.Peer.HardwareAddr, pair.Host.HardwareAddr, 1024, trafficgen.MinFrameSize)
+		frame := trafficgen.Frame(pair.Peer.HardwareAddr, pair.Host.HardwareAddr, nil, nil, 1024, trafficgen.MinFrameSize)
 		for range n {
 			if err := unix.Sendto(fd, frame, 0, to); err != nil {
 				return err

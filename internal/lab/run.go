@@ -169,8 +169,10 @@ func (lb Lab) Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	var sent uint64
 	go func() {
 		var err error
+		pair := lb.Links()[0]
 		sent, err = g.Run(runCtx, trafficgen.Config{
 			NS: ns, Ifindex: gen.Index, SrcMAC: gen.HardwareAddr, DstMAC: dut.HardwareAddr,
+			SrcIP: pair.PeerAddr.IP, DstIP: pair.HostAddr.IP,
 			Size: cfg.Size, Count: cfg.Count, Rate: cfg.Rate, CPUs: cpus,
 		})
 		done <- err

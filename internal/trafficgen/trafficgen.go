@@ -54,6 +54,9 @@ type Config struct {
 	Ifindex int
 	// SrcMAC and DstMAC fill the Ethernet header.
 	SrcMAC, DstMAC net.HardwareAddr
+	// SrcIP and DstIP fill the IPv4 header; 198.18.0.1 and 198.18.0.2
+	// (the default lab's ends) when nil.
+	SrcIP, DstIP net.IP
 	// Size is the frame size in bytes without FCS (60 = a 64-byte frame on
 	// the wire); MinFrameSize when zero.
 	Size int
@@ -150,7 +153,7 @@ func (g *Generator) Run(ctx context.Context, cfg Config) (uint64, error) {
 		if uint64(i) < cfg.Count%uint64(len(cfg.CPUs)) {
 			count++
 		}
-		frame := Frame(cfg.SrcMAC, cfg.DstMAC, uint16(1024+i), cfg.Size)
+		frame := Frame(cfg.SrcMAC, cfg.DstMAC, cfg.SrcIP, cfg.DstIP, uint16(1024+i), cfg.Size)
 		w := worker{prog: g.objs.XdpTrafficgen, cfg: cfg, cpu: cpu, count: count,
 			rate: cfg.Rate / float64(len(cfg.CPUs)), frame: frame, packetSent: &g.packetSent, packetUsed: &g.packetUsed}
 		wg.Add(1)
@@ -286,9 +289,10 @@ func pace(ctx context.Context, start time.Time, done uint64, rate float64) bool 
 }
 
 // Frame builds an Ethernet/IPv4/UDP frame of size bytes (without FCS) from
-// 198.18.0.1 to 198.18.0.2 (RFC 2544 benchmark range) with the given UDP
-// source port, so each worker is its own flow.
-func Frame(src, dst net.HardwareAddr, srcPort uint16, size int) []byte {
+// srcIP to dstIP (198.18.0.1 to 198.18.0.2, RFC 2544's benchmark range,
+// where nil) with the given UDP source port, so each worker is its own
+// flow.
+func Frame(src, dst net.HardwareAddr, srcIP, dstIP net.IP, srcPort uint16, size int) []byte {
 	f := make([]byte, size)
 	copy(f[0:6], dst)
 	copy(f[6:12], src)
@@ -298,8 +302,14 @@ func Frame(src, dst net.HardwareAddr, srcPort uint16, size int) []byte {
 	binary.BigEndian.PutUint16(ip[2:], uint16(size-14))
 	ip[8] = 64
 	ip[9] = unix.IPPROTO_UDP
-	copy(ip[12:16], net.IPv4(198, 18, 0, 1).To4())
-	copy(ip[16:20], net.IPv4(198, 18, 0, 2).To4())
+	if srcIP == nil {
+		srcIP = net.IPv4(198, 18, 0, 1)
+	}
+	if dstIP == nil {
+		dstIP = net.IPv4(198, 18, 0, 2)
+	}
+	copy(ip[12:16], srcIP.To4())
+	copy(ip[16:20], dstIP.To4())
 	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip))
 	udp := f[34:42]
 	binary.BigEndian.PutUint16(udp[0:], srcPort)
