@@ -163,11 +163,11 @@ func TestKernelMatrix(t *testing.T) {
 			out := t.TempDir()
 			var console strings.Builder
 			start := time.Now()
-			pkgs := onSuite(pkgs, s.Name)
-			err = vm.Run(ctx, vm.Config{Kernel: k, Script: guestScript(root, bin, pkgs), Out: out, Console: &console})
+			onThis := onSuite(pkgs, s.Name)
+			err = vm.Run(ctx, vm.Config{Kernel: k, Script: guestScript(root, bin, onThis), Out: out, Console: &console})
 			t.Logf("Debian %s, Linux %s (%s): booted and checked in %s", s.Name, k.Version, s.Series, time.Since(start).Round(time.Second))
 			logHarness(t, console.String())
-			for _, p := range pkgs {
+			for _, p := range onThis {
 				logf := filepath.Join(out, logName(p.pkg))
 				b, rerr := os.ReadFile(logf)
 				if rerr != nil {
