@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
 )
 
 var (
@@ -71,17 +69,13 @@ type BPFConfig struct {
 
 // bpfCollector reports every XDP program attached to a device of the
 // exporter's network namespace. It finds them through rtnetlink and reads
-// them by id; it never attaches anything.
+// them by id (bpfprog); it never attaches anything.
 type bpfCollector struct {
 	cfg    BPFConfig
 	logger *slog.Logger
 	stats  io.Closer // the BPF_ENABLE_STATS fd, nil when not held
-
-	mu   sync.Mutex
-	meta map[ebpf.ProgramID]progMeta // name and tag never change for an id
+	progs  *bpfprog.Reader
 }
-
-type progMeta struct{ name, tag string }
 
 // NewBPFCollector checks that BPF programs can be listed and, when asked,
 // enables BPF run-time statistics until Close.
@@ -91,24 +85,18 @@ func NewBPFCollector(cfg BPFConfig, logger *slog.Logger) (Collector, error) {
 
 func newBPFCollector(cfg BPFConfig, logger *slog.Logger) (*bpfCollector, error) {
 	cfg.ProcFS = procRoot(cfg.ProcFS)
-	if _, err := ebpf.ProgramGetNextID(0); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, denied("listing BPF programs (BPF_PROG_GET_NEXT_ID)", err)
+	if err := bpfprog.CheckList(); err != nil {
+		return nil, bpfDenied("bpf", needsAdmin, err)
 	}
-	c := &bpfCollector{cfg: cfg, logger: logger, meta: map[ebpf.ProgramID]progMeta{}}
+	c := &bpfCollector{cfg: cfg, logger: logger, progs: bpfprog.NewReader()}
 	if cfg.EnableStats {
-		fd, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		fd, err := bpfprog.EnableStats()
 		if err != nil {
-			return nil, denied("enabling BPF run-time statistics (BPF_ENABLE_STATS)", err)
+			return nil, bpfDenied("bpf", needsAdmin, err)
 		}
 		c.stats = fd
 	}
 	return c, nil
-}
-
-// denied explains a command of this collector the kernel refused: each
-// checks CAP_SYS_ADMIN, and CAP_BPF is not enough.
-func denied(what string, err error) error {
-	return fmt.Errorf("%s: %w", what, bpfDenied("bpf", needsAdmin, err))
 }
 
 // Close releases the BPF_ENABLE_STATS fd; the kernel stops counting when no
@@ -125,7 +113,7 @@ func (c *bpfCollector) Close() error {
 // Update reports the statistics switches, then every attached program.
 func (c *bpfCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	var errs []error
-	if on, err := c.sysctlStats(); err != nil {
+	if on, err := bpfprog.StatsEnabled(c.cfg.ProcFS); err != nil {
 		errs = append(errs, err)
 	} else {
 		c.cfg.Families.send(ch, bpfStatsEnabled, boolValue(on), "sysctl")
@@ -148,9 +136,9 @@ func (c *bpfCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 	if len(atts) == 0 {
 		return errors.Join(errs...)
 	}
-	links, err := xdpLinks()
+	links, err := bpfprog.XDPLinks()
 	if err != nil {
-		errs = append(errs, err)
+		errs = append(errs, bpfDenied("bpf", needsAdmin, err))
 	}
 	errs = append(errs, c.emit(ctx, ch, atts, links))
 	return errors.Join(errs...)
@@ -163,93 +151,43 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-func (c *bpfCollector) sysctlStats() (bool, error) {
-	path := filepath.Join(c.cfg.ProcFS, "sys/kernel/bpf_stats_enabled")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false, fmt.Errorf("reading kernel.bpf_stats_enabled: %w", err)
-	}
-	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return false, fmt.Errorf("parsing %s: %w", path, err)
-	}
-	return v != 0, nil
-}
-
 // emit reads each attached program once, however many devices and modes it
-// is attached to, and closes its fd before moving on. A program that went
-// away since the listing is skipped: it is no longer attached.
-func (c *bpfCollector) emit(ctx context.Context, ch chan<- prometheus.Metric, atts []xdpAttachment, links map[linkKey][]link.ID) error {
+// is attached to. A program that went away since the listing is skipped:
+// it is no longer attached.
+func (c *bpfCollector) emit(ctx context.Context, ch chan<- prometheus.Metric, atts []xdpAttachment, links map[bpfprog.LinkKey][]link.ID) error {
 	var errs []error
-	read := map[ebpf.ProgramID]*progMeta{}
+	read := map[ebpf.ProgramID]*bpfprog.Program{}
 	for _, a := range atts {
 		if err := ctx.Err(); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
-		m, done := read[a.progID]
+		p, done := read[a.progID]
 		if !done {
 			var err error
-			m, err = c.readProgram(ch, a.progID)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("XDP program %d on %s: %w", a.progID, a.device, err))
+			if p, err = c.progs.Read(a.progID); err != nil {
+				errs = append(errs, fmt.Errorf("XDP program %d on %s: %w", a.progID, a.device, bpfDenied("bpf", needsAdmin, err)))
 			}
-			read[a.progID] = m
+			if err == nil && p != nil {
+				label := progIDLabel(a.progID)
+				c.cfg.Families.send(ch, bpfProgRuns, float64(p.RunCount), label, p.Name)
+				c.cfg.Families.send(ch, bpfProgRunSeconds, p.Runtime.Seconds(), label, p.Name)
+			}
+			read[a.progID] = p
 		}
-		if m == nil {
+		if p == nil {
 			continue
 		}
 		linkID := ""
-		if ids := links[linkKey{ifindex: a.ifindex, prog: a.progID}]; len(ids) == 1 {
+		if ids := links[bpfprog.LinkKey{Ifindex: a.ifindex, Prog: a.progID}]; len(ids) == 1 {
 			linkID = strconv.FormatUint(uint64(ids[0]), 10)
 		}
-		c.cfg.Families.send(ch, bpfProgInfo, 1, a.device, a.mode, progIDLabel(a.progID), m.name, m.tag, linkID)
+		c.cfg.Families.send(ch, bpfProgInfo, 1, a.device, a.mode, progIDLabel(a.progID), p.Name, p.Tag, linkID)
 	}
-	c.mu.Lock()
-	for id := range c.meta {
-		if _, ok := read[id]; !ok {
-			delete(c.meta, id)
-		}
-	}
-	c.mu.Unlock()
+	c.progs.Keep(func(id ebpf.ProgramID) bool { _, ok := read[id]; return ok })
 	return errors.Join(errs...)
 }
 
 func progIDLabel(id ebpf.ProgramID) string { return strconv.FormatUint(uint64(id), 10) }
-
-// readProgram emits the program's counters and returns its name and tag, or
-// nil without error when the program no longer exists.
-func (c *bpfCollector) readProgram(ch chan<- prometheus.Metric, id ebpf.ProgramID) (*progMeta, error) {
-	prog, err := ebpf.NewProgramFromID(id)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, denied("opening by id (BPF_PROG_GET_FD_BY_ID)", err)
-	}
-	defer prog.Close()
-
-	c.mu.Lock()
-	m, ok := c.meta[id]
-	c.mu.Unlock()
-	if !ok {
-		info, err := prog.Info()
-		if err != nil {
-			return nil, fmt.Errorf("reading program info: %w", err)
-		}
-		m = progMeta{name: info.Name, tag: info.Tag}
-		c.mu.Lock()
-		c.meta[id] = m
-		c.mu.Unlock()
-	}
-	stats, err := prog.Stats()
-	if err != nil {
-		return &m, fmt.Errorf("reading run count and run time: %w", err)
-	}
-	label := progIDLabel(id)
-	c.cfg.Families.send(ch, bpfProgRuns, float64(stats.RunCount), label, m.name)
-	c.cfg.Families.send(ch, bpfProgRunSeconds, stats.Runtime.Seconds(), label, m.name)
-	return &m, nil
-}
 
 // xdpAttachment is one program in one XDP mode of one device.
 type xdpAttachment struct {
@@ -257,39 +195,4 @@ type xdpAttachment struct {
 	device  string
 	mode    string // native, generic or offload
 	progID  ebpf.ProgramID
-}
-
-// linkKey identifies an XDP bpf_link by what its link info carries: the
-// kernel reports the ifindex but not the mode, so a program held by two
-// links on one device (two modes) gets no link_id rather than a wrong one.
-type linkKey struct {
-	ifindex int
-	prog    ebpf.ProgramID
-}
-
-// xdpLinks lists the XDP bpf_links of the system. Each link fd is closed by
-// the iterator as it moves on.
-func xdpLinks() (map[linkKey][]link.ID, error) {
-	out := map[linkKey][]link.ID{}
-	it := new(link.Iterator)
-	defer it.Close()
-	for it.Next() {
-		info, err := it.Link.Info()
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return out, fmt.Errorf("reading bpf_link %d: %w", it.ID, err)
-		}
-		x := info.XDP()
-		if info.Type != link.XDPType || x == nil {
-			continue
-		}
-		k := linkKey{ifindex: int(x.Ifindex), prog: info.Program}
-		out[k] = append(out[k], info.ID)
-	}
-	if err := it.Err(); err != nil {
-		return out, denied("listing bpf_links (BPF_LINK_GET_NEXT_ID)", err)
-	}
-	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
 	"github.com/xdp-exporter/xdp_exporter/internal/stat"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -25,8 +26,7 @@ import (
 //	go test ./collector -run '^$' -bench BPFStatsCost -benchtime=11x
 func BenchmarkBPFStatsCost(b *testing.B) {
 	testenv.Privileged(b)
-	sysctl := &bpfCollector{cfg: BPFConfig{ProcFS: "/proc"}}
-	if on, err := sysctl.sysctlStats(); err != nil || on {
+	if on, err := bpfprog.StatsEnabled("/proc"); err != nil || on {
 		testenv.Unavailable(b, "kernel.bpf_stats_enabled must be 0 to measure statistics off (on=%v, err=%v)", on, err)
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
@@ -308,7 +309,7 @@ func TestBPFDetachedSkipped(t *testing.T) {
 	if len(mine) != 1 || mine[0].mode != "native" {
 		t.Fatalf("listing found %+v on %s, want one native program", mine, pair.Host.Name)
 	}
-	links, err := xdpLinks()
+	links, err := bpfprog.XDPLinks()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/counter32"
 )
 
 var (
@@ -62,7 +63,7 @@ type cpuCollector struct {
 	fs      procfs.FS
 	cfg     CPUConfig
 	logger  *slog.Logger
-	softnet wrap32
+	softnet counter32.Extender[softnetKey]
 }
 
 // NewCPUCollector checks that cfg.ProcFS is a directory and returns the collector.
@@ -183,41 +184,14 @@ func (c *cpuCollector) updateSoftnet(ch chan<- prometheus.Metric) error {
 		}
 		seen[r.Index] = true
 	}
-	c.softnet.mu.Lock()
-	defer c.softnet.mu.Unlock()
 	for _, r := range rows {
 		cpu := strconv.FormatUint(uint64(r.Index), 10)
-		c.cfg.Families.send(ch, softnetProcessed, float64(c.softnet.extend(wrapKey{r.Index, 0}, r.Processed)), cpu)
-		c.cfg.Families.send(ch, softnetDropped, float64(c.softnet.extend(wrapKey{r.Index, 1}, r.Dropped)), cpu)
-		c.cfg.Families.send(ch, softnetTimesSqueezed, float64(c.softnet.extend(wrapKey{r.Index, 2}, r.TimeSqueezed)), cpu)
+		c.cfg.Families.send(ch, softnetProcessed, float64(c.softnet.Extend(softnetKey{r.Index, 0}, r.Processed)), cpu)
+		c.cfg.Families.send(ch, softnetDropped, float64(c.softnet.Extend(softnetKey{r.Index, 1}, r.Dropped)), cpu)
+		c.cfg.Families.send(ch, softnetTimesSqueezed, float64(c.softnet.Extend(softnetKey{r.Index, 2}, r.TimeSqueezed)), cpu)
 	}
 	return nil
 }
 
-// wrap32 turns 32-bit kernel counters that wrap (softnet_stat's columns:
-// at 10 Mpps, processed wraps every 7 minutes) into 64-bit running totals:
-// each scrape adds the difference to the last reading modulo 2^32. The
-// first reading is taken as it is. A wrap is seen as long as the
-// exporter is scraped at least once per wrap period.
-type wrap32 struct {
-	mu    sync.Mutex
-	last  map[wrapKey]uint32
-	total map[wrapKey]uint64
-}
-
-// wrapKey is one counter: a CPU and a column.
-type wrapKey struct{ cpu, column uint32 }
-
-func (w *wrap32) extend(k wrapKey, raw uint32) uint64 {
-	if w.total == nil {
-		w.last, w.total = map[wrapKey]uint32{}, map[wrapKey]uint64{}
-	}
-	last, seen := w.last[k]
-	if !seen {
-		w.total[k] = uint64(raw)
-	} else {
-		w.total[k] += uint64(raw - last)
-	}
-	w.last[k] = raw
-	return w.total[k]
-}
+// softnetKey is one softnet_stat counter: a CPU and a column.
+type softnetKey struct{ cpu, column uint32 }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/bpf/drop"
+	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 
 func init() {
@@ -39,16 +38,6 @@ var (
 		Counter)
 )
 
-// dropTracepoint is bpf/drop.c's program and the arguments it reads: the
-// skb, the location (not read) and the reason. Linux 6.11 added rx_sk
-// after them.
-var dropTracepoint = tracepointProgram{prog: bpf.DropProgKfreeSkb,
-	params: []string{"struct sk_buff *", "*", "enum skb_drop_reason"}}
-
-// dropNoDevice is NO_DEVICE of bpf/drop.c: the namespace word of a drop
-// whose skb had no device.
-const dropNoDevice = 1
-
 // DropConfig configures the drop collector.
 type DropConfig struct {
 	// Filter's devices are those whose drops are reported; drops of skbs
@@ -58,218 +47,86 @@ type DropConfig struct {
 }
 
 type dropCollector struct {
-	*tracepointSet
+	*drop.Objects
 	// seen dates the device x reason series, which appear at run time.
 	seen    firstSeen
 	cfg     DropConfig
 	netns   uint64 // the exporter's own network namespace inode
-	reasons *dropReasons
-	reaper  *reaper[slotKey]
+	reasons *drop.Reasons
 }
 
 func NewDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
-	spec, err := bpf.LoadDrop()
-	if err != nil {
-		return nil, err
-	}
 	kernel, err := kernelBTF("drop")
 	if err != nil {
 		return nil, err
 	}
-	reasons, err := newDropReasons(kernel, btf.LoadKernelModuleSpec)
+	reasons, err := drop.NewReasons(kernel, btf.LoadKernelModuleSpec)
+	if errors.Is(err, drop.ErrNoReasons) {
+		return nil, Unsupported("%w", err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	netns, err := ownNetns()
+	netns, err := rtnl.OwnNetns()
 	if err != nil {
 		return nil, err
 	}
-	set, err := loadTracepoints("drop", logger, spec, []tracepointProgram{dropTracepoint}, func(string) string { return "skb" })
+	objs, err := drop.New(logger)
 	if err != nil {
-		return nil, err
+		return nil, tracingErr("drop", err)
 	}
-	return &dropCollector{tracepointSet: set, cfg: cfg, netns: netns, reasons: reasons, reaper: newReaper[slotKey](foreignIdle)}, nil
+	return &dropCollector{Objects: objs, cfg: cfg, netns: netns, reasons: reasons}, nil
 }
 
 func (c *dropCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
-	owners, values := c.maps[bpf.DropMapDropsOwners], c.maps[bpf.DropMapDrops]
-	slots, err := readSlots[uint64](owners, values)
-	if err != nil {
-		return fmt.Errorf("reading the drop counters: %w", err)
-	}
 	links, err := snap.Get()
 	if links == nil {
 		return err
 	}
 	errs := []error{err}
-	table := slotTable{owners: owners, claims: c.maps[bpf.DropMapDropsClaims], values: values}
-	slots, err = reapSlots(c.reaper, table, slots, dropCount, func(k slotKey) fate {
-		if k.k0 == dropNoDevice {
-			return keyLive
-		}
-		return deviceFate(links, c.netns, k.k0, uint32(k.k1>>32))
-	})
+	drops, err := c.Read(func(d reap.Device) reap.Fate { return deviceFate(links, c.netns, d) })
 	if err != nil {
-		errs = append(errs, fmt.Errorf("freeing the drop slots of devices that are gone: %w", err))
+		errs = append(errs, fmt.Errorf("reading the drop counters: %w", err))
 	}
 	// Two keys can share labels: a device of another namespace that was
 	// deleted and made again under its name has a new ifindex, and the
-	// old key stays until it has been idle for foreignIdle.
+	// old key stays until it has been idle for reap.DefaultIdle.
 	type series struct{ device, reason string }
 	totals := map[series]uint64{}
-	for _, e := range slots {
-		device, err := c.device(links, e)
+	for _, d := range drops {
+		device, err := c.device(links, d)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if !c.cfg.Devices.selects(device) {
-			continue
+		if c.cfg.Devices.selects(device) {
+			totals[series{device, c.reasons.Name(d.Reason)}] += d.Count
 		}
-		totals[series{device, c.reasons.name(uint32(e.key.k1))}] += dropCount(e)
 	}
 	for s, n := range totals {
 		c.cfg.Families.sendCreated(ch, skbDrops, &c.seen, float64(n), s.device, s.reason)
 	}
 	c.seen.sweep()
-	var untracked []uint64
-	if err := c.maps[bpf.DropMapDropUntracked].Lookup(uint32(0), &untracked); err != nil {
-		errs = append(errs, fmt.Errorf("reading the untracked drop counter: %w", err))
-	} else {
-		c.cfg.Families.send(ch, skbDropUntracked, float64(perCPUSum(untracked)))
+	untracked, err := c.Untracked()
+	if err == nil {
+		c.cfg.Families.send(ch, skbDropUntracked, float64(untracked))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, err)...)
 }
 
-// device is the device label of a key: empty without a device, the
+// device is the device label of a count: empty without a device, the
 // current name in the exporter's namespace, and the name recorded when
 // the slot was claimed in another.
-func (c *dropCollector) device(links *Links, e slotCounts[uint64]) (string, error) {
-	ifindex := uint32(e.key.k1 >> 32)
-	switch e.key.k0 {
-	case dropNoDevice:
+func (c *dropCollector) device(links *Links, d drop.Drops) (string, error) {
+	switch {
+	case !d.HasDevice:
 		return "", nil
-	case c.netns:
-		return links.Label(ifindex), nil
+	case uint64(d.Device.Netns) == c.netns:
+		return links.Label(d.Device.Ifindex), nil
 	}
-	var n bpf.DropDevName
-	if err := c.maps[bpf.DropMapDropNames].Lookup(e.index[0], &n); err != nil {
-		return "", fmt.Errorf("reading a drop device name: %w", err)
+	name, err := c.RecordedName(d)
+	if err != nil {
+		return "", err
 	}
-	return foreignLabel(e.key.k0, deviceLabel(recordedName(n.Dev))), nil
-}
-
-func dropCount(e slotCounts[uint64]) uint64 {
-	var t uint64
-	for _, perCPU := range e.slots {
-		for _, n := range perCPU {
-			t += n
-		}
-	}
-	return t
-}
-
-// dropReasons names drop reasons as the running kernel does. The core
-// reasons are enum skb_drop_reason of vmlinux. Since Linux 6.6 the upper
-// 16 bits of a reason may name a subsystem (enum skb_drop_reason_subsys)
-// whose own enum holds the full values (include/net/dropreason.h); it is
-// read from vmlinux where the subsystem is built in, else from its
-// module's BTF, the first time one of its reasons is seen: only a loaded
-// module drops with them.
-type dropReasons struct {
-	kernel     *btf.Spec
-	core       map[uint32]string
-	subsystems map[uint32]string // subsystem number -> name (OPENVSWITCH)
-	loadModule func(string) (*btf.Spec, error)
-
-	mu      sync.Mutex
-	modules map[uint32]map[uint32]string // by subsystem, read once
-}
-
-// dropSubsystem is where a subsystem of enum skb_drop_reason_subsys
-// defines its reasons: the module and its enum.
-type dropSubsystem struct{ module, enum string }
-
-var dropSubsystems = map[string]dropSubsystem{
-	"MAC80211_UNUSABLE": {"mac80211", "mac80211_drop_reason"},
-	"MAC80211_MONITOR":  {"mac80211", "mac80211_drop_reason"},
-	"OPENVSWITCH":       {"openvswitch", "ovs_drop_reason"},
-}
-
-func newDropReasons(kernel *btf.Spec, loadModule func(string) (*btf.Spec, error)) (*dropReasons, error) {
-	var reasons *btf.Enum
-	if err := kernel.TypeByName("skb_drop_reason", &reasons); err != nil {
-		if errors.Is(err, btf.ErrNotFound) {
-			return nil, Unsupported("the kernel has no enum skb_drop_reason: skb:kfree_skb carries drop reasons since Linux 5.17")
-		}
-		return nil, fmt.Errorf("reading enum skb_drop_reason from the kernel's BTF: %w", err)
-	}
-	r := &dropReasons{kernel: kernel, core: enumNames(reasons, "SKB_DROP_REASON_"), subsystems: map[uint32]string{},
-		loadModule: loadModule, modules: map[uint32]map[uint32]string{}}
-	var subsys *btf.Enum
-	if err := kernel.TypeByName("skb_drop_reason_subsys", &subsys); err == nil {
-		r.subsystems = enumNames(subsys, "SKB_DROP_REASON_SUBSYS_")
-	}
-	return r, nil
-}
-
-// enumNames maps an enum's values to its names without prefix; where two
-// names share a value the first stays.
-func enumNames(e *btf.Enum, prefix string) map[uint32]string {
-	out := make(map[uint32]string, len(e.Values))
-	for _, v := range e.Values {
-		if _, dup := out[uint32(v.Value)]; !dup {
-			out[uint32(v.Value)] = strings.TrimPrefix(v.Name, prefix)
-		}
-	}
-	return out
-}
-
-// name returns a reason's label: its name, or its number where neither
-// the kernel nor the subsystem's module names it.
-func (r *dropReasons) name(reason uint32) string {
-	sub := reason >> 16
-	names := r.core
-	if sub != 0 {
-		r.mu.Lock()
-		var read bool
-		if names, read = r.modules[sub]; !read {
-			names = r.subsystemNames(sub)
-			r.modules[sub] = names
-		}
-		r.mu.Unlock()
-	}
-	if n, ok := names[reason]; ok {
-		return n
-	}
-	return strconv.FormatUint(uint64(reason), 10)
-}
-
-// subsystemNames reads the names of a subsystem's reasons, the
-// enumerators of its enum that carry the subsystem in their upper bits.
-// Nil when the subsystem, its enum or its module is unknown here.
-func (r *dropReasons) subsystemNames(sub uint32) map[uint32]string {
-	where, ok := dropSubsystems[r.subsystems[sub]]
-	if !ok {
-		return nil
-	}
-	var e *btf.Enum
-	if err := r.kernel.TypeByName(where.enum, &e); err != nil {
-		spec, err := r.loadModule(where.module)
-		if err != nil {
-			return nil
-		}
-		if err := spec.TypeByName(where.enum, &e); err != nil {
-			return nil
-		}
-	}
-	names := map[uint32]string{}
-	for _, v := range e.Values {
-		if uint32(v.Value)>>16 == sub {
-			if _, dup := names[uint32(v.Value)]; !dup {
-				names[uint32(v.Value)] = v.Name
-			}
-		}
-	}
-	return names
+	return foreignLabel(uint64(d.Device.Netns), deviceLabel(name)), nil
 }

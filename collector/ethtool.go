@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"regexp"
 	"runtime"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -17,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
+	"github.com/xdp-exporter/xdp_exporter/internal/parallel"
 )
 
 func init() {
@@ -206,34 +205,12 @@ func (c *ethtoolCollector) Update(ctx context.Context, snap *LinkSnapshot, ch ch
 	}
 	c.mu.Unlock()
 
-	var (
-		next    atomic.Int64
-		errMu   sync.Mutex
-		errs    []error
-		wg      sync.WaitGroup
-		workers = min(ethtoolParallelism, runtime.GOMAXPROCS(0), len(selected))
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(selected) || ctx.Err() != nil {
-					return
-				}
-				if err := c.deviceSafe(selected[i], ch); err != nil {
-					errMu.Lock()
-					errs = append(errs, fmt.Errorf("%s: %w", selected[i].Label, err))
-					errMu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		errs = append(errs, err)
-	}
+	errs := parallel.Each(ctx, len(selected), min(ethtoolParallelism, runtime.GOMAXPROCS(0)), func(i int) error {
+		if err := c.deviceSafe(selected[i], ch); err != nil {
+			return fmt.Errorf("%s: %w", selected[i].Label, err)
+		}
+		return nil
+	})
 	return errors.Join(errs...)
 }
 
@@ -269,27 +246,7 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 
 	var errs []error
 	key := ethtoolKey{name: d.Name, driver: info.Driver, nStats: info.NStats, nPrivFlags: info.NPrivFlags}
-	if !st.noChannels.Load() {
-		chans, err := c.src.Channels(d.Name)
-		if c.optional(err, d.Label, "ETHTOOL_GCHANNELS", &st.noChannels, &errs) {
-			key.channels = [4]uint32{chans.RxCount, chans.TxCount, chans.OtherCount, chans.CombinedCount}
-			for _, v := range []struct {
-				typ      string
-				cur, max uint32
-			}{
-				{"rx", chans.RxCount, chans.MaxRx},
-				{"tx", chans.TxCount, chans.MaxTx},
-				{"other", chans.OtherCount, chans.MaxOther},
-				{"combined", chans.CombinedCount, chans.MaxCombined},
-			} {
-				if v.max == 0 {
-					continue // the driver has no channels of this type
-				}
-				c.fams.send(ch, ethtoolChannels, float64(v.cur), d.Label, v.typ)
-				c.fams.send(ch, ethtoolChannelsMax, float64(v.max), d.Label, v.typ)
-			}
-		}
-	}
+	key.channels = c.sendChannels(ch, d, st, &errs)
 
 	e, err := c.entry(d, st, key)
 	if errors.Is(err, ethtoolioctl.ErrStatsChanged) {
@@ -305,57 +262,99 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 		}
 		return errors.Join(append(errs, fmt.Errorf("ETHTOOL_GSTRINGS: %w", err))...)
 	}
-
 	if len(e.samples) > 0 {
-		sp, _ := c.scratch.Get().(*[]uint64)
-		if sp == nil {
-			sp = new([]uint64)
-		}
-		vals, err := c.src.Stats(d.Name, info.NStats, *sp)
-		*sp = vals
-		switch {
-		case errors.Is(err, ethtoolioctl.ErrStatsChanged):
-			st.plan.CompareAndSwap(e, nil)
-			c.logger.Debug("stat count changed; names are re-read next scrape", "device", d.Label, "err", err)
-		case skippable(err):
-			c.logger.Debug("skipping stats", "device", d.Label, "call", "ETHTOOL_GSTATS", "err", err)
-		case err != nil:
-			errs = append(errs, fmt.Errorf("ETHTOOL_GSTATS: %w", err))
-		default:
-			ms := make([]ethtoolMetric, len(e.samples))
-			for i, s := range e.samples {
-				v := vals[s.idx]
-				for _, j := range s.summed {
-					v += vals[j]
-				}
-				ms[i] = ethtoolMetric{desc: s.desc, typ: s.typ, value: float64(v) * s.scale, pairs: s.pairs}
-				ch <- &ms[i]
-			}
-		}
-		c.scratch.Put(sp)
+		errs = append(errs, c.sendStats(ch, d, st, e, info.NStats))
 	}
-
-	if !st.noRing.Load() && (c.fams.keeps(ethtoolRing) || c.fams.keeps(ethtoolRingMax)) {
-		ring, err := c.src.Ring(d.Name)
-		if c.optional(err, d.Label, "ETHTOOL_GRINGPARAM", &st.noRing, &errs) {
-			c.fams.send(ch, ethtoolRing, float64(ring.RxPending), d.Label, "rx")
-			c.fams.send(ch, ethtoolRing, float64(ring.TxPending), d.Label, "tx")
-			c.fams.send(ch, ethtoolRingMax, float64(ring.RxMaxPending), d.Label, "rx")
-			c.fams.send(ch, ethtoolRingMax, float64(ring.TxMaxPending), d.Label, "tx")
-		}
-	}
-	if len(e.privBits) > 0 && !st.noPrivFlags.Load() && c.fams.keeps(ethtoolPrivFlag) {
-		flags, err := c.src.PrivFlags(d.Name)
-		if c.optional(err, d.Label, "ETHTOOL_GPFLAGS", &st.noPrivFlags, &errs) {
-			ms := make([]ethtoolMetric, len(e.privBits))
-			for i, bit := range e.privBits {
-				ms[i] = ethtoolMetric{desc: ethtoolPrivFlag.Desc(), typ: prometheus.GaugeValue,
-					value: float64(flags >> bit & 1), pairs: e.privPairs[i]}
-				ch <- &ms[i]
-			}
-		}
-	}
+	c.sendRing(ch, d, st, &errs)
+	c.sendPrivFlags(ch, d, st, e, &errs)
 	return errors.Join(errs...)
+}
+
+// sendChannels sends the channel counts and returns them, the part of
+// the plan's key a reconfiguration changes.
+func (c *ethtoolCollector) sendChannels(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, errs *[]error) [4]uint32 {
+	if st.noChannels.Load() {
+		return [4]uint32{}
+	}
+	chans, err := c.src.Channels(d.Name)
+	if !c.optional(err, d.Label, "ETHTOOL_GCHANNELS", &st.noChannels, errs) {
+		return [4]uint32{}
+	}
+	for _, v := range []struct {
+		typ      string
+		cur, max uint32
+	}{
+		{"rx", chans.RxCount, chans.MaxRx},
+		{"tx", chans.TxCount, chans.MaxTx},
+		{"other", chans.OtherCount, chans.MaxOther},
+		{"combined", chans.CombinedCount, chans.MaxCombined},
+	} {
+		if v.max == 0 {
+			continue // the driver has no channels of this type
+		}
+		c.fams.send(ch, ethtoolChannels, float64(v.cur), d.Label, v.typ)
+		c.fams.send(ch, ethtoolChannelsMax, float64(v.max), d.Label, v.typ)
+	}
+	return [4]uint32{chans.RxCount, chans.TxCount, chans.OtherCount, chans.CombinedCount}
+}
+
+// sendStats reads the stats and sends them by the plan.
+func (c *ethtoolCollector) sendStats(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, e *ethtoolEntry, nStats int) error {
+	sp, _ := c.scratch.Get().(*[]uint64)
+	if sp == nil {
+		sp = new([]uint64)
+	}
+	defer c.scratch.Put(sp)
+	vals, err := c.src.Stats(d.Name, nStats, *sp)
+	*sp = vals
+	switch {
+	case errors.Is(err, ethtoolioctl.ErrStatsChanged):
+		st.plan.CompareAndSwap(e, nil)
+		c.logger.Debug("stat count changed; names are re-read next scrape", "device", d.Label, "err", err)
+	case skippable(err):
+		c.logger.Debug("skipping stats", "device", d.Label, "call", "ETHTOOL_GSTATS", "err", err)
+	case err != nil:
+		return fmt.Errorf("ETHTOOL_GSTATS: %w", err)
+	default:
+		ms := make([]ethtoolMetric, len(e.samples))
+		for i, s := range e.samples {
+			v := vals[s.idx]
+			for _, j := range s.summed {
+				v += vals[j]
+			}
+			ms[i] = ethtoolMetric{desc: s.desc, typ: s.typ, value: float64(v) * s.scale, pairs: s.pairs}
+			ch <- &ms[i]
+		}
+	}
+	return nil
+}
+
+func (c *ethtoolCollector) sendRing(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, errs *[]error) {
+	if st.noRing.Load() || !c.fams.keeps(ethtoolRing) && !c.fams.keeps(ethtoolRingMax) {
+		return
+	}
+	ring, err := c.src.Ring(d.Name)
+	if c.optional(err, d.Label, "ETHTOOL_GRINGPARAM", &st.noRing, errs) {
+		c.fams.send(ch, ethtoolRing, float64(ring.RxPending), d.Label, "rx")
+		c.fams.send(ch, ethtoolRing, float64(ring.TxPending), d.Label, "tx")
+		c.fams.send(ch, ethtoolRingMax, float64(ring.RxMaxPending), d.Label, "rx")
+		c.fams.send(ch, ethtoolRingMax, float64(ring.TxMaxPending), d.Label, "tx")
+	}
+}
+
+func (c *ethtoolCollector) sendPrivFlags(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, e *ethtoolEntry, errs *[]error) {
+	if len(e.privBits) == 0 || st.noPrivFlags.Load() || !c.fams.keeps(ethtoolPrivFlag) {
+		return
+	}
+	flags, err := c.src.PrivFlags(d.Name)
+	if c.optional(err, d.Label, "ETHTOOL_GPFLAGS", &st.noPrivFlags, errs) {
+		ms := make([]ethtoolMetric, len(e.privBits))
+		for i, bit := range e.privBits {
+			ms[i] = ethtoolMetric{desc: ethtoolPrivFlag.Desc(), typ: prometheus.GaugeValue,
+				value: float64(flags >> bit & 1), pairs: e.privPairs[i]}
+			ch <- &ms[i]
+		}
+	}
 }
 
 // optional handles the error of a call a driver may not implement: it
@@ -376,207 +375,4 @@ func (c *ethtoolCollector) optional(err error, dev, call string, unsupported *at
 		*errs = append(*errs, fmt.Errorf("%s: %w", call, err))
 	}
 	return false
-}
-
-// state returns what the collector keeps for the device.
-func (c *ethtoolCollector) state(index int) *ethtoolDev {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := c.devices[index]
-	if st == nil {
-		st = &ethtoolDev{}
-		c.devices[index] = st
-	}
-	return st
-}
-
-// entry returns the cached plan for the device, re-reading its string
-// sets only when the key (driver, name, set sizes, channels) changed.
-func (c *ethtoolCollector) entry(d ethtoolDevice, st *ethtoolDev, key ethtoolKey) (*ethtoolEntry, error) {
-	if e := st.plan.Load(); e != nil && e.key == key {
-		return e, nil
-	}
-	e := &ethtoolEntry{key: key}
-	if key.nStats > 0 {
-		names, err := c.src.StatNames(d.Name, key.nStats)
-		if err != nil {
-			return nil, err
-		}
-		e.samples = c.classify(d.Label, names)
-	}
-	if key.nPrivFlags > 0 {
-		names, err := c.src.PrivFlagNames(d.Name)
-		switch {
-		case err == nil:
-			seen := make(map[string]bool, len(names))
-			for bit, n := range names {
-				// A name listed twice would be a duplicate series,
-				// which the registry rejects (regression input
-				// dup-private-flag of FuzzEthtoolDump); the first
-				// bit wins.
-				if n = validLabel(n); seen[n] {
-					c.logger.Debug("private flag listed twice; reporting the first", "device", d.Label, "flag", n)
-					continue
-				}
-				seen[n] = true
-				e.privBits = append(e.privBits, bit)
-				e.privPairs = append(e.privPairs, prometheus.MakeLabelPairs(ethtoolPrivFlag.Desc(), []string{d.Label, n}))
-			}
-		case skippable(err):
-			c.logger.Debug("no private flag names", "device", d.Label, "err", err)
-		default:
-			return nil, fmt.Errorf("private flag names: %w", err)
-		}
-	}
-	st.plan.Store(e)
-	return e, nil
-}
-
-// classify decides, once per string set, which series each stat becomes:
-// a curated family, an untyped family (if metrics-include selects it), or
-// nothing. Two stats that land on the same series keep the one whose
-// driver name sorts first, so the choice does not depend on driver order,
-// and the loser is logged at debug level (once: this runs only when the
-// string set changes).
-func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample {
-	type target struct {
-		desc   *prometheus.Desc
-		typ    prometheus.ValueType
-		scale  float64
-		labels []string
-		sum    bool // the stats of every queue add up to this series
-	}
-	type parsed struct {
-		base, queue string
-		perQueue    bool
-	}
-	ps := make([]parsed, len(names))
-	hasPerQueue := map[string]bool{}
-	for i, n := range names {
-		base, q, ok := parseQueue(n)
-		if ok {
-			ps[i] = parsed{base, q, true}
-			hasPerQueue[base] = true
-		} else {
-			ps[i] = parsed{base: n}
-		}
-	}
-
-	type cand struct {
-		t       target
-		indexes []int
-	}
-	series := map[string]*cand{}
-	var order []string
-	for i, n := range names {
-		if n == "" {
-			continue
-		}
-		p := ps[i]
-		var t target
-		if cs, ok := perQueueCurated[p.base]; ok && (p.perQueue || !hasPerQueue[p.base]) {
-			if !c.fams.keeps(cs.fam) {
-				continue
-			}
-			queue, sum := p.queue, p.perQueue && c.sum != nil && c.sum.MatchString(cs.fam.ShortName())
-			if sum {
-				queue = ""
-			}
-			t = target{cs.fam.Desc(), cs.fam.valueType(), cs.scale, labelsFor(dev, queue, cs.extra, true), sum}
-		} else if cs, ok := deviceCurated[n]; ok {
-			if !c.fams.keeps(cs.fam) {
-				continue
-			}
-			t = target{cs.fam.Desc(), cs.fam.valueType(), cs.scale, labelsFor(dev, "", cs.extra, false), false}
-		} else if size, ok := phyRxSize(n); ok {
-			if !c.fams.keeps(ethtoolPhyRxSize) {
-				continue
-			}
-			t = target{ethtoolPhyRxSize.Desc(), prometheus.CounterValue, 1, []string{dev, size}, false}
-		} else {
-			name := sanitizeStat(p.base)
-			if name == "" {
-				c.logger.Debug("ethtool stat has no usable characters; not exported", "device", dev, "stat", n)
-				continue
-			}
-			suffix := "stat_" + name
-			labels := []string{dev}
-			if p.perQueue {
-				suffix = "queue_" + suffix
-				labels = append(labels, p.queue)
-			}
-			if c.metrics != nil && !c.metrics.MatchString(suffix) || c.fams.excludesName(suffix) {
-				continue
-			}
-			t = target{c.untypedDesc(suffix, p.perQueue), prometheus.UntypedValue, 1, labels, false}
-		}
-		key := t.desc.String() + "\xff" + strings.Join(t.labels, "\xff")
-		if s, dup := series[key]; dup {
-			s.indexes = append(s.indexes, i)
-			continue
-		}
-		series[key] = &cand{t: t, indexes: []int{i}}
-		order = append(order, key)
-	}
-	out := make([]ethtoolSample, 0, len(order))
-	for _, k := range order {
-		s := series[k]
-		if s.t.sum {
-			out = append(out, ethtoolSample{
-				idx: s.indexes[0], summed: s.indexes[1:], desc: s.t.desc, typ: s.t.typ, scale: s.t.scale,
-				pairs: prometheus.MakeLabelPairs(s.t.desc, s.t.labels),
-			})
-			continue
-		}
-		keep := s.indexes[0]
-		for _, i := range s.indexes[1:] {
-			if names[i] < names[keep] {
-				keep = i
-			}
-		}
-		for _, i := range s.indexes {
-			if i != keep {
-				c.logger.Debug("ethtool stats collide after parsing and sanitising; keeping one",
-					"device", dev, "kept", names[keep], "dropped", names[i])
-			}
-		}
-		out = append(out, ethtoolSample{
-			idx: keep, desc: s.t.desc, typ: s.t.typ, scale: s.t.scale,
-			pairs: prometheus.MakeLabelPairs(s.t.desc, s.t.labels),
-		})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].idx < out[j].idx })
-	return out
-}
-
-func labelsFor(dev, queue, extra string, withQueue bool) []string {
-	l := []string{dev}
-	if withQueue {
-		l = append(l, queue)
-	}
-	if extra != "" {
-		l = append(l, extra)
-	}
-	return l
-}
-
-// untypedDesc returns the shared descriptor of xdp_ethtool_<suffix>. Its
-// HELP depends only on the name, so two drivers feeding one family agree.
-func (c *ethtoolCollector) untypedDesc(suffix string, perQueue bool) *prometheus.Desc {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d, ok := c.descs[suffix]; ok {
-		return d
-	}
-	var d *prometheus.Desc
-	name := prometheus.BuildFQName(Namespace, "ethtool", suffix)
-	if perQueue {
-		d = prometheus.NewDesc(name, fmt.Sprintf("Per-queue ethtool -S driver stat %q with the queue number moved to the queue label (untyped: drivers do not say whether a stat is a counter or a gauge).",
-			suffix[len("queue_stat_"):]), []string{"device", "queue"}, nil)
-	} else {
-		d = prometheus.NewDesc(name, fmt.Sprintf("ethtool -S driver stat %q, name sanitised (untyped: drivers do not say whether a stat is a counter or a gauge).",
-			suffix[len("stat_"):]), []string{"device"}, nil)
-	}
-	c.descs[suffix] = d
-	return d
 }

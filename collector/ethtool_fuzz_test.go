@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/ethtoolname"
 )
 
 // ethtoolFixtureFiles are the captured dumps under testdata/ethtool.
@@ -23,17 +25,17 @@ func ethtoolFixtureFiles(f *testing.F) []string {
 }
 
 var (
-	// statFragment is what sanitizeStat promises: runs of [a-z0-9] joined
+	// statFragment is what ethtoolname.Sanitize promises: runs of [a-z0-9] joined
 	// by single underscores, nothing at either end.
 	statFragment = regexp.MustCompile(`^(?:[a-z0-9]+(?:_[a-z0-9]+)*)?$`)
-	// queueNumber is a decimal queue number as cutDigits accepts it.
+	// queueNumber is a decimal queue number as ethtoolname.ParseQueue returns it.
 	queueNumber = regexp.MustCompile(`^(?:0|[1-9][0-9]*)$`)
 	phySize     = regexp.MustCompile(`^(?:0|[1-9][0-9]*)(?:_to_(?:0|[1-9][0-9]*))?$`)
 	alnum       = regexp.MustCompile(`[A-Za-z0-9]`)
 )
 
-// queueSpellings are the names parseQueue maps to (base, queue): the
-// driver schemes documented on parseQueue.
+// queueSpellings are the names ethtoolname.ParseQueue maps to (base, queue): the
+// driver schemes documented on ethtoolname.ParseQueue.
 func queueSpellings(base, queue string) []string {
 	out := []string{"[" + queue + "]: " + base, "queue_" + queue + "_" + base}
 	for _, dir := range []string{"rx", "tx", "ch"} {
@@ -48,7 +50,7 @@ func queueSpellings(base, queue string) []string {
 }
 
 // FuzzEthtoolStatName checks the ethtool -S stat-name grammar on arbitrary
-// ETH_SS_STATS strings: parseQueue, sanitizeStat and phyRxSize.
+// ETH_SS_STATS strings: ethtoolname.ParseQueue, Sanitize and PhyRxSize.
 func FuzzEthtoolStatName(f *testing.F) {
 	// One captured name per shape (digit runs aside): the other queues'
 	// copies add no coverage, only baseline time out of CI's 60 s.
@@ -67,7 +69,7 @@ func FuzzEthtoolStatName(f *testing.F) {
 		f.Add(n)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		base, queue, ok := parseQueue(name)
+		base, queue, ok := ethtoolname.ParseQueue(name)
 		if ok {
 			if !queueNumber.MatchString(queue) {
 				t.Fatalf("parseQueue(%q): queue %q is not a decimal number", name, queue)
@@ -84,7 +86,7 @@ func FuzzEthtoolStatName(f *testing.F) {
 			t.Fatalf("parseQueue(%q) failed but returned (%q, %q)", name, base, queue)
 		}
 
-		s := sanitizeStat(name)
+		s := ethtoolname.Sanitize(name)
 		if !statFragment.MatchString(s) {
 			t.Fatalf("sanitizeStat(%q) = %q, not a metric-name fragment", name, s)
 		}
@@ -93,14 +95,14 @@ func FuzzEthtoolStatName(f *testing.F) {
 				t.Fatalf("sanitizeStat(%q) = %q: %s%s is not a valid metric name", name, s, prefix, s)
 			}
 		}
-		if again := sanitizeStat(s); again != s {
+		if again := ethtoolname.Sanitize(s); again != s {
 			t.Fatalf("sanitizeStat not idempotent: %q -> %q -> %q", name, s, again)
 		}
 		if (s == "") == alnum.MatchString(name) {
 			t.Fatalf("sanitizeStat(%q) = %q: empty exactly when the name has no ASCII letter or digit", name, s)
 		}
 
-		if size, ok := phyRxSize(name); ok {
+		if size, ok := ethtoolname.PhyRxSize(name); ok {
 			if !phySize.MatchString(size) || name != "rx_"+size+"_bytes_phy" {
 				t.Fatalf("phyRxSize(%q) = %q", name, size)
 			}

@@ -3,16 +3,13 @@ package collector
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
-	"encoding/hex"
-	"os"
-	"strings"
 	"testing"
 
-	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
 )
 
 // Helpers shared by the fuzz targets (docs/fuzzing.md). Unlike gather they
@@ -82,50 +79,11 @@ func writeAll(t *testing.T, ms []prometheus.Metric) {
 	}
 }
 
-// splitNetlink splits a buffer into netlink messages the way a netlink
-// socket's receive buffer holds them (each nlmsghdr-sized, 4-byte aligned);
-// ok is false when the buffer is not a whole number of messages.
-func splitNetlink(b []byte) (msgs []netlink.Message, ok bool) {
-	for len(b) > 0 {
-		if len(b) < 16 {
-			return nil, false
-		}
-		l := int(binary.NativeEndian.Uint32(b))
-		aligned := (l + 3) &^ 3
-		if l < 16 || aligned > len(b) {
-			return nil, false
-		}
-		var m netlink.Message
-		if err := m.UnmarshalBinary(b[:aligned]); err != nil {
-			return nil, false
-		}
-		msgs = append(msgs, m)
-		b = b[aligned:]
-	}
-	return msgs, true
-}
-
-// hexFixture reads a testdata/netdev file (one message per line in hex,
-// # comments) as one buffer, as the fuzz targets' seeds.
+// hexFixture reads a file of recorded replies as the fuzz targets' seed.
 func hexFixture(f *testing.F, path string) []byte {
-	b, err := os.ReadFile(path)
+	b, err := nltest.ReadHex(path)
 	if err != nil {
 		f.Fatal(err)
 	}
-	var out []byte
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		raw, err := hex.DecodeString(line)
-		if err != nil {
-			f.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, raw...)
-	}
-	if _, ok := splitNetlink(out); !ok {
-		f.Fatalf("%s: not a sequence of netlink messages", path)
-	}
-	return out
+	return b
 }

@@ -21,7 +21,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/safchain/ethtool"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
+	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 )
@@ -291,29 +293,17 @@ func (noSockets) Dump() ([]netlink.Message, error) { return nil, nil }
 func (noSockets) Close() error                     { return nil }
 
 // seedNapi claims a slot per device and context in the napi collector's
-// table, as bpf/slots.h's slot_find does, and counts polls in it.
+// table, as a poll would, and counts polls in it.
 func seedNapi(t testing.TB, c *napiCollector, netns uint64) {
-	owners, claims, hist := c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiClaims], c.maps[bpf.NapiMapNapiHist]
 	cpus, err := ebpf.PossibleCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
-	slot := uint32(owners.MaxEntries())
 	for _, n := range hostNICs {
-		for ctx := range uint64(len(napiContexts)) {
-			for {
-				slot--
-				if claims.Update(slot, netns, ebpf.UpdateNoExist) == nil {
-					break
-				}
-			}
-			vals := make([]bpf.NapiNapiVal, cpus)
+		for ctx := range napi.NapiNapiCtxCTX_THREADED + 1 {
+			vals := make([]napi.NapiNapiVal, cpus)
 			vals[0].Polls[1], vals[0].Polls[64] = 100, 10
-			if err := hist.Update(slot, vals, ebpf.UpdateExist); err != nil {
-				t.Fatal(err)
-			}
-			k1 := uint64(n.ifindex)<<2 | ctx | slotK1
-			if err := owners.Update(slot, slotOwner{K0: netns, K1: k1}, ebpf.UpdateExist); err != nil {
+			if err := c.PutPolls(reap.Device{Ifindex: n.ifindex, Netns: uint32(netns)}, ctx, vals); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -323,21 +313,15 @@ func seedNapi(t testing.TB, c *napiCollector, netns uint64) {
 // seedXDP records, per port, aborted frames and failed redirects of its
 // program.
 func seedXDP(t testing.TB, c *xdpCollector, progs []ebpf.ProgramID) {
-	cpus, err := ebpf.PossibleCPU()
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := make([]uint64, cpus)
-	counts[0] = 5
 	for i, n := range hostNICs {
-		var ek bpf.XdpmonExceptionKey
+		var ek xdpmon.XdpmonExceptionKey
 		ek.Dev.Ifindex, ek.Dev.Netns, ek.ProgId = n.ifindex, c.netns, uint32(progs[i])
-		if err := c.maps[bpf.XdpmonMapExceptions].Update(ek, counts, ebpf.UpdateAny); err != nil {
+		if err := c.PutException(ek, 5); err != nil {
 			t.Fatal(err)
 		}
-		var rk bpf.XdpmonRedirectKey
+		var rk xdpmon.XdpmonRedirectKey
 		rk.Dev.Ifindex, rk.Dev.Netns, rk.ProgId, rk.Err = n.ifindex, c.netns, uint32(progs[i]), -6 // ENXIO
-		if err := c.maps[bpf.XdpmonMapRedirects].Update(rk, counts, ebpf.UpdateAny); err != nil {
+		if err := c.PutRedirect(rk, 5); err != nil {
 			t.Fatal(err)
 		}
 	}

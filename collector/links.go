@@ -2,16 +2,15 @@ package collector
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"strconv"
 	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
-	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
+	"github.com/xdp-exporter/xdp_exporter/internal/labelvalue"
 )
 
 // Link is one network device of the exporter's namespace as one
@@ -88,7 +87,7 @@ func (l *Links) Label(ifindex uint32) string {
 //   - one of another namespace, which only the BPF collectors see, is
 //     netns:INODE/ followed by the name its program recorded, or by
 //     ifindex:N where the program records none.
-func deviceLabel(name string) string { return validLabel(name) }
+func deviceLabel(name string) string { return labelvalue.Escape(name) }
 
 func ifindexLabel(ifindex uint32) string { return "ifindex:" + strconv.FormatUint(uint64(ifindex), 10) }
 
@@ -176,14 +175,4 @@ func kernelBTF(collector string) (*btf.Spec, error) {
 		return nil, Unsupported("kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the %s collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF: %w", collector, err)
 	}
 	return spec, nil
-}
-
-// ownNetns returns the inode of the exporter's network namespace, which
-// the BPF programs record with every device.
-func ownNetns() (uint64, error) {
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
-		return 0, fmt.Errorf("reading the exporter's network namespace: %w", err)
-	}
-	return st.Ino, nil
 }

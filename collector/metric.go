@@ -3,14 +3,13 @@ package collector
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/xdp-exporter/xdp_exporter/internal/labelvalue"
 )
 
 // Type is the Prometheus type of a family as documented in METRICS.md.
@@ -64,12 +63,12 @@ func (f *Family) Desc() *prometheus.Desc { return f.desc }
 
 // Must builds one sample of a counter, gauge or untyped family.
 func (f *Family) Must(value float64, labelValues ...string) prometheus.Metric {
-	return prometheus.MustNewConstMetric(f.desc, f.valueType(), value, validLabels(labelValues)...)
+	return prometheus.MustNewConstMetric(f.desc, f.valueType(), value, labelvalue.EscapeAll(labelValues)...)
 }
 
 // MustCreated is Must with the time the series was created, for a counter.
 func (f *Family) MustCreated(value float64, created time.Time, labelValues ...string) prometheus.Metric {
-	return prometheus.MustNewConstMetricWithCreatedTimestamp(f.desc, f.valueType(), value, created, validLabels(labelValues)...)
+	return prometheus.MustNewConstMetricWithCreatedTimestamp(f.desc, f.valueType(), value, created, labelvalue.EscapeAll(labelValues)...)
 }
 
 // valueType is the client library's value type of a counter, gauge or
@@ -84,46 +83,6 @@ func (f *Family) valueType() prometheus.ValueType {
 		return prometheus.UntypedValue
 	}
 	panic("collector: a sample of the " + string(f.Type) + " family " + f.Name)
-}
-
-// validLabels makes kernel and driver strings usable as label values.
-// Interface names may hold any bytes but '/', ':' and white space, and
-// driver strings (a firmware version read from the NIC's flash) are bytes
-// the driver fills as it likes; a value that is not UTF-8 makes
-// MustNewConstMetric panic (found by FuzzEthtoolDump), so each invalid
-// byte is written as \xNN. The common case, all valid, allocates nothing.
-func validLabels(values []string) []string {
-	for i, v := range values {
-		if !utf8.ValidString(v) {
-			out := slices.Clone(values)
-			for j := i; j < len(out); j++ {
-				out[j] = validLabel(out[j])
-			}
-			return out
-		}
-	}
-	return values
-}
-
-// validLabel escapes each byte that is not UTF-8 as \xNN: unlike one
-// replacement character for all of them, two names that differ only in
-// such bytes keep two label values, and the operator can tell which
-// device it is.
-func validLabel(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		} else {
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
 }
 
 // ShortName is the name --collector.NAME.metrics-include and
@@ -278,81 +237,4 @@ func PatternFamily(collector, pattern, help string, typ Type, labels ...string) 
 	f := &Family{Name: pattern, Help: help, Type: typ, Labels: labels, Collector: collector}
 	catalogue = append(catalogue, f)
 	return f
-}
-
-// deviceLabelDoc is the label and filter policy of links.go, as users
-// read it.
-const deviceLabelDoc = `
-## Devices
-
-Every scrape takes one dump of the exporter's network namespace's
-interfaces (RTM_GETLINK) and every collector names devices from it, so a
-device has one label value in every family of that scrape.
-
-- **device** is the interface name. A byte that is not UTF-8 (Linux allows
-  any byte in a name but '/', ':' and white space) is written ` + "`\\xNN`" + `.
-- A device the exporter cannot name (gone since its counters were
-  recorded, or created after the scrape's dump) is ` + "`ifindex:N`" + `.
-- A device of another network namespace, which only the BPF programs of
-  the xdp and napi collectors see, is ` + "`netns:INODE/NAME`" + ` where the program
-  recorded the name (napi) and ` + "`netns:INODE/ifindex:N`" + ` where it does not
-  (xdp); INODE is the namespace's inode as ` + "`lsns -t net`" + ` shows it.
-- ` + "`--collector.NAME.device-include/-exclude`" + ` (every collector with a
-  device label) are regexps matched against the whole device label
-  (` + "`eth0`" + ` does not select ` + "`veth0`" + `): include first (empty: every device),
-  then exclude.
-- The series column says how many series a family sends per scrape, and
-  what the default flags change (docs/cardinality.md).
-- The xdp and napi collectors delete the kernel map entries of devices,
-  programs and cpumaps that are gone (the device is absent from the
-  dump after a scrape that saw its entry, the id no longer opens), so
-  their series end and the maps keep room for new ones. Devices of
-  another namespace cannot be checked from here: their entries go after
-  10 minutes without counting, and count from zero if the device comes
-  back.
-`
-
-// MetricsMarkdown renders the catalogue as the body of METRICS.md.
-func MetricsMarkdown() string {
-	var b strings.Builder
-	b.WriteString("# Metrics\n\n")
-	b.WriteString("Generated from the code by `go test ./collector -run TestMetricsDoc -update`; a test fails when this file drifts.\n")
-	b.WriteString(deviceLabelDoc)
-	byCollector := map[string][]*Family{}
-	var names []string
-	for _, f := range Catalogue() {
-		c := f.Collector
-		if c == "" {
-			c = "exporter"
-		}
-		if _, ok := byCollector[c]; !ok {
-			names = append(names, c)
-		}
-		byCollector[c] = append(byCollector[c], f)
-	}
-	sort.Strings(names)
-	for _, c := range names {
-		b.WriteString("\n## " + c + "\n\n")
-		if r, ok := registrations[c]; ok {
-			state := "off by default"
-			if r.DefaultEnabled {
-				state = "on by default"
-			}
-			b.WriteString(r.Help + " (`--collector." + c + "`, " + state + ")\n\n")
-			if r.Requires != "" {
-				b.WriteString("Requires: " + r.Requires + "\n\n")
-			}
-		}
-		b.WriteString("| name | type | labels | series | meaning |\n|---|---|---|---|---|\n")
-		for _, f := range byCollector[c] {
-			labels := strings.Join(f.Labels, ", ")
-			help := strings.ReplaceAll(f.Help, "|", "\\|")
-			series := seriesFormula(f)
-			if d := defaultShape(f); d != "" {
-				series += "; " + d
-			}
-			b.WriteString("| `" + f.Name + "` | " + string(f.Type) + " | " + labels + " | " + series + " | " + help + " |\n")
-		}
-	}
-	return b.String()
 }

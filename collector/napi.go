@@ -2,24 +2,21 @@ package collector
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
+	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
-
-// napiMaxWork is NAPI_MAX_WORK in bpf/napi.c: the histogram has one bucket
-// per work value up to it.
-const napiMaxWork = 64
 
 var (
 	napiPollWork = newFamily("napi", "poll_work",
@@ -51,32 +48,6 @@ var (
 		Counter, "cpu", "vector")
 )
 
-// napiContexts names enum napi_ctx of bpf/napi.c by value.
-var napiContexts = [...]string{"other", "idle", "ksoftirqd", "threaded"}
-
-// softirqVectors names the vectors as /proc/softirqs does, by number
-// (include/linux/interrupt.h; the order is kernel ABI for the tracepoints).
-var softirqVectors = [...]string{"HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"}
-
-// napiPrograms are the programs of bpf/napi.c; napiSoftirq those attached
-// only with NapiConfig.Softirq.
-var napiPrograms = []tracepointProgram{
-	{prog: bpf.NapiProgNapiPoll, params: []string{"struct napi_struct *", "int", "int"}},
-	{prog: bpf.NapiProgSoftirqEntry, params: []string{"unsigned int"}},
-	{prog: bpf.NapiProgSoftirqExit, params: []string{"unsigned int"}},
-	{prog: bpf.NapiProgSoftirqRaise, params: []string{"unsigned int"}},
-}
-
-var napiSoftirq = map[string]bool{bpf.NapiProgSoftirqEntry: true, bpf.NapiProgSoftirqExit: true, bpf.NapiProgSoftirqRaise: true}
-
-// napiGroup is the tracefs group of a napi program's tracepoint.
-func napiGroup(prog string) string {
-	if napiSoftirq[prog] {
-		return "irq"
-	}
-	return "napi"
-}
-
 func init() {
 	register(Registration{
 		Name:           "napi",
@@ -107,7 +78,8 @@ type NapiConfig struct {
 	// kernel either way: the limit bounds series, not cost.
 	SoftirqVectors []string
 	// ForeignIdle is how long a device of another network namespace may
-	// poll nothing before its slot is freed (reap.go); foreignIdle when 0.
+	// poll nothing before its slot is freed (bpf/reap); reap.DefaultIdle
+	// when 0.
 	ForeignIdle time.Duration
 	// Filter's devices are those whose polls are reported (all are
 	// counted in the kernel either way).
@@ -116,12 +88,11 @@ type NapiConfig struct {
 
 // napiCollector owns the napi programs, their links and maps.
 type napiCollector struct {
-	*tracepointSet
+	*napi.Objects
 	devices deviceFilter
 	fams    familyFilter
-	vectors [len(softirqVectors)]bool
+	vectors [len(napi.SoftirqVectors)]bool
 	netns   uint64 // the exporter's own network namespace inode
-	reaper  *reaper[slotKey]
 }
 
 // NewNapiCollector loads and attaches the napi programs.
@@ -130,7 +101,7 @@ func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (Collector, error) {
 }
 
 func loadNapiCollector(cfg NapiConfig, logger *slog.Logger) (*napiCollector, error) {
-	spec, err := bpf.LoadNapi()
+	spec, err := napi.Spec()
 	if err != nil {
 		return nil, err
 	}
@@ -138,177 +109,111 @@ func loadNapiCollector(cfg NapiConfig, logger *slog.Logger) (*napiCollector, err
 }
 
 // newNapiCollector attaches the programs of spec that cfg asks for (see
-// tracepointSet); only when none attaches does it fail.
+// tracing.Load); only when none attaches does it fail.
 func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.CollectionSpec) (*napiCollector, error) {
-	c := &napiCollector{reaper: newReaper[slotKey](cfg.ForeignIdle), devices: cfg.Devices, fams: cfg.Families}
+	c := &napiCollector{devices: cfg.Devices, fams: cfg.Families}
 	if len(cfg.SoftirqVectors) == 0 {
 		for i := range c.vectors {
 			c.vectors[i] = true
 		}
 	}
 	for _, name := range cfg.SoftirqVectors {
-		i := vectorIndex(strings.TrimSpace(name))
+		i := slices.Index(napi.SoftirqVectors[:], strings.TrimSpace(name))
 		if i < 0 {
-			return nil, fmt.Errorf("unknown softirq vector %q (want one of %s)", name, strings.Join(softirqVectors[:], ","))
+			return nil, fmt.Errorf("unknown softirq vector %q (want one of %s)", name, strings.Join(napi.SoftirqVectors[:], ","))
 		}
 		c.vectors[i] = true
 	}
-	netns, err := ownNetns()
+	netns, err := rtnl.OwnNetns()
 	if err != nil {
 		return nil, err
 	}
 	c.netns = netns
-	var progs []tracepointProgram
-	for _, p := range napiPrograms {
-		if !napiSoftirq[p.prog] || cfg.Softirq {
-			progs = append(progs, p)
-		}
-	}
-	if c.tracepointSet, err = loadTracepoints("napi", logger, spec, progs, napiGroup); err != nil {
-		return nil, err
+	if c.Objects, err = napi.New(spec, cfg.Softirq, cfg.ForeignIdle, logger); err != nil {
+		return nil, tracingErr("napi", err)
 	}
 	return c, nil
 }
 
-func vectorIndex(name string) int {
-	for i, v := range softirqVectors {
-		if v == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // Update emits the histogram and softirq counters. While a tracepoint is
-// missing it returns ErrUnsupported or ErrUnavailable (see missingErr; the
-// reason was logged at startup) after emitting everything the attached
-// programs feed.
+// missing it returns ErrUnsupported or ErrUnavailable (see
+// missingTracepoints; the reason was logged at startup) after emitting
+// everything the attached programs feed.
 func (c *napiCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
-	c.emitAttached(ch, c.fams, napiTracepointAttached)
+	sendAttached(ch, c.fams, napiTracepointAttached, c.Set)
 	var errs []error
-	for _, p := range c.progs {
-		st, err := p.prog.Stats()
+	for _, p := range c.Progs {
+		st, err := p.Prog.Stats()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("reading the stats of the %s program: %w", p.tracepoint, err))
+			errs = append(errs, fmt.Errorf("reading the stats of the %s program: %w", p.Tracepoint, err))
 			continue
 		}
-		c.fams.send(ch, napiRecursionMisses, float64(st.RecursionMisses), p.tracepoint)
+		c.fams.send(ch, napiRecursionMisses, float64(st.RecursionMisses), p.Tracepoint)
 	}
-	if c.attached["napi:napi_poll"] {
-		errs = append(errs, c.updatePolls(ctx, snap, ch))
+	if c.Attached[napi.PollTracepoint] {
+		errs = append(errs, c.updatePolls(snap, ch))
 	}
-	if c.attached["irq:softirq_entry"] || c.attached["irq:softirq_raise"] {
+	if c.Attached[napi.SoftirqEntryTracepoint] || c.Attached[napi.SoftirqRaiseTracepoint] {
 		errs = append(errs, c.updateSoftirqs(ch))
 	}
-	errs = append(errs, c.missingErr())
+	errs = append(errs, missingTracepoints(c.Set))
 	return errors.Join(errs...)
 }
 
-// napiSeries is one histogram: a device in a namespace and a context.
-type napiSeries struct {
-	polls                 [napiMaxWork + 1]uint64
-	bigPolls, bigWork     uint64
-	exhausted, overBudget uint64
-	device, context       string
-}
-
-func (c *napiCollector) updatePolls(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
-	owners, hist := c.maps[bpf.NapiMapNapiOwners], c.maps[bpf.NapiMapNapiHist]
-	slots, err := readSlots[bpf.NapiNapiVal](owners, hist)
-	if err != nil {
-		return fmt.Errorf("reading the napi histogram: %w", err)
-	}
+func (c *napiCollector) updatePolls(snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	links, err := snap.Get()
 	if links == nil {
 		return err
 	}
-	table := slotTable{owners: owners, claims: c.maps[bpf.NapiMapNapiClaims], values: hist}
-	slots, err = reapSlots(c.reaper, table, slots, napiPolls, func(k slotKey) fate {
-		return deviceFate(links, c.netns, k.k0, uint32(k.k1>>2))
-	})
+	polls, err := c.Polls(func(d reap.Device) reap.Fate { return deviceFate(links, c.netns, d) })
 	if err != nil {
-		return fmt.Errorf("freeing the napi slots of devices that are gone: %w", err)
+		return fmt.Errorf("reading the napi histogram: %w", err)
 	}
-	for _, e := range slots {
-		ifindex := uint32(e.key.k1 >> 2)
-		s := napiSeries{context: "unknown"}
-		if e.key.k0 == c.netns {
-			s.device = links.Label(ifindex)
-		} else {
-			// The exporter cannot see names in another namespace: the
-			// name the device had when its slot was claimed.
-			var n bpf.NapiDevName
-			if err := c.maps[bpf.NapiMapNapiNames].Lookup(e.index[0], &n); err != nil {
-				return fmt.Errorf("reading a napi device name: %w", err)
+	for _, p := range polls {
+		device := links.Label(p.Device.Ifindex)
+		if uint64(p.Device.Netns) != c.netns {
+			name, err := c.RecordedName(p)
+			if err != nil {
+				return err
 			}
-			s.device = foreignLabel(e.key.k0, deviceLabel(recordedName(n.Dev)))
+			device = foreignLabel(uint64(p.Device.Netns), deviceLabel(name))
 		}
-		if !c.devices.selects(s.device) {
+		if !c.devices.selects(device) {
 			continue
 		}
-		if ctx := int(e.key.k1 & 3); ctx < len(napiContexts) {
-			s.context = napiContexts[ctx]
-		}
-		for _, perCPU := range e.slots {
-			for _, v := range perCPU {
-				for w, n := range v.Polls {
-					s.polls[w] += n
-				}
-				s.bigPolls += v.BigPolls
-				s.bigWork += v.BigWork
-				s.exhausted += v.Exhausted
-				s.overBudget += v.OverBudget
-			}
-		}
 		if c.fams.keeps(napiPollWork) {
-			ch <- s.histogram()
+			ch <- pollHistogram(p, device)
 		}
-		c.fams.send(ch, napiBudgetExhausted, float64(s.exhausted), s.device, s.context)
-		c.fams.send(ch, napiOverBudget, float64(s.overBudget), s.device, s.context)
+		c.fams.send(ch, napiBudgetExhausted, float64(p.Exhausted), device, p.Context)
+		c.fams.send(ch, napiOverBudget, float64(p.OverBudget), device, p.Context)
 	}
-	var dropped []uint64
-	if err := c.maps[bpf.NapiMapNapiDropped].Lookup(uint32(0), &dropped); err != nil {
-		return fmt.Errorf("reading the untracked poll count: %w", err)
+	untracked, err := c.Untracked()
+	if err != nil {
+		return err
 	}
-	c.fams.send(ch, napiUntracked, float64(perCPUSum(dropped)))
+	c.fams.send(ch, napiUntracked, float64(untracked))
 	return nil
 }
 
-// napiPolls is a slot's poll count, the activity reap.go watches.
-func napiPolls(e slotCounts[bpf.NapiNapiVal]) uint64 {
-	var n uint64
-	for _, perCPU := range e.slots {
-		for _, v := range perCPU {
-			n += v.BigPolls
-			for _, p := range v.Polls {
-				n += p
-			}
-		}
-	}
-	return n
-}
-
-// histogram turns per-value poll counts into cumulative le buckets.
-func (s napiSeries) histogram() prometheus.Metric {
-	buckets := make(map[float64]uint64, len(s.polls))
+// pollHistogram turns per-value poll counts into cumulative le buckets.
+func pollHistogram(p napi.Polls, device string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(p.Polls))
 	var count, work uint64
-	for w, n := range s.polls {
+	for w, n := range p.Polls {
 		count += n
 		work += uint64(w) * n
 		buckets[float64(w)] = count
 	}
-	count += s.bigPolls
-	work += s.bigWork
-	return prometheus.MustNewConstHistogram(napiPollWork.Desc(), count, float64(work), buckets, s.device, s.context)
+	count += p.BigPolls
+	work += p.BigWork
+	return prometheus.MustNewConstHistogram(napiPollWork.Desc(), count, float64(work), buckets, device, p.Context)
 }
 
 func (c *napiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
-	seconds := c.attached["irq:softirq_entry"] && c.attached["irq:softirq_exit"]
-	perVec := make([][]bpf.NapiSoftirqVal, len(softirqVectors))
-	for vec := range softirqVectors {
-		if err := c.maps[bpf.NapiMapSoftirqs].Lookup(uint32(vec), &perVec[vec]); err != nil {
-			return fmt.Errorf("reading softirq vector %s: %w", softirqVectors[vec], err)
-		}
+	seconds := c.Attached[napi.SoftirqEntryTracepoint] && c.Attached[napi.SoftirqExitTracepoint]
+	perVec, err := c.Softirqs()
+	if err != nil {
+		return err
 	}
 	for cpu := range perVec[0] {
 		// A CPU that has run no softirq at all since the collector
@@ -321,15 +226,15 @@ func (c *napiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 			continue
 		}
 		cpuLabel := strconv.Itoa(cpu)
-		for vec, name := range softirqVectors {
+		for vec, name := range napi.SoftirqVectors {
 			if !c.vectors[vec] {
 				continue
 			}
 			v := perVec[vec][cpu]
-			if c.attached["irq:softirq_entry"] {
+			if c.Attached[napi.SoftirqEntryTracepoint] {
 				c.fams.send(ch, softirqEntries, float64(v.Entries), cpuLabel, name)
 			}
-			if c.attached["irq:softirq_raise"] {
+			if c.Attached[napi.SoftirqRaiseTracepoint] {
 				c.fams.send(ch, softirqRaises, float64(v.Raises), cpuLabel, name)
 			}
 			if seconds {
@@ -338,23 +243,4 @@ func (c *napiCollector) updateSoftirqs(ch chan<- prometheus.Metric) error {
 		}
 	}
 	return nil
-}
-
-// perCPUSum adds up the per-CPU copies of a BPF counter.
-func perCPUSum(xs []uint64) uint64 {
-	var t uint64
-	for _, x := range xs {
-		t += x
-	}
-	return t
-}
-
-// recordedName turns the two words of a device name a program recorded
-// (struct dev_name of bpf/slots.h) back into the NUL-terminated name
-// they hold (the programs are little endian only).
-func recordedName(words [2]uint64) string {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:8], words[0])
-	binary.LittleEndian.PutUint64(b[8:], words[1])
-	return unix.ByteSliceToString(b[:])
 }

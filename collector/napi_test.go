@@ -18,7 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/procfs"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -95,7 +95,7 @@ func newTestNapi(t testing.TB, cfg NapiConfig) *napiCollector {
 // polls is one device's histogram in one context.
 type polls struct {
 	count, work uint64
-	byWork      [napiMaxWork + 1]uint64 // de-cumulated buckets
+	byWork      [napi.MaxWork + 1]uint64 // de-cumulated buckets
 	exhausted   uint64
 }
 
@@ -116,8 +116,8 @@ func devicePolls(t testing.TB, mfs map[string]*dto.MetricFamily, device string) 
 		}
 		h := m.GetHistogram()
 		p := polls{count: h.GetSampleCount(), work: uint64(h.GetSampleSum())}
-		if len(h.GetBucket()) != napiMaxWork+1 {
-			t.Fatalf("%s/%s: %d buckets, want %d", device, ctxName, len(h.GetBucket()), napiMaxWork+1)
+		if len(h.GetBucket()) != napi.MaxWork+1 {
+			t.Fatalf("%s/%s: %d buckets, want %d", device, ctxName, len(h.GetBucket()), napi.MaxWork+1)
 		}
 		var prev, weighted uint64
 		for i, b := range h.GetBucket() {
@@ -231,8 +231,8 @@ func TestNapiPollHistogram(t *testing.T) {
 	var completed uint64
 	for ctxName, p := range byCtx {
 		// veth's budget is 64: a poll with work 64 exhausted it.
-		if p.exhausted != p.byWork[napiMaxWork] {
-			t.Errorf("%s: %d polls exhausted the budget, but %d did 64 packets", ctxName, p.exhausted, p.byWork[napiMaxWork])
+		if p.exhausted != p.byWork[napi.MaxWork] {
+			t.Errorf("%s: %d polls exhausted the budget, but %d did 64 packets", ctxName, p.exhausted, p.byWork[napi.MaxWork])
 		}
 		completed += p.count - p.exhausted
 	}
@@ -336,11 +336,11 @@ func TestNapiThreadedContext(t *testing.T) {
 // naming the tracepoint.
 func TestNapiMissingTracepoint(t *testing.T) {
 	lab := newNapiLab(t)
-	spec, err := bpf.LoadNapi()
+	spec, err := napi.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Programs[bpf.NapiProgSoftirqRaise].AttachTo = "xdp_exporter_no_such_tracepoint"
+	spec.Programs[napi.NapiProgSoftirqRaise].AttachTo = "xdp_exporter_no_such_tracepoint"
 	const missing = "irq:xdp_exporter_no_such_tracepoint"
 	c, err := newNapiCollector(NapiConfig{Softirq: true}, slog.New(slog.DiscardHandler), spec)
 	if err != nil {

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/irq"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 )
 
@@ -124,12 +122,8 @@ func netdevGet[T any](c *netdevCollector, cmd uint8, fetch func(netdev.Source) (
 		c.unsupported[cmd] = true
 		c.mu.Unlock()
 		if first {
-			hint := "the kernel is too old for it"
-			if cmd == netdev.CmdPagePoolStatsGet {
-				hint = "the kernel was built without CONFIG_PAGE_POOL_STATS"
-			}
 			c.logger.Info("netdev command not supported by this kernel; its metrics are left out",
-				"command", netdev.CmdNames[cmd], "hint", hint, "err", err)
+				"command", netdev.CmdNames[cmd], "hint", netdev.UnsupportedHint(cmd), "err", err)
 		}
 		return nil, false, nil
 	}
@@ -274,41 +268,32 @@ func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 	if !ok {
 		return errors.Join(errs...)
 	}
-	affinity := map[uint32][2]string{}
+	affinity := map[uint32]irq.Affinity{}
 	for _, q := range queues {
 		dev, ok := c.device(links, q.Ifindex)
 		if !ok {
 			continue
 		}
-		var napiID, irq, cpus, effective string
+		var napiID, irqLabel, cpus, effective string
 		if q.NapiID != 0 {
 			napiID = strconv.FormatUint(uint64(q.NapiID), 10)
 		}
 		if n := byID[q.NapiID]; q.NapiID != 0 && n != nil && n.HasIRQ {
-			irq = strconv.FormatUint(uint64(n.IRQ), 10)
+			irqLabel = strconv.FormatUint(uint64(n.IRQ), 10)
 			a, seen := affinity[n.IRQ]
 			if !seen {
-				a = [2]string{c.irqFile(n.IRQ, "smp_affinity_list"), c.irqFile(n.IRQ, "effective_affinity_list")}
+				var err error
+				if a, err = irq.ReadAffinity(c.cfg.ProcFS, n.IRQ); err != nil {
+					c.logger.Debug("reading IRQ affinity", "irq", n.IRQ, "err", err)
+				}
 				affinity[n.IRQ] = a
 			}
-			cpus, effective = a[0], a[1]
+			cpus, effective = a.Allowed, a.Effective
 		}
 		c.cfg.Families.send(ch, netdevQueueInfo, 1, dev, strconv.FormatUint(uint64(q.ID), 10), netdev.QueueTypeName(q.QueueType),
-			napiID, irq, cpus, effective)
+			napiID, irqLabel, cpus, effective)
 	}
 	return errors.Join(errs...)
-}
-
-// irqFile reads one /proc/irq/N file; a missing file (an IRQ freed since
-// napi-get answered, or effective_affinity_list on a kernel without
-// CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK) yields an empty label.
-func (c *netdevCollector) irqFile(irq uint32, name string) string {
-	b, err := os.ReadFile(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(irq), 10), name))
-	if err != nil {
-		c.logger.Debug("reading IRQ affinity", "irq", irq, "file", name, "err", err)
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Links) error {

@@ -18,7 +18,10 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 )
 
-// Fixtures under testdata/netdev are netlink messages, one per line in hex,
+// netdevReplies are the netdev reader's recorded replies.
+const netdevReplies = "../internal/kernel/netdev/testdata/replies"
+
+// Fixtures under netdevReplies are netlink messages, one per line in hex,
 // exactly as the kernel sends them (struct nlmsghdr, struct genlmsghdr,
 // attributes). Lines starting with # say where the file came from.
 //
@@ -284,7 +287,7 @@ const constructedComment = "CONSTRUCTED, not captured: no kernel on the developm
 // builds them and, with -netdev.capture, records the captured ones from
 // this kernel.
 func TestNetdevFixtures(t *testing.T) {
-	dir := filepath.Join("testdata", "netdev")
+	dir := netdevReplies
 	built := constructedFixtures(t)
 	if *captureNetdev {
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
+	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
 )
 
 // fuzzNetdevSource answers each dump with the fuzz input's messages of that
@@ -40,14 +41,14 @@ func FuzzNetdevDecode(f *testing.F) {
 	var all []byte
 	for _, name := range []string{"dev-get", "qstats-get", "qstats-get-queue", "queue-get", "queue-get-irq",
 		"napi-get", "napi-get-irq", "page-pool-get", "page-pool-stats-get"} {
-		b := hexFixture(f, filepath.Join("testdata", "netdev", name+".hex"))
+		b := hexFixture(f, filepath.Join(netdevReplies, name+".hex"))
 		f.Add(b)
 		all = append(all, b...)
 	}
 	f.Add(all)
 	procFS := f.TempDir()
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		nms, ok := splitNetlink(raw)
+		nms, ok := nltest.Split(raw)
 		if !ok {
 			return
 		}
@@ -91,7 +92,7 @@ func FuzzNetdevDecode(f *testing.F) {
 func FuzzXDPDiag(f *testing.F) {
 	b := hexFixture(f, xskFixturePath)
 	f.Add(b)
-	msgs, _ := splitNetlink(b)
+	msgs, _ := nltest.Split(b)
 	for _, m := range msgs {
 		raw, err := m.MarshalBinary()
 		if err != nil {
@@ -100,7 +101,7 @@ func FuzzXDPDiag(f *testing.F) {
 		f.Add(raw)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		msgs, ok := splitNetlink(raw)
+		msgs, ok := nltest.Split(raw)
 		if !ok {
 			return
 		}

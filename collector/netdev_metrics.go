@@ -6,52 +6,6 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 )
 
-// netdevQstatHelp explains each qstats attribute, condensed from the spec's
-// doc strings (Documentation/netlink/specs/netdev.yaml, attribute-set qstats).
-var netdevQstatHelp = [len(netdev.QstatNames)]string{
-	"wire packets received and passed to the stack (XDP counts as the stack: packets XDP consumed are included)",
-	"bytes received, see rx-packets",
-	"wire packets sent (in device memory, usually DMA-completed)",
-	"bytes sent, see tx-packets",
-	"skb or buffer allocation failures on the RX path (may or may not drop)",
-	"packets that entered the device but never left it (lack of buffers, errors, policies, filters)",
-	"packets dropped for transient lack of resources (buffer space, host descriptors)",
-	"packets marked CHECKSUM_COMPLETE",
-	"packets marked CHECKSUM_UNNECESSARY",
-	"packets the device did not checksum",
-	"packets with a bad checksum (still delivered)",
-	"packets built by HW-GRO coalescing",
-	"bytes of packets built by HW-GRO coalescing",
-	"wire packets coalesced by HW-GRO",
-	"wire bytes coalesced by HW-GRO",
-	"packets the device dropped because the RX bitrate exceeded its rate limit",
-	"packets that arrived at the device but never left it (errors, policies, filters)",
-	"packets dropped as invalid or malformed",
-	"packets that did not need the device to checksum",
-	"packets that needed the device to checksum",
-	"packets the device segmented (HW-GSO)",
-	"bytes of packets the device segmented (HW-GSO)",
-	"wire packets produced by HW-GSO",
-	"wire bytes produced by HW-GSO",
-	"packets the device dropped because the TX bitrate exceeded its rate limit",
-	"times the driver stopped the queue because it was full",
-	"times the driver restarted a stopped queue",
-}
-
-var netdevPagePoolStatHelp = [len(netdev.PagePoolStatNames)]string{
-	"allocations served from the pool's lockless per-NAPI cache",
-	"allocations that fell back to the page allocator (order-0)",
-	"allocations that fell back to the page allocator (high order)",
-	"times the ptr_ring was empty when refilling the cache",
-	"pages moved from the ptr_ring into the cache",
-	"allocations that could not be recycled (NUMA mismatch) and were waived",
-	"pages recycled into the per-NAPI cache",
-	"pages not recycled because the cache was full",
-	"pages recycled into the ptr_ring",
-	"pages not recycled because the ptr_ring was full (released to the page allocator)",
-	"pages released because they were still referenced elsewhere",
-}
-
 var (
 	// netdevQstatsDevice[i] and netdevQstatsQueue[i] carry netdev.QstatNames[i].
 	netdevQstatsDevice [len(netdev.QstatNames)]*Family
@@ -100,15 +54,15 @@ func metricStem(attr string) string { return strings.ReplaceAll(attr, "-", "_") 
 func init() {
 	for i, attr := range netdev.QstatNames {
 		netdevQstatsDevice[i] = newFamily("netdev", "qstats_"+metricStem(attr)+"_total",
-			"Device total of "+netdevQstatHelp[i]+" (netdev netlink qstats-get "+attr+", device scope: includes the driver's base stats of queues since removed, so it survives queue reconfiguration).",
+			"Device total of "+netdev.QstatDocs[i]+" (netdev netlink qstats-get "+attr+", device scope: includes the driver's base stats of queues since removed, so it survives queue reconfiguration).",
 			Counter, "device")
 		netdevQstatsQueue[i] = newFamily("netdev", "queue_"+metricStem(attr)+"_total",
-			"Per-queue "+netdevQstatHelp[i]+" (netdev netlink qstats-get "+attr+", scope queue: may restart from 0 when the queue is reconfigured).",
+			"Per-queue "+netdev.QstatDocs[i]+" (netdev netlink qstats-get "+attr+", scope queue: may restart from 0 when the queue is reconfigured).",
 			Counter, "device", "queue", "type")
 	}
 	for i, attr := range netdev.PagePoolStatNames {
 		netdevPagePoolStats[i] = newFamily("netdev", "page_pool_"+metricStem(attr)+"_total",
-			"Page pool "+netdevPagePoolStatHelp[i]+" (netdev netlink page-pool-stats-get "+attr+", needs CONFIG_PAGE_POOL_STATS).",
+			"Page pool "+netdev.PagePoolStatDocs[i]+" (netdev netlink page-pool-stats-get "+attr+", needs CONFIG_PAGE_POOL_STATS).",
 			Counter, "device", "pool_id", "napi_id")
 	}
 }

@@ -204,7 +204,7 @@ func TestNetdevLiveUnsupported(t *testing.T) {
 // replayCollector builds the collector on the fixtures; override swaps a
 // request's file (or, with "", makes the command unsupported).
 func replayCollector(t testing.TB, cfg NetdevConfig, override map[string]string) (Collector, *replaySource, *bytes.Buffer) {
-	src := &replaySource{dir: filepath.Join("testdata", "netdev"), override: override}
+	src := &replaySource{dir: netdevReplies, override: override}
 	var log bytes.Buffer
 	c := newNetdevCollector(cfg, slog.New(slog.NewTextHandler(&log, nil)), src)
 	return onLinks{c, fixtureLinks()}, src, &log

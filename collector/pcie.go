@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/irq"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci"
 )
@@ -88,7 +88,7 @@ type pcieCollector struct {
 func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	cfg.SysFS = sysRoot(cfg.SysFS)
 	cfg.ProcFS = procRoot(cfg.ProcFS)
-	if _, err := os.Stat(filepath.Join(cfg.SysFS, "bus", "pci")); err != nil {
+	if err := pci.CheckBus(cfg.SysFS); err != nil {
 		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
 	}
 	c := &pcieCollector{cfg: cfg, logger: logger}
@@ -178,7 +178,7 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, 
 		}
 	}
 	for hop := 0; hop < len(nic.Hops); hop += 2 {
-		if degraded, known := linkDegraded(nic.Hops, hop); known {
+		if degraded, known := pci.LinkDegraded(nic.Hops, hop); known {
 			v := 0.0
 			if degraded {
 				v = 1
@@ -198,12 +198,8 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, 
 			c.cfg.Families.send(ch, pcieCPURemote, remote, dev, strconv.Itoa(cpu))
 		}
 	}
-	for _, q := range c.rxQueues(l, nic, irqs) {
-		cpus, err := cpulist.Read(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(q.irq), 10), "effective_affinity_list"))
-		if err != nil || len(cpus) == 0 {
-			// Kernels without CONFIG_GENERIC_IRQ_EFFECTIVE_AFF_MASK.
-			cpus, err = cpulist.Read(filepath.Join(c.cfg.ProcFS, "irq", strconv.FormatUint(uint64(q.irq), 10), "smp_affinity_list"))
-		}
+	for _, q := range pci.RxQueueIRQs(filepath.Join(c.cfg.ProcFS, "irq"), nic, l.Name, queueIRQs(irqs, l.Index)) {
+		cpus, err := irq.EffectiveCPUs(c.cfg.ProcFS, q.IRQ)
 		if err != nil || len(cpus) == 0 {
 			continue // the IRQ was freed since it was listed
 		}
@@ -213,52 +209,19 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, 
 				remote++
 			}
 		}
-		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.queue),
-			strconv.FormatUint(uint64(q.irq), 10), cpulist.Format(cpus))
+		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.Queue),
+			strconv.FormatUint(uint64(q.IRQ), 10), cpulist.Format(cpus))
 	}
 }
 
-// rxQueueIRQ is an RX queue and the IRQ that serves it.
-type rxQueueIRQ struct {
-	queue int
-	irq   uint32
-}
-
-// rxQueues maps the NIC's RX queues to their IRQs: from netdev netlink
-// where the kernel links the queue to a NAPI with an IRQ, else from the
-// names the driver gave its MSI-X vectors.
-func (c *pcieCollector) rxQueues(l Link, nic *pci.NIC, irqs map[netdev.QueueKey]uint32) []rxQueueIRQ {
-	var out []rxQueueIRQ
+// queueIRQs are the IRQs of the device's RX queues, by queue, that the
+// netdev family reported.
+func queueIRQs(irqs map[netdev.QueueKey]uint32, ifindex uint32) map[int]uint32 {
+	out := map[int]uint32{}
 	for k, irq := range irqs {
-		if k.Ifindex == l.Index {
-			out = append(out, rxQueueIRQ{queue: int(k.Queue), irq: irq})
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	for _, irq := range nic.MSIIRQs {
-		if q, ok := pci.IRQQueue(filepath.Join(c.cfg.ProcFS, "irq"), irq, l.Name); ok {
-			out = append(out, rxQueueIRQ{queue: q, irq: irq})
+		if k.Ifindex == ifindex {
+			out[int(k.Queue)] = irq
 		}
 	}
 	return out
-}
-
-// linkDegraded compares the link of hops[i] (the NIC or a switch's
-// upstream port) with the port above it, hops[i+1], which reports the
-// same link from the other end: the link can do the lower of the two
-// ends' maximum speed and width. known is false without link files.
-func linkDegraded(hops []pci.Hop, i int) (degraded, known bool) {
-	h := hops[i]
-	if h.Speed == 0 || h.Width == 0 || h.MaxSpeed == 0 || h.MaxWidth == 0 {
-		return false, false
-	}
-	capSpeed, capWidth := h.MaxSpeed, h.MaxWidth
-	if i+1 < len(hops) {
-		if p := hops[i+1]; p.MaxSpeed > 0 && p.MaxWidth > 0 {
-			capSpeed, capWidth = min(capSpeed, p.MaxSpeed), min(capWidth, p.MaxWidth)
-		}
-	}
-	return h.Speed < capSpeed || h.Width < capWidth, true
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 
@@ -168,12 +166,9 @@ func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, erro
 	cfg.SysFS = sysRoot(cfg.SysFS)
 	cpus := cfg.CPUs
 	if cpus == nil {
-		b, err := os.ReadFile(filepath.Join(cfg.SysFS, "devices", "system", "cpu", "online"))
-		if err != nil {
+		var err error
+		if cpus, err = cpulist.Online(cfg.SysFS); err != nil {
 			return nil, fmt.Errorf("perf: listing online CPUs: %w", err)
-		}
-		if cpus, err = cpulist.Parse(string(b)); err != nil {
-			return nil, fmt.Errorf("perf: %s/devices/system/cpu/online: %w", cfg.SysFS, err)
 		}
 	}
 	c := &perfCollector{available: map[string]bool{}, fams: cfg.Families, logger: logger}
@@ -216,25 +211,18 @@ func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, erro
 	return c, nil
 }
 
-// openPerfGroupAllCPUs opens spec on each CPU, or nothing: a group missing
-// on some CPUs would make per-CPU comparisons misleading.
+// openPerfGroupAllCPUs opens spec on each CPU, or on none.
 func openPerfGroupAllCPUs(spec *perfGroupSpec, cpus []int) ([]*perfGroup, error) {
 	events := make([]perfevent.Event, len(spec.events))
 	for i, e := range spec.events {
 		events[i] = e.Event
 	}
-	var out []*perfGroup
-	for _, cpu := range cpus {
-		g, err := perfevent.Open(spec.name, events, cpu)
-		if err != nil {
-			for _, o := range out {
-				o.group.Close()
-			}
-			return nil, err
-		}
-		out = append(out, &perfGroup{spec: spec, cpu: strconv.Itoa(cpu), group: g})
+	groups, err := perfevent.OpenOnCPUs(spec.name, events, cpus)
+	out := make([]*perfGroup, len(groups))
+	for i, g := range groups {
+		out[i] = &perfGroup{spec: spec, cpu: strconv.Itoa(cpus[i]), group: g}
 	}
-	return out, nil
+	return out, err
 }
 
 // Update reads every group; a group that fails to read is reported in the

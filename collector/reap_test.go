@@ -17,7 +17,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
@@ -68,21 +68,18 @@ func (l *reapLab) scrape() map[string]*dto.MetricFamily {
 // sizes counts the keys in the exceptions map and the claimed napi slots.
 func (l *reapLab) sizes() (exceptions, napiSlots int) {
 	l.t.Helper()
-	var k bpf.XdpmonExceptionKey
+	var k xdpmon.XdpmonExceptionKey
 	var v []uint64
-	it := l.xdp.maps[bpf.XdpmonMapExceptions].Iterate()
+	it := l.xdp.Maps[xdpmon.XdpmonMapExceptions].Iterate()
 	for it.Next(&k, &v) {
 		exceptions++
 	}
 	if err := it.Err(); err != nil {
 		l.t.Fatal(err)
 	}
-	slots, err := readSlots[bpf.NapiNapiVal](l.napi.maps[bpf.NapiMapNapiOwners], l.napi.maps[bpf.NapiMapNapiHist])
+	napiSlots, err := l.napi.ClaimedSlots()
 	if err != nil {
 		l.t.Fatal(err)
-	}
-	for _, s := range slots {
-		napiSlots += len(s.index)
 	}
 	return exceptions, napiSlots
 }
@@ -294,48 +291,4 @@ func TestReapChurn(t *testing.T) {
 	}
 	e, s := l.sizes()
 	t.Logf("after the churn: %d exception keys, %d napi slots", e, s)
-}
-
-// TestReaperSweep checks the rules of reap.go on a clock the test moves:
-// a gone key is deleted only once a previous sweep has seen it, a key the
-// exporter cannot check only after idle without counting, a live one never.
-func TestReaperSweep(t *testing.T) {
-	now := time.Unix(1000, 0)
-	r := newReaper[string](time.Minute)
-	r.now = func() time.Time { return now }
-	fates := map[string]fate{"live": keyLive, "gone": keyGone, "foreign": keyUnknown, "busy": keyUnknown}
-	activity := map[string]uint64{"live": 1, "gone": 1, "foreign": 1, "busy": 1}
-	sweep := func() map[string]bool {
-		var keys []string
-		var acts []uint64
-		for k := range fates {
-			keys, acts = append(keys, k), append(acts, activity[k])
-		}
-		stale := r.sweep(keys, acts, func(k string) fate { return fates[k] })
-		out := map[string]bool{}
-		for i, k := range keys {
-			if stale[i] {
-				out[k] = true
-				delete(fates, k)
-			}
-		}
-		return out
-	}
-	if got := sweep(); len(got) != 0 {
-		t.Fatalf("first sweep deletes %v; a gone key must have been seen before", got)
-	}
-	now = now.Add(30 * time.Second)
-	activity["busy"]++
-	if got := sweep(); len(got) != 1 || !got["gone"] {
-		t.Fatalf("second sweep deletes %v, want only the gone key", got)
-	}
-	now = now.Add(45 * time.Second) // foreign idle 75 s, busy 45 s
-	activity["live"]++
-	if got := sweep(); len(got) != 1 || !got["foreign"] {
-		t.Fatalf("third sweep deletes %v, want only the foreign key idle for over a minute", got)
-	}
-	now = now.Add(time.Hour)
-	if got := sweep(); len(got) != 1 || !got["busy"] {
-		t.Fatalf("an hour later the sweep deletes %v, want the idle foreign key and never the live one", got)
-	}
 }

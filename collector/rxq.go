@@ -8,13 +8,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
+	bpfrxq "github.com/xdp-exporter/xdp_exporter/bpf/rxq"
 )
 
 var (
@@ -50,11 +48,11 @@ var (
 )
 
 // rxqActions maps --collector.rxq.action values to XDP verdicts.
-var rxqActions = map[string]bpf.XDPAction{
-	"pass":     bpf.XDPPass,
-	"drop":     bpf.XDPDrop,
-	"tx":       bpf.XDPTx,
-	"redirect": bpf.XDPRedirect,
+var rxqActions = map[string]bpfrxq.XDPAction{
+	"pass":     bpfrxq.XDPPass,
+	"drop":     bpfrxq.XDPDrop,
+	"tx":       bpfrxq.XDPTx,
+	"redirect": bpfrxq.XDPRedirect,
 }
 
 // rxqModes maps --collector.rxq.mode values to attach flags.
@@ -132,21 +130,8 @@ type RxqConfig struct {
 }
 
 type rxqDevice struct {
-	name   string
-	objs   *bpf.Rxq
-	link   link.Link
-	progID ebpf.ProgramID
-}
-
-func (d *rxqDevice) close() error {
-	var errs []error
-	if d.link != nil {
-		errs = append(errs, d.link.Close())
-	}
-	if d.objs != nil {
-		errs = append(errs, d.objs.Close())
-	}
-	return errors.Join(errs...)
+	name string
+	*bpfrxq.Attached
 }
 
 type rxqCollector struct {
@@ -179,10 +164,10 @@ func NewRxqCollector(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 	if len(cfg.Devices) == 0 {
 		return nil, errors.New("rxq: no device given: name each device to attach to with --collector.rxq.device")
 	}
-	if action == bpf.XDPRedirect && cfg.RedirectDevice == "" {
+	if action == bpfrxq.XDPRedirect && cfg.RedirectDevice == "" {
 		return nil, errors.New("rxq: --collector.rxq.action=redirect needs --collector.rxq.redirect-device")
 	}
-	if action != bpf.XDPRedirect && cfg.RedirectDevice != "" {
+	if action != bpfrxq.XDPRedirect && cfg.RedirectDevice != "" {
 		return nil, fmt.Errorf("rxq: --collector.rxq.redirect-device=%s is only used with --collector.rxq.action=redirect", cfg.RedirectDevice)
 	}
 	seen := map[string]bool{}
@@ -197,7 +182,7 @@ func NewRxqCollector(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 		return nil, fmt.Errorf("rxq: %w", err)
 	}
 	var target *Link
-	if action == bpf.XDPRedirect {
+	if action == bpfrxq.XDPRedirect {
 		t, ok := links.ByName(cfg.RedirectDevice)
 		if !ok {
 			return nil, fmt.Errorf("rxq: redirect device %s: %w", cfg.RedirectDevice, errNoDevice)
@@ -223,7 +208,7 @@ func NewRxqCollector(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 // errNoDevice is what attaching to a device the namespace lacks says.
 var errNoDevice = errors.New("no such interface in the exporter's network namespace")
 
-func attachRxq(dev Link, cfg RxqConfig, action bpf.XDPAction, flags link.XDPAttachFlags, target *Link, logger *slog.Logger) (d *rxqDevice, err error) {
+func attachRxq(dev Link, cfg RxqConfig, action bpfrxq.XDPAction, flags link.XDPAttachFlags, target *Link, logger *slog.Logger) (*rxqDevice, error) {
 	name := dev.Name
 	if len(dev.XDP) > 0 {
 		x := dev.XDP[0]
@@ -235,82 +220,27 @@ func attachRxq(dev Link, cfg RxqConfig, action bpf.XDPAction, flags link.XDPAtta
 			return nil, fmt.Errorf("rxq: device %s already has XDP program id %d attached (%s); "+
 				"refusing to replace it without --collector.rxq.force", name, x.progID, mode)
 		}
-		if err := detachForeignXDP(dev); err != nil {
+		if err := bpfrxq.DetachAll(dev.Index); err != nil {
 			return nil, fmt.Errorf("rxq: replacing XDP program id %d on %s: %w", x.progID, name, err)
 		}
 		logger.Warn("detached the XDP program already on the device (--collector.rxq.force)",
 			"device", name, "prog_id", x.progID)
 	}
-
 	queues := cfg.Queues
 	if queues <= 0 {
 		queues = min(max(int(dev.RxQueues), 1), maxRxqQueues)
 	}
-	d = &rxqDevice{name: name}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, d.close())
-		}
-	}()
-	if d.objs, err = bpf.LoadRxqConfigured(bpf.RxqConfig{
-		Action: action, Read: cfg.Read, CheckIfindex: cfg.CheckIfindex, Ifindex: int(dev.Index), Queues: queues,
-	}); err != nil {
-		return d, fmt.Errorf("rxq: device %s: %w", name, bpfDenied("rxq", needsBPF, err))
-	}
+	redirectTo := 0
 	if target != nil {
-		if err := d.objs.Redirect.Put(uint32(0), target.Index); err != nil {
-			return d, fmt.Errorf("rxq: setting redirect target %s: %w", target.Name, err)
-		}
+		redirectTo = int(target.Index)
 	}
-	if d.link, err = link.AttachXDP(link.XDPOptions{
-		Program: d.objs.Prog, Interface: int(dev.Index), Flags: flags,
-	}); err != nil {
-		return d, fmt.Errorf("rxq: attaching XDP (%s mode) to %s: %w", cfg.Mode, name, err)
-	}
-	info, err := d.objs.Prog.Info()
+	a, err := bpfrxq.Attach(bpfrxq.Config{
+		Action: action, Read: cfg.Read, CheckIfindex: cfg.CheckIfindex, Ifindex: int(dev.Index), Queues: queues,
+	}, flags, redirectTo)
 	if err != nil {
-		return d, fmt.Errorf("rxq: reading program info: %w", err)
+		return nil, fmt.Errorf("rxq: device %s (%s mode): %w", name, cfg.Mode, bpfDenied("rxq", needsBPF, err))
 	}
-	id, ok := info.ID()
-	if !ok {
-		return d, errors.New("rxq: the kernel does not report BPF program ids")
-	}
-	d.progID = id
-	return d, nil
-}
-
-// detachForeignXDP removes whatever XDP program dev has: a program owned
-// by a bpf_link (which netlink cannot replace) is detached through its
-// link; one attached through netlink (ip link set xdp) is removed through
-// netlink in each mode.
-func detachForeignXDP(dev Link) error {
-	it := new(link.Iterator)
-	defer it.Close()
-	for it.Next() {
-		info, err := it.Link.Info()
-		if err != nil || info.Type != link.XDPType {
-			continue
-		}
-		if x := info.XDP(); x != nil && x.Ifindex == dev.Index {
-			if err := it.Link.Detach(); err != nil {
-				return fmt.Errorf("detaching bpf_link %d: %w", it.ID, err)
-			}
-		}
-	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	if err := rtnl.DetachXDP(dev.Index); err != nil {
-		return err
-	}
-	links, err := dumpLinks()
-	if err != nil {
-		return err
-	}
-	if now, ok := links.Get(dev.Index); ok && len(now.XDP) > 0 {
-		return fmt.Errorf("XDP program id %d is still attached after detaching", now.XDP[0].progID)
-	}
-	return nil
+	return &rxqDevice{name: name, Attached: a}, nil
 }
 
 func (c *rxqCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
@@ -328,8 +258,8 @@ func (c *rxqCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 }
 
 func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) error {
-	c.cfg.Families.send(ch, rxqInfo, 1, d.name, c.cfg.Action, c.cfg.Mode, strconv.FormatBool(c.cfg.Read), progIDLabel(d.progID))
-	counts := d.objs.Read()
+	c.cfg.Families.send(ch, rxqInfo, 1, d.name, c.cfg.Action, c.cfg.Mode, strconv.FormatBool(c.cfg.Read), progIDLabel(d.ProgID()))
+	counts := d.Read()
 	for q, perCPU := range counts.Queue {
 		queue := strconv.Itoa(q)
 		for cpu, r := range perCPU {
@@ -342,7 +272,7 @@ func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) e
 			c.cfg.Families.sendCreated(ch, rxqBytes, &c.seen, float64(r.Bytes), d.name, queue, strconv.Itoa(cpu), c.cfg.Action)
 		}
 	}
-	issues := func(reason string, perCPU []bpf.RxqRxqRec) {
+	issues := func(reason string, perCPU []bpfrxq.RxqRxqRec) {
 		var sum uint64
 		for _, r := range perCPU {
 			sum += r.Packets
@@ -353,31 +283,17 @@ func (c *rxqCollector) updateDevice(d *rxqDevice, ch chan<- prometheus.Metric) e
 	if c.cfg.CheckIfindex {
 		issues("ifindex_mismatch", counts.IfindexMismatch)
 	}
-	return d.attached()
-}
-
-// attached reports a program that no longer runs on its device: the
-// kernel refuses anyone else's attach while our bpf_link holds the device,
-// but the link itself can be detached (`bpftool link detach`, or the
-// device deleted). The counters are still sent, as they stand; the error
-// makes the scrape say they have stopped moving, rather than count nothing
-// in silence.
-func (d *rxqDevice) attached() error {
-	info, err := d.link.Info()
-	if err != nil {
-		return fmt.Errorf("reading the rxq bpf_link: %w", err)
-	}
-	if x := info.XDP(); x == nil || x.Ifindex == 0 {
-		return fmt.Errorf("the rxq program is no longer attached: its bpf_link was detached (device deleted, or `bpftool link detach`); its counters have stopped")
-	}
-	return nil
+	// The counters of a program whose link was detached are still sent,
+	// as they stand; the error makes the scrape say they have stopped
+	// moving, rather than count nothing in silence.
+	return d.Check()
 }
 
 // Close detaches the programs and frees their maps.
 func (c *rxqCollector) Close() error {
 	var errs []error
 	for _, d := range c.devices {
-		errs = append(errs, d.close())
+		errs = append(errs, d.Close())
 	}
 	c.devices = nil
 	return errors.Join(errs...)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/sharedrun"
 )
 
 var (
@@ -46,86 +48,13 @@ type Set struct {
 	inflight map[string]*call
 }
 
-// call is one Update in progress: the metrics it has sent so far, which
-// every scrape waiting on it forwards as they come, and, once done is
-// closed, its result.
-type call struct {
-	started time.Time
-	done    chan struct{}
-	res     result // once done is closed
-
-	mu      sync.Mutex
-	sent    []prometheus.Metric // append-only
-	wake    chan struct{}       // closed on the next append, for waiting readers
-	waiting bool                // a reader holds wake
-
-	// ctx is the Update's own context. It ends at the latest deadline of
-	// the scrapes that joined it (join), never at the deadline or the
-	// disconnect of the scrape that happened to start it: an HA pair of
-	// Prometheus servers with different scrape timeouts shares one
-	// Update, and the one with the longer timeout must get it whole.
-	ctx       context.Context
-	cancel    context.CancelFunc
-	latest    time.Time   // guarded by mu
-	unbounded bool        // a scrape without a deadline joined; guarded by mu
-	timer     *time.Timer // cancels ctx at latest; guarded by mu
-}
-
-// join extends the Update's deadline to the joining scrape's: it runs
-// until the latest deadline of its scrapes (and at least the Set's
-// UpdateFloor), without one when a scrape has none. A scrape that joins
-// after the Update's context ended gets that Update's result.
-func (c *call) join(ctx context.Context) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.unbounded {
-		return
-	}
-	d, ok := ctx.Deadline()
-	if !ok {
-		c.unbounded = true
-		if c.timer != nil {
-			c.timer.Stop()
-		}
-		return
-	}
-	if !d.After(c.latest) {
-		return
-	}
-	c.latest = d
-	if c.timer == nil {
-		c.timer = time.AfterFunc(time.Until(d), c.cancel)
-		return
-	}
-	c.timer.Reset(time.Until(d))
-}
-
-// add records one metric of the Update and wakes its readers.
-func (c *call) add(m prometheus.Metric) {
-	c.mu.Lock()
-	c.sent = append(c.sent, m)
-	c.wakeLocked()
-	c.mu.Unlock()
-}
-
-func (c *call) wakeLocked() {
-	if c.waiting {
-		close(c.wake)
-		c.wake, c.waiting = make(chan struct{}), false
-	}
-}
-
-// next returns the metrics after the first from, and a channel that is
-// closed when there may be more (or the Update ends).
-func (c *call) next(from int) ([]prometheus.Metric, <-chan struct{}) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if from < len(c.sent) {
-		return c.sent[from:], nil
-	}
-	c.waiting = true
-	return nil, c.wake
-}
+// call is one Update in progress, shared by the scrapes that arrive while
+// it runs. Its context ends at the latest deadline of those scrapes, never
+// at the deadline or the disconnect of the scrape that happened to start
+// it: an HA pair of Prometheus servers with different scrape timeouts
+// shares one Update, and the one with the longer timeout must get it
+// whole.
+type call = sharedrun.Run[prometheus.Metric, result]
 
 // NewSet wraps the built collectors.
 func NewSet(collectors map[string]Collector, logger *slog.Logger) *Set {
@@ -134,35 +63,22 @@ func NewSet(collectors map[string]Collector, logger *slog.Logger) *Set {
 
 // update returns the Update of collector name in progress, starting one
 // with links when there is none; either way ctx's deadline joins the
-// Update's (call.join).
+// Update's (sharedrun.Run.Join).
 func (s *Set) update(ctx context.Context, links *LinkSnapshot, name string) *call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.inflight[name]; c != nil {
-		c.join(ctx)
+		c.Join(ctx)
 		return c
 	}
-	c := &call{started: time.Now(), done: make(chan struct{}), wake: make(chan struct{})}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	if s.UpdateFloor > 0 {
-		c.latest = c.started.Add(s.UpdateFloor)
-		c.timer = time.AfterFunc(s.UpdateFloor, c.cancel)
-	}
-	c.join(ctx)
-	s.inflight[name] = c
-	go func() {
-		c.res = run(c.ctx, links, s.collectors[name], c.add)
-		c.mu.Lock()
-		if c.timer != nil {
-			c.timer.Stop()
-		}
-		c.mu.Unlock()
-		c.cancel()
+	c := sharedrun.Start(ctx, s.UpdateFloor, func(ctx context.Context, add func(prometheus.Metric)) result {
+		return run(ctx, links, s.collectors[name], add)
+	}, func() {
 		s.mu.Lock()
 		delete(s.inflight, name)
 		s.mu.Unlock()
-		close(c.done) // readers wait on done beside wake
-	}()
+	})
+	s.inflight[name] = c
 	return c
 }
 
@@ -242,7 +158,7 @@ func (sc scrape) forward(ch chan<- prometheus.Metric, name string, c *call) {
 		}
 	}
 	for sent := 0; ; {
-		batch, wake := c.next(sent)
+		batch, wake := c.Next(sent)
 		send(batch)
 		sent += len(batch)
 		if wake == nil {
@@ -251,20 +167,20 @@ func (sc scrape) forward(ch chan<- prometheus.Metric, name string, c *call) {
 		select {
 		case <-wake:
 			continue
-		case <-c.done:
+		case <-c.Done():
 		case <-sc.ctx.Done():
 		}
 		// Once the deadline has passed both cases are ready for a
 		// collector that did finish; select would pick at random and
 		// report it as timed out half the time.
 		select {
-		case <-c.done:
-			batch, _ := c.next(sent)
+		case <-c.Done():
+			batch, _ := c.Next(sent)
 			send(batch)
-			sc.report(ch, name, c.res, series)
+			sc.report(ch, name, c.Result(), series)
 		default:
 			sc.report(ch, name, result{err: fmt.Errorf("scrape deadline reached before the collector finished (its Update has run for %v): %w",
-				time.Since(c.started).Round(time.Millisecond), sc.ctx.Err())}, series)
+				c.Age().Round(time.Millisecond), sc.ctx.Err())}, series)
 		}
 		return
 	}

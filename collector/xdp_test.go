@@ -16,7 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/vishvananda/netlink"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
@@ -256,11 +256,11 @@ func TestXDPRedirectSuccess(t *testing.T) {
 // the missing one as unsupported here, not as a failure.
 func TestXDPMissingTracepoint(t *testing.T) {
 	testenv.Privileged(t)
-	spec, err := bpf.LoadXdpmon()
+	spec, err := xdpmon.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Programs[bpf.XdpmonProgXdpDevmapXmit].AttachTo = "xdp_no_such_tracepoint"
+	spec.Programs[xdpmon.XdpmonProgXdpDevmapXmit].AttachTo = "xdp_no_such_tracepoint"
 	c, err := newXDPCollector(XDPConfig{Xmit: true}, slog.New(slog.DiscardHandler), spec)
 	testenv.Check(t, err, "starting the xdp collector with one missing tracepoint")
 	defer c.Close()
@@ -296,14 +296,14 @@ func TestXDPMissingTracepoint(t *testing.T) {
 // every scrape reports that as a failure (success 0), not as unsupported.
 func TestXDPProtoMismatch(t *testing.T) {
 	testenv.Privileged(t)
-	spec, err := bpf.LoadXdpmon()
+	spec, err := xdpmon.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The exception program pointed at xdp_bulk_tx, whose second argument
 	// is an int, not a struct bpf_prog *.
-	spec.Programs[bpf.XdpmonProgXdpException].AttachTo = "xdp_bulk_tx"
-	spec.Programs[bpf.XdpmonProgXdpBulkTx].AttachTo = "xdp_no_such_tracepoint"
+	spec.Programs[xdpmon.XdpmonProgXdpException].AttachTo = "xdp_bulk_tx"
+	spec.Programs[xdpmon.XdpmonProgXdpBulkTx].AttachTo = "xdp_no_such_tracepoint"
 	c, err := newXDPCollector(XDPConfig{Xmit: true}, slog.New(slog.DiscardHandler), spec)
 	testenv.Check(t, err, "starting the xdp collector")
 	defer c.Close()
@@ -433,11 +433,11 @@ func TestXDPCpumap(t *testing.T) {
 // could not place; the series it holds keep counting.
 func TestXDPMapFull(t *testing.T) {
 	testenv.Privileged(t)
-	spec, err := bpf.LoadXdpmon()
+	spec, err := xdpmon.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Maps[bpf.XdpmonMapExceptions].MaxEntries = 1
+	spec.Maps[xdpmon.XdpmonMapExceptions].MaxEntries = 1
 	c, err := newXDPCollector(XDPConfig{}, slog.New(slog.DiscardHandler), spec)
 	testenv.Check(t, err, "starting the xdp collector")
 	defer c.Close()

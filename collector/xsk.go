@@ -88,11 +88,7 @@ func (c *xskCollector) Close() error { return c.src.Close() }
 
 // Update dumps every AF_XDP socket of the namespace.
 func (c *xskCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
-	msgs, err := c.src.Dump()
-	if err != nil {
-		return err
-	}
-	socks, err := xskdiag.Decode(msgs)
+	socks, err := xskdiag.Sockets(c.src)
 	if err != nil {
 		return err
 	}

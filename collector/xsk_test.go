@@ -88,7 +88,7 @@ func xskFixture(t testing.TB) []netlink.Message {
 	return out
 }
 
-const xskFixturePath = "testdata/netdev/xdp-diag.hex"
+const xskFixturePath = "../internal/kernel/xskdiag/testdata/xdp-diag.hex"
 
 type replayXSK struct{ msgs []netlink.Message }
 

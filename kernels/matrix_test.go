@@ -54,7 +54,12 @@ var guestPackages = []guestPackage{
 	// test the reaper's bookkeeping, which no kernel changes, and take
 	// minutes under QEMU's emulator.
 	{pkg: "collector", skip: "TestReapChurn|TestEthtoolVethChurn"},
-	{pkg: "bpf"},
+	// The rxq program under BPF_PROG_RUN; drop reasons named from each
+	// kernel's BTF (openvswitch's subsystem on 6.12).
+	{pkg: "bpf/rxq"},
+	{pkg: "bpf/drop"},
+	// The napi object's typed slot keys, claimed and freed.
+	{pkg: "bpf/napi"},
 	// The ethtool ioctls against a real veth (the guard page).
 	{pkg: "internal/kernel/ethtoolioctl"},
 	// The observer of other programs: fexit on XDP programs.

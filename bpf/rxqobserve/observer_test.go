@@ -11,7 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	bpfrxq "github.com/xdp-exporter/xdp_exporter/bpf/rxq"
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/progrun"
@@ -220,7 +220,7 @@ func BenchmarkObserveCost(b *testing.B) {
 		return
 	}
 	defer o.Close()
-	rxq, err := bpf.LoadRxqConfigured(bpf.RxqConfig{Action: bpf.XDPDrop, Ifindex: lo.Index, Queues: 1})
+	rxq, err := bpfrxq.Load(bpfrxq.Config{Action: bpfrxq.XDPDrop, Ifindex: lo.Index, Queues: 1})
 	if err != nil {
 		b.Fatal(err)
 	}

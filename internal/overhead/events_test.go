@@ -11,7 +11,9 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	"github.com/xdp-exporter/xdp_exporter/bpf/drop"
+	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/lab"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
@@ -30,8 +32,8 @@ type progCount struct{ runs, ns uint64 }
 // defaultProgram names the programs the exporter attaches without opt-in
 // flags.
 var defaultProgram = map[string]bool{
-	bpf.NapiProgNapiPoll: true, bpf.XdpmonProgXdpException: true,
-	bpf.XdpmonProgXdpRedirectErr: true, bpf.XdpmonProgXdpRedirectMapErr: true,
+	napi.NapiProgNapiPoll: true, xdpmon.XdpmonProgXdpException: true,
+	xdpmon.XdpmonProgXdpRedirectErr: true, xdpmon.XdpmonProgXdpRedirectMapErr: true,
 }
 
 func stats(b *testing.B, p *ebpf.Program) progCount {
@@ -44,13 +46,13 @@ func stats(b *testing.B, p *ebpf.Program) progCount {
 }
 
 // exporterPrograms finds the tracepoint programs of the xdp, napi and
-// drop collectors among the kernel's links, by the names bpf/xdpmon.c,
-// bpf/napi.c and bpf/drop.c give them, and attaches an empty program to
+// drop collectors among the kernel's links, by the names bpf/xdpmon, bpf/napi
+// and bpf/drop give them, and attaches an empty program to
 // each one's tracepoint.
 func exporterPrograms(b *testing.B) []*tracedProgram {
 	b.Helper()
 	byName := map[string]string{} // program name -> tracepoint
-	for _, load := range []func() (*ebpf.CollectionSpec, error){bpf.LoadXdpmon, bpf.LoadNapi, bpf.LoadDrop} {
+	for _, load := range []func() (*ebpf.CollectionSpec, error){xdpmon.Spec, napi.Spec, drop.Spec} {
 		spec, err := load()
 		if err != nil {
 			b.Fatal(err)

@@ -26,7 +26,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/bpf"
+	bpftg "github.com/xdp-exporter/xdp_exporter/bpf/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
@@ -76,7 +76,7 @@ type Config struct {
 
 // Generator owns the loaded generator program.
 type Generator struct {
-	objs       bpf.TrafficgenObjects
+	objs       bpftg.TrafficgenObjects
 	packetSent atomic.Uint64
 	packetUsed atomic.Bool
 }
@@ -89,7 +89,7 @@ func (g *Generator) UsesPacketSocket() bool { return g.packetUsed.Load() }
 // New loads the generator program. It needs CAP_BPF (or root).
 func New() (*Generator, error) {
 	g := &Generator{}
-	if err := bpf.LoadTrafficgenObjects(&g.objs, nil); err != nil {
+	if err := bpftg.LoadTrafficgenObjects(&g.objs, nil); err != nil {
 		return nil, fmt.Errorf("loading the traffic generator program: %w", err)
 	}
 	return g, nil

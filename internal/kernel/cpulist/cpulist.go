@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,4 +88,10 @@ func Read(path string) ([]int, error) {
 		return nil, nil
 	}
 	return Parse(string(b))
+}
+
+// Online lists the online CPUs, devices/system/cpu/online under the sysfs
+// mount sysRoot.
+func Online(sysRoot string) ([]int, error) {
+	return Read(filepath.Join(sysRoot, "devices", "system", "cpu", "online"))
 }

@@ -493,3 +493,59 @@ func QstatsOf(src Source, perQueue bool) ([]Qstats, error) {
 	}
 	return dumpDecode(src, CmdQstatsGet, attrs, DecodeQstats)
 }
+
+// QstatDocs explains each attribute of QstatNames, condensed from the spec's
+// doc strings (Documentation/netlink/specs/netdev.yaml, attribute-set qstats).
+var QstatDocs = [len(QstatNames)]string{
+	"wire packets received and passed to the stack (XDP counts as the stack: packets XDP consumed are included)",
+	"bytes received, see rx-packets",
+	"wire packets sent (in device memory, usually DMA-completed)",
+	"bytes sent, see tx-packets",
+	"skb or buffer allocation failures on the RX path (may or may not drop)",
+	"packets that entered the device but never left it (lack of buffers, errors, policies, filters)",
+	"packets dropped for transient lack of resources (buffer space, host descriptors)",
+	"packets marked CHECKSUM_COMPLETE",
+	"packets marked CHECKSUM_UNNECESSARY",
+	"packets the device did not checksum",
+	"packets with a bad checksum (still delivered)",
+	"packets built by HW-GRO coalescing",
+	"bytes of packets built by HW-GRO coalescing",
+	"wire packets coalesced by HW-GRO",
+	"wire bytes coalesced by HW-GRO",
+	"packets the device dropped because the RX bitrate exceeded its rate limit",
+	"packets that arrived at the device but never left it (errors, policies, filters)",
+	"packets dropped as invalid or malformed",
+	"packets that did not need the device to checksum",
+	"packets that needed the device to checksum",
+	"packets the device segmented (HW-GSO)",
+	"bytes of packets the device segmented (HW-GSO)",
+	"wire packets produced by HW-GSO",
+	"wire bytes produced by HW-GSO",
+	"packets the device dropped because the TX bitrate exceeded its rate limit",
+	"times the driver stopped the queue because it was full",
+	"times the driver restarted a stopped queue",
+}
+
+// PagePoolStatDocs explains each attribute of PagePoolStatNames, condensed
+// from the spec (attribute-set page-pool-stats).
+var PagePoolStatDocs = [len(PagePoolStatNames)]string{
+	"allocations served from the pool's lockless per-NAPI cache",
+	"allocations that fell back to the page allocator (order-0)",
+	"allocations that fell back to the page allocator (high order)",
+	"times the ptr_ring was empty when refilling the cache",
+	"pages moved from the ptr_ring into the cache",
+	"allocations that could not be recycled (NUMA mismatch) and were waived",
+	"pages recycled into the per-NAPI cache",
+	"pages not recycled because the cache was full",
+	"pages recycled into the ptr_ring",
+	"pages not recycled because the ptr_ring was full (released to the page allocator)",
+	"pages released because they were still referenced elsewhere",
+}
+
+// UnsupportedHint says why a kernel answers cmd with EOPNOTSUPP.
+func UnsupportedHint(cmd uint8) string {
+	if cmd == CmdPagePoolStatsGet {
+		return "the kernel was built without CONFIG_PAGE_POOL_STATS"
+	}
+	return "the kernel is too old for it"
+}

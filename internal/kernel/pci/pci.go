@@ -291,3 +291,53 @@ func readTrimmed(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return strings.TrimSpace(string(b)), err
 }
+
+// LinkDegraded compares the link of hops[i] (the NIC or a switch's
+// upstream port) with the port above it, hops[i+1], which reports the
+// same link from the other end: the link can do the lower of the two
+// ends' maximum speed and width. known is false without link files.
+func LinkDegraded(hops []Hop, i int) (degraded, known bool) {
+	h := hops[i]
+	if h.Speed == 0 || h.Width == 0 || h.MaxSpeed == 0 || h.MaxWidth == 0 {
+		return false, false
+	}
+	capSpeed, capWidth := h.MaxSpeed, h.MaxWidth
+	if i+1 < len(hops) {
+		if p := hops[i+1]; p.MaxSpeed > 0 && p.MaxWidth > 0 {
+			capSpeed, capWidth = min(capSpeed, p.MaxSpeed), min(capWidth, p.MaxWidth)
+		}
+	}
+	return h.Speed < capSpeed || h.Width < capWidth, true
+}
+
+// QueueIRQ is an RX queue and the IRQ that serves it.
+type QueueIRQ struct {
+	Queue int
+	IRQ   uint32
+}
+
+// RxQueueIRQs maps the NIC's RX queues to their IRQs: known, where the
+// kernel links a queue to a NAPI with an IRQ (netdev netlink), else from
+// the names the driver gave its MSI-X vectors under procIRQ.
+func RxQueueIRQs(procIRQ string, nic *NIC, ifname string, known map[int]uint32) []QueueIRQ {
+	var out []QueueIRQ
+	for q, irq := range known {
+		out = append(out, QueueIRQ{Queue: q, IRQ: irq})
+	}
+	if len(out) > 0 {
+		return out
+	}
+	for _, irq := range nic.MSIIRQs {
+		if q, ok := IRQQueue(procIRQ, irq, ifname); ok {
+			out = append(out, QueueIRQ{Queue: q, IRQ: irq})
+		}
+	}
+	return out
+}
+
+// CheckBus fails where sysfs under sysRoot has no PCI bus (a VM without
+// one, a container without /sys).
+func CheckBus(sysRoot string) error {
+	_, err := os.Stat(filepath.Join(sysRoot, "bus", "pci"))
+	return err
+}

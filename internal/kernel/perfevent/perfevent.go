@@ -275,3 +275,20 @@ func (g *Group) Read() (GroupRead, error) {
 	r.Values = ordered
 	return r, nil
 }
+
+// OpenOnCPUs opens the group on each CPU, or on none: a group missing on
+// some CPUs would make per-CPU comparisons misleading.
+func OpenOnCPUs(name string, events []Event, cpus []int) ([]*Group, error) {
+	var out []*Group
+	for _, cpu := range cpus {
+		g, err := Open(name, events, cpu)
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}

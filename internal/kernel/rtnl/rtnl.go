@@ -192,3 +192,13 @@ func setXDPFd(conn *netlink.Conn, ifindex uint32, fd int32, mode uint32) error {
 	})
 	return err
 }
+
+// OwnNetns is the inode of the calling process's network namespace, which
+// BPF programs record with every device (net->ns.inum).
+func OwnNetns() (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+		return 0, fmt.Errorf("reading the exporter's network namespace: %w", err)
+	}
+	return st.Ino, nil
+}

@@ -175,3 +175,12 @@ func Decode(msgs []netlink.Message) ([]Socket, error) {
 	}
 	return out, nil
 }
+
+// Sockets dumps and decodes every AF_XDP socket of src's namespace.
+func Sockets(src Source) ([]Socket, error) {
+	msgs, err := src.Dump()
+	if err != nil {
+		return nil, err
+	}
+	return Decode(msgs)
+}

@@ -1,0 +1,3 @@
+package drop
+
+//go:generate go tool bpf2go -cc clang -cflags "-O2 -g -Wall -Werror -mcpu=v3 -I.." -target bpfel -go-package drop Drop drop.c

@@ -1,0 +1,200 @@
+package collector
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/ethtoolname"
+	"github.com/xdp-exporter/xdp_exporter/internal/labelvalue"
+)
+
+// state returns what the collector keeps for the device.
+func (c *ethtoolCollector) state(index int) *ethtoolDev {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.devices[index]
+	if st == nil {
+		st = &ethtoolDev{}
+		c.devices[index] = st
+	}
+	return st
+}
+
+// entry returns the cached plan for the device, re-reading its string
+// sets only when the key (driver, name, set sizes, channels) changed.
+func (c *ethtoolCollector) entry(d ethtoolDevice, st *ethtoolDev, key ethtoolKey) (*ethtoolEntry, error) {
+	if e := st.plan.Load(); e != nil && e.key == key {
+		return e, nil
+	}
+	e := &ethtoolEntry{key: key}
+	if key.nStats > 0 {
+		names, err := c.src.StatNames(d.Name, key.nStats)
+		if err != nil {
+			return nil, err
+		}
+		e.samples = c.classify(d.Label, names)
+	}
+	if key.nPrivFlags > 0 {
+		names, err := c.src.PrivFlagNames(d.Name)
+		switch {
+		case err == nil:
+			seen := make(map[string]bool, len(names))
+			for bit, n := range names {
+				// A name listed twice would be a duplicate series,
+				// which the registry rejects (regression input
+				// dup-private-flag of FuzzEthtoolDump); the first
+				// bit wins.
+				if n = labelvalue.Escape(n); seen[n] {
+					c.logger.Debug("private flag listed twice; reporting the first", "device", d.Label, "flag", n)
+					continue
+				}
+				seen[n] = true
+				e.privBits = append(e.privBits, bit)
+				e.privPairs = append(e.privPairs, prometheus.MakeLabelPairs(ethtoolPrivFlag.Desc(), []string{d.Label, n}))
+			}
+		case skippable(err):
+			c.logger.Debug("no private flag names", "device", d.Label, "err", err)
+		default:
+			return nil, fmt.Errorf("private flag names: %w", err)
+		}
+	}
+	st.plan.Store(e)
+	return e, nil
+}
+
+// ethtoolTarget is the series a stat becomes.
+type ethtoolTarget struct {
+	desc   *prometheus.Desc
+	typ    prometheus.ValueType
+	scale  float64
+	labels []string
+	sum    bool // the stats of every queue add up to this series
+}
+
+// classify decides, once per string set, which series each stat becomes:
+// a curated family, an untyped family (if metrics-include selects it), or
+// nothing. Two stats that land on the same series keep the one whose
+// driver name sorts first, so the choice does not depend on driver order,
+// and the loser is logged at debug level (once: this runs only when the
+// string set changes).
+func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample {
+	stats, hasPerQueue := ethtoolname.ParseAll(names)
+	type cand struct {
+		t       ethtoolTarget
+		indexes []int
+	}
+	series := map[string]*cand{}
+	var order []string
+	for i, st := range stats {
+		if st.Name == "" {
+			continue
+		}
+		t, ok := c.target(dev, st, hasPerQueue)
+		if !ok {
+			continue
+		}
+		key := t.desc.String() + "\xff" + strings.Join(t.labels, "\xff")
+		if s, dup := series[key]; dup {
+			s.indexes = append(s.indexes, i)
+			continue
+		}
+		series[key] = &cand{t: t, indexes: []int{i}}
+		order = append(order, key)
+	}
+	out := make([]ethtoolSample, 0, len(order))
+	for _, k := range order {
+		s := series[k]
+		out = append(out, c.sample(dev, names, s.t, s.indexes))
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].idx < out[j].idx })
+	return out
+}
+
+// target is the series of one stat, or false when it is not exported.
+func (c *ethtoolCollector) target(dev string, st ethtoolname.Stat, hasPerQueue map[string]bool) (ethtoolTarget, bool) {
+	if cs, ok := perQueueCurated[st.Base]; ok && (st.PerQueue || !hasPerQueue[st.Base]) {
+		queue, sum := st.Queue, st.PerQueue && c.sum != nil && c.sum.MatchString(cs.fam.ShortName())
+		if sum {
+			queue = ""
+		}
+		return ethtoolTarget{cs.fam.Desc(), cs.fam.valueType(), cs.scale, labelsFor(dev, queue, cs.extra, true), sum}, c.fams.keeps(cs.fam)
+	}
+	if cs, ok := deviceCurated[st.Name]; ok {
+		return ethtoolTarget{cs.fam.Desc(), cs.fam.valueType(), cs.scale, labelsFor(dev, "", cs.extra, false), false}, c.fams.keeps(cs.fam)
+	}
+	if size, ok := ethtoolname.PhyRxSize(st.Name); ok {
+		return ethtoolTarget{ethtoolPhyRxSize.Desc(), prometheus.CounterValue, 1, []string{dev, size}, false}, c.fams.keeps(ethtoolPhyRxSize)
+	}
+	name := ethtoolname.Sanitize(st.Base)
+	if name == "" {
+		c.logger.Debug("ethtool stat has no usable characters; not exported", "device", dev, "stat", st.Name)
+		return ethtoolTarget{}, false
+	}
+	suffix := "stat_" + name
+	labels := []string{dev}
+	if st.PerQueue {
+		suffix = "queue_" + suffix
+		labels = append(labels, st.Queue)
+	}
+	if c.metrics != nil && !c.metrics.MatchString(suffix) || c.fams.excludesName(suffix) {
+		return ethtoolTarget{}, false
+	}
+	return ethtoolTarget{c.untypedDesc(suffix, st.PerQueue), prometheus.UntypedValue, 1, labels, false}, true
+}
+
+// sample is the series t of the stats at indexes: their sum, or where
+// they collide, the one whose name sorts first.
+func (c *ethtoolCollector) sample(dev string, names []string, t ethtoolTarget, indexes []int) ethtoolSample {
+	pairs := prometheus.MakeLabelPairs(t.desc, t.labels)
+	if t.sum {
+		return ethtoolSample{idx: indexes[0], summed: indexes[1:], desc: t.desc, typ: t.typ, scale: t.scale, pairs: pairs}
+	}
+	keep := indexes[0]
+	for _, i := range indexes[1:] {
+		if names[i] < names[keep] {
+			keep = i
+		}
+	}
+	for _, i := range indexes {
+		if i != keep {
+			c.logger.Debug("ethtool stats collide after parsing and sanitising; keeping one",
+				"device", dev, "kept", names[keep], "dropped", names[i])
+		}
+	}
+	return ethtoolSample{idx: keep, desc: t.desc, typ: t.typ, scale: t.scale, pairs: pairs}
+}
+
+func labelsFor(dev, queue, extra string, withQueue bool) []string {
+	l := []string{dev}
+	if withQueue {
+		l = append(l, queue)
+	}
+	if extra != "" {
+		l = append(l, extra)
+	}
+	return l
+}
+
+// untypedDesc returns the shared descriptor of xdp_ethtool_<suffix>. Its
+// HELP depends only on the name, so two drivers feeding one family agree.
+func (c *ethtoolCollector) untypedDesc(suffix string, perQueue bool) *prometheus.Desc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d, ok := c.descs[suffix]; ok {
+		return d
+	}
+	var d *prometheus.Desc
+	name := prometheus.BuildFQName(Namespace, "ethtool", suffix)
+	if perQueue {
+		d = prometheus.NewDesc(name, fmt.Sprintf("Per-queue ethtool -S driver stat %q with the queue number moved to the queue label (untyped: drivers do not say whether a stat is a counter or a gauge).",
+			suffix[len("queue_stat_"):]), []string{"device", "queue"}, nil)
+	} else {
+		d = prometheus.NewDesc(name, fmt.Sprintf("ethtool -S driver stat %q, name sanitised (untyped: drivers do not say whether a stat is a counter or a gauge).",
+			suffix[len("stat_"):]), []string{"device"}, nil)
+	}
+	c.descs[suffix] = d
+	return d
+}

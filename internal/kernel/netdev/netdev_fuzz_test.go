@@ -1,0 +1,60 @@
+package netdev
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/mdlayher/genetlink"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
+)
+
+// FuzzDecode feeds netlink replies of the netdev family (struct nlmsghdr,
+// struct genlmsghdr, attributes, as the kernel sends them) to every
+// decoder: whatever the attributes hold, nothing panics, and a decoder
+// that succeeds returns one value per message. The collector's
+// FuzzNetdevDecode runs the same replies on through the metrics.
+func FuzzDecode(f *testing.F) {
+	var all []byte
+	for _, name := range []string{"dev-get", "qstats-get", "qstats-get-queue", "queue-get", "queue-get-irq",
+		"napi-get", "napi-get-irq", "page-pool-get", "page-pool-stats-get"} {
+		b, err := nltest.ReadHex(filepath.Join("testdata", "replies", name+".hex"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+		all = append(all, b...)
+	}
+	f.Add(all)
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		nms, ok := nltest.Split(raw)
+		if !ok {
+			return
+		}
+		msgs := make([]genetlink.Message, 0, len(nms))
+		for _, nm := range nms {
+			var gm genetlink.Message
+			if err := gm.UnmarshalBinary(nm.Data); err != nil {
+				return
+			}
+			msgs = append(msgs, gm)
+		}
+		check := func(what string, n int, err error) {
+			if err == nil && n != len(msgs) {
+				t.Fatalf("%s: %d values from %d messages", what, n, len(msgs))
+			}
+		}
+		devs, err := DecodeDevs(msgs)
+		check("dev-get", len(devs), err)
+		qs, err := DecodeQstats(msgs)
+		check("qstats-get", len(qs), err)
+		queues, err := DecodeQueues(msgs)
+		check("queue-get", len(queues), err)
+		napis, err := DecodeNapis(msgs)
+		check("napi-get", len(napis), err)
+		pools, err := DecodePagePools(msgs)
+		check("page-pool-get", len(pools), err)
+		stats, err := DecodePagePoolStats(msgs)
+		check("page-pool-stats-get", len(stats), err)
+	})
+}
