@@ -44,66 +44,24 @@ func BenchmarkBPFStatsCost(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	const repeat = 5_000_000
-	opts := &ebpf.RunOptions{Data: make([]byte, trafficgen.MinFrameSize), Repeat: repeat}
-	// run returns the ns per program run by wall clock and by the thread's
-	// CPU clock, and the run count the kernel added, which tells whether
-	// statistics were really on. The CPU clock leaves out the time other
-	// tasks held this CPU, which on a shared machine dominates the spread of
-	// the wall clock.
-	run := func() (wall, cpu float64, counted uint64) {
-		before, err := prog.Stats()
-		if err != nil {
-			b.Fatal(err)
-		}
-		start, startCPU := time.Now(), threadCPU(b)
-		if _, err := prog.Run(opts); err != nil {
-			b.Fatal(err)
-		}
-		cpu = float64(threadCPU(b)-startCPU) / repeat
-		wall = float64(time.Since(start).Nanoseconds()) / repeat
-		after, err := prog.Stats()
-		if err != nil {
-			b.Fatal(err)
-		}
-		return wall, cpu, after.RunCount - before.RunCount
-	}
-	type sample struct{ wall, cpu float64 }
-	measureOff := func() sample {
-		wall, cpu, counted := run()
-		if counted != 0 {
-			b.Fatalf("statistics off, yet the kernel counted %d runs: another process holds BPF_ENABLE_STATS", counted)
-		}
-		return sample{wall, cpu}
-	}
-	measureOn := func() sample {
-		fd, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
-		testenv.Check(b, err, "BPF_ENABLE_STATS")
-		defer fd.Close()
-		wall, cpu, counted := run()
-		if counted != repeat {
-			b.Fatalf("statistics on, yet the kernel counted %d of %d runs", counted, repeat)
-		}
-		return sample{wall, cpu}
-	}
-
-	run() // warm caches and the JIT image
-	var off, on []sample
+	r := statsRunner{b: b, prog: prog}
+	r.run() // warm caches and the JIT image
+	var off, on []statsSample
 	b.ResetTimer()
 	for i := range b.N {
 		if i%2 == 0 {
-			off = append(off, measureOff())
-			on = append(on, measureOn())
+			off = append(off, r.measure(false))
+			on = append(on, r.measure(true))
 		} else {
-			on = append(on, measureOn())
-			off = append(off, measureOff())
+			on = append(on, r.measure(true))
+			off = append(off, r.measure(false))
 		}
 	}
 	b.StopTimer()
 	for _, clock := range []struct {
 		name string
-		get  func(sample) float64
-	}{{"cpu", func(s sample) float64 { return s.cpu }}, {"wall", func(s sample) float64 { return s.wall }}} {
+		get  func(statsSample) float64
+	}{{"cpu", func(s statsSample) float64 { return s.cpu }}, {"wall", func(s statsSample) float64 { return s.wall }}} {
 		var xOff, xOn []float64
 		for i := range off {
 			xOff, xOn = append(xOff, clock.get(off[i])), append(xOn, clock.get(on[i]))
@@ -115,6 +73,62 @@ func BenchmarkBPFStatsCost(b *testing.B) {
 		b.ReportMetric(mOn-mOff, clock.name+"-ns/run-added")
 		b.ReportMetric(mOn/mOff, clock.name+"-ratio")
 	}
+}
+
+// statsRepeat is the runs of one BPF_PROG_RUN call.
+const statsRepeat = 5_000_000
+
+// statsRunner times an XDP program under BPF_PROG_RUN.
+type statsRunner struct {
+	b    *testing.B
+	prog *ebpf.Program
+}
+
+// statsSample is the ns per program run by wall clock and by the thread's
+// CPU clock. The CPU clock leaves out the time other tasks held this CPU,
+// which on a shared machine dominates the spread of the wall clock.
+type statsSample struct{ wall, cpu float64 }
+
+// run runs the program statsRepeat times and returns the time per run and
+// the run count the kernel added, which tells whether statistics were
+// really on.
+func (r statsRunner) run() (statsSample, uint64) {
+	opts := &ebpf.RunOptions{Data: make([]byte, trafficgen.MinFrameSize), Repeat: statsRepeat}
+	before, err := r.prog.Stats()
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	start, startCPU := time.Now(), threadCPU(r.b)
+	if _, err := r.prog.Run(opts); err != nil {
+		r.b.Fatal(err)
+	}
+	s := statsSample{cpu: float64(threadCPU(r.b)-startCPU) / statsRepeat,
+		wall: float64(time.Since(start).Nanoseconds()) / statsRepeat}
+	after, err := r.prog.Stats()
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return s, after.RunCount - before.RunCount
+}
+
+// measure runs with statistics on (a BPF_ENABLE_STATS fd held for the
+// run) or off, checking that the kernel counted accordingly.
+func (r statsRunner) measure(on bool) statsSample {
+	if !on {
+		s, counted := r.run()
+		if counted != 0 {
+			r.b.Fatalf("statistics off, yet the kernel counted %d runs: another process holds BPF_ENABLE_STATS", counted)
+		}
+		return s
+	}
+	fd, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	testenv.Check(r.b, err, "BPF_ENABLE_STATS")
+	defer fd.Close()
+	s, counted := r.run()
+	if counted != statsRepeat {
+		r.b.Fatalf("statistics on, yet the kernel counted %d of %d runs", counted, statsRepeat)
+	}
+	return s
 }
 
 // threadCPU reads the calling thread's CPU clock in ns.

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,39 +51,14 @@ func loadFixture(t testing.TB, path string) *fixtureDev {
 func parseFixture(r io.Reader) (*fixtureDev, error) {
 	d := &fixtureDev{}
 	section, sub := "info", ""
-	num := func(s string) (uint32, error) {
-		if s == "n/a" {
-			return 0, nil
-		}
-		v, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			return 0, fmt.Errorf("bad number %q", s)
-		}
-		return uint32(v), nil
-	}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		switch {
-		case line == "" || strings.HasPrefix(line, "#"):
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
-		case line == "NIC statistics:":
-			section = "stats"
-			continue
-		case strings.HasPrefix(line, "Ring parameters for"):
-			section, d.ring = "ring", &ethtool.Ring{}
-			continue
-		case strings.HasPrefix(line, "Channel parameters for"):
-			section, d.chans = "chans", &ethtool.Channels{}
-			continue
-		case strings.HasPrefix(line, "Private flags for"):
-			section = "priv"
-			continue
-		case line == "Pre-set maximums:":
-			sub = "max"
-			continue
-		case line == "Current hardware settings:":
-			sub = "cur"
+		}
+		if s, u, ok := d.heading(line, section, sub); ok {
+			section, sub = s, u
 			continue
 		}
 		// Stat names may contain ": " (bnxt's "[0]: rx_ucast_packets")
@@ -94,55 +70,8 @@ func parseFixture(r io.Reader) (*fixtureDev, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("unparsable line %q", line)
 		}
-		key, val := strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])
-		switch section {
-		case "info":
-			switch key {
-			case "driver":
-				d.info.Driver = val
-			case "version":
-				d.info.Version = val
-			case "firmware-version":
-				d.info.FirmwareVersion = val
-			case "bus-info":
-				d.info.BusInfo = val
-			}
-		case "stats":
-			v, err := strconv.ParseUint(val, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("bad value in %q", line)
-			}
-			d.names = append(d.names, key)
-			d.vals = append(d.vals, v)
-		case "ring":
-			p := map[string]*uint32{
-				"max RX": &d.ring.RxMaxPending, "max TX": &d.ring.TxMaxPending,
-				"cur RX": &d.ring.RxPending, "cur TX": &d.ring.TxPending,
-			}[sub+" "+key]
-			if p != nil {
-				v, err := num(val)
-				if err != nil {
-					return nil, err
-				}
-				*p = v
-			}
-		case "chans":
-			p := map[string]*uint32{
-				"max RX": &d.chans.MaxRx, "max TX": &d.chans.MaxTx, "max Other": &d.chans.MaxOther, "max Combined": &d.chans.MaxCombined,
-				"cur RX": &d.chans.RxCount, "cur TX": &d.chans.TxCount, "cur Other": &d.chans.OtherCount, "cur Combined": &d.chans.CombinedCount,
-			}[sub+" "+key]
-			if p != nil {
-				v, err := num(val)
-				if err != nil {
-					return nil, err
-				}
-				*p = v
-			}
-		case "priv":
-			if val == "on" {
-				d.priv |= 1 << len(d.privNames)
-			}
-			d.privNames = append(d.privNames, key)
+		if err := d.field(section, sub, strings.TrimSpace(line[:i]), strings.TrimSpace(line[i+1:])); err != nil {
+			return nil, fmt.Errorf("%w in %q", err, line)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -150,6 +79,86 @@ func parseFixture(r io.Reader) (*fixtureDev, error) {
 	}
 	d.info.NStats, d.info.NPrivFlags = len(d.names), len(d.privNames)
 	return d, nil
+}
+
+// heading recognises a line that starts a section (ethtool -S, -g, -l,
+// --show-priv-flags) or a part of one (maximums, current settings).
+func (d *fixtureDev) heading(line, section, sub string) (string, string, bool) {
+	switch {
+	case line == "NIC statistics:":
+		return "stats", sub, true
+	case strings.HasPrefix(line, "Ring parameters for"):
+		d.ring = &ethtool.Ring{}
+		return "ring", sub, true
+	case strings.HasPrefix(line, "Channel parameters for"):
+		d.chans = &ethtool.Channels{}
+		return "chans", sub, true
+	case strings.HasPrefix(line, "Private flags for"):
+		return "priv", sub, true
+	case line == "Pre-set maximums:":
+		return section, "max", true
+	case line == "Current hardware settings:":
+		return section, "cur", true
+	}
+	return section, sub, false
+}
+
+// field records one "key: value" line of a section.
+func (d *fixtureDev) field(section, sub, key, val string) error {
+	switch section {
+	case "info":
+		switch key {
+		case "driver":
+			d.info.Driver = val
+		case "version":
+			d.info.Version = val
+		case "firmware-version":
+			d.info.FirmwareVersion = val
+		case "bus-info":
+			d.info.BusInfo = val
+		}
+	case "stats":
+		v, err := strconv.ParseUint(val, 10, 64)
+		if err != nil {
+			return errors.New("bad value")
+		}
+		d.names = append(d.names, key)
+		d.vals = append(d.vals, v)
+	case "ring":
+		return setNum(map[string]*uint32{
+			"max RX": &d.ring.RxMaxPending, "max TX": &d.ring.TxMaxPending,
+			"cur RX": &d.ring.RxPending, "cur TX": &d.ring.TxPending,
+		}[sub+" "+key], val)
+	case "chans":
+		return setNum(map[string]*uint32{
+			"max RX": &d.chans.MaxRx, "max TX": &d.chans.MaxTx, "max Other": &d.chans.MaxOther, "max Combined": &d.chans.MaxCombined,
+			"cur RX": &d.chans.RxCount, "cur TX": &d.chans.TxCount, "cur Other": &d.chans.OtherCount, "cur Combined": &d.chans.CombinedCount,
+		}[sub+" "+key], val)
+	case "priv":
+		if val == "on" {
+			d.priv |= 1 << len(d.privNames)
+		}
+		d.privNames = append(d.privNames, key)
+	}
+	return nil
+}
+
+// setNum stores a ring or channel count ("n/a" is 0) where p points, if
+// the field is one the collector reads.
+func setNum(p *uint32, s string) error {
+	if p == nil {
+		return nil
+	}
+	if s == "n/a" {
+		*p = 0
+		return nil
+	}
+	v, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return fmt.Errorf("bad number %q", s)
+	}
+	*p = uint32(v)
+	return nil
 }
 
 // fixtureSource answers the collector from fixtures and counts the calls it

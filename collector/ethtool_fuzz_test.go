@@ -110,17 +110,13 @@ func FuzzEthtoolStatName(f *testing.F) {
 	})
 }
 
-// FuzzEthtoolDump runs the ethtool collector on a mutated `ethtool -i -S -g
-// -l --show-priv-flags` dump served through the fixture source: whatever
-// the driver reports, a scrape must succeed, a pedantic registry must
-// accept it, the second scrape (from the cached plan) must equal the first,
-// and the stats must yield at most one series each.
-func FuzzEthtoolDump(f *testing.F) {
-	// The seeds are the captured dumps without comments and with one stat
-	// per name shape (digit runs aside) over all of them: the fuzzer
-	// minimises every input that finds new coverage, which takes time
-	// growing with the square of its size, so full 20 KB dumps would spend
-	// CI's 60 s minimising instead of fuzzing.
+// ethtoolDumpSeeds are the captured dumps without comments and with one
+// stat per name shape (digit runs aside) over all of them: the fuzzer
+// minimises every input that finds new coverage, which takes time growing
+// with the square of its size, so full 20 KB dumps would spend CI's 60 s
+// minimising instead of fuzzing.
+func ethtoolDumpSeeds(f *testing.F) [][]byte {
+	var seeds [][]byte
 	digits := regexp.MustCompile(`[0-9]+`)
 	shapes := map[string]bool{}
 	for _, path := range ethtoolFixtureFiles(f) {
@@ -153,7 +149,19 @@ func FuzzEthtoolDump(f *testing.F) {
 		if _, err := parseFixture(bytes.NewReader(dump)); err != nil {
 			f.Fatalf("%s: trimmed seed: %v", path, err)
 		}
-		f.Add(dump)
+		seeds = append(seeds, dump)
+	}
+	return seeds
+}
+
+// FuzzEthtoolDump runs the ethtool collector on a mutated `ethtool -i -S -g
+// -l --show-priv-flags` dump served through the fixture source: whatever
+// the driver reports, a scrape must succeed, a pedantic registry must
+// accept it, the second scrape (from the cached plan) must equal the first,
+// and the stats must yield at most one series each.
+func FuzzEthtoolDump(f *testing.F) {
+	for _, seed := range ethtoolDumpSeeds(f) {
+		f.Add(seed)
 	}
 	// Families fed by the other ioctls, not by stats.
 	notStats := map[string]bool{}

@@ -36,6 +36,91 @@ func series(mfs map[string]*dto.MetricFamily) int {
 	return n
 }
 
+// ethtoolFixtureWant is a sample a fixture must yield; a negative value
+// checks only that it exists.
+type ethtoolFixtureWant struct {
+	family string
+	labels []string
+	value  float64
+}
+
+// ethtoolFixtureWants are samples of each driver's captured output.
+var ethtoolFixtureWants = []ethtoolFixtureWant{
+	// mlx5, seed values
+	{"xdp_ethtool_driver_info", []string{"device", "mlx5", "driver", "mlx5_core", "bus_info", "0000:03:00.0"}, 1},
+	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "0", "action", "drop"}, 12602431},
+	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "5", "action", "drop"}, 12252221},
+	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "redirect"}, 0},
+	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "tx"}, 0},
+	{"xdp_ethtool_rx_xdp_tx_failures_total", []string{"device", "mlx5", "queue", "1", "reason", "full"}, 0},
+	{"xdp_ethtool_xdp_xmit_packets_total", []string{"device", "mlx5", "queue", "3"}, 0},
+	{"xdp_ethtool_xdp_xmit_failures_total", []string{"device", "mlx5", "queue", "3", "reason", "error"}, 0},
+	{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "1", "event", "reuse"}, 13091898},
+	{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "empty"}, 5032563},
+	{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "waive"}, 0},
+	{"xdp_ethtool_rx_page_pool_allocations_total", []string{"device", "mlx5", "queue", "0", "path", "slow_high_order"}, 0},
+	{"xdp_ethtool_rx_page_pool_recycles_total", []string{"device", "mlx5", "queue", "5", "result", "released_ref"}, 0},
+	{"xdp_ethtool_rx_cqe_compressed_packets_total", []string{"device", "mlx5", "queue", "3"}, 1349297},
+	{"xdp_ethtool_rx_cqe_compressed_blocks_total", []string{"device", "mlx5", "queue", "3"}, 223895},
+	{"xdp_ethtool_phy_packets_total", []string{"device", "mlx5", "direction", "rx"}, 88243138},
+	{"xdp_ethtool_phy_packets_total", []string{"device", "mlx5", "direction", "tx"}, 1739707},
+	{"xdp_ethtool_phy_bytes_total", []string{"device", "mlx5", "direction", "rx"}, 5647560737},
+	{"xdp_ethtool_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "64"}, 88243413},
+	{"xdp_ethtool_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "65_to_127"}, 0},
+	{"xdp_ethtool_phy_discards_total", []string{"device", "mlx5", "direction", "rx"}, 14635008},
+	{"xdp_ethtool_rx_out_of_buffer_total", []string{"device", "mlx5"}, 43246222},
+	{"xdp_ethtool_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "write"}, 0.04},
+	{"xdp_ethtool_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "read"}, 0},
+	{"xdp_ethtool_pci_outbound_stalled_seconds_total", []string{"device", "mlx5", "direction", "read"}, 0},
+	{"xdp_ethtool_queue_stat_ch_poll", []string{"device", "mlx5", "queue", "0"}, 27183},
+	{"xdp_ethtool_queue_stat_tx_cqes", []string{"device", "mlx5", "queue", "0"}, 1739714},
+	{"xdp_ethtool_stat_ch_poll", []string{"device", "mlx5"}, 27183},
+	// device-wide sums of curated per-queue stats stay untyped
+	{"xdp_ethtool_stat_rx_xdp_drop", []string{"device", "mlx5"}, 75214086},
+	{"xdp_ethtool_stat_rx_cache_reuse", []string{"device", "mlx5"}, 75214073},
+	{"xdp_ethtool_stat_rx_prio0_packets", []string{"device", "mlx5"}, 73608194},
+	{"xdp_ethtool_ring_descriptors", []string{"device", "mlx5", "ring", "rx"}, 512},
+	{"xdp_ethtool_ring_descriptors_max", []string{"device", "mlx5", "ring", "tx"}, 8192},
+	{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_compress"}, 1},
+	{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_striding_rq"}, 0},
+	{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_moder"}, 1},
+	// i40e
+	{"xdp_ethtool_driver_info", []string{"device", "i40e", "driver", "i40e", "firmware_version", "8.60 0x8000bd5d 1.3140.0"}, 1},
+	{"xdp_ethtool_queue_stat_tx_packets", []string{"device", "i40e", "queue", "0"}, 9652980690},
+	{"xdp_ethtool_queue_stat_rx_bytes", []string{"device", "i40e", "queue", "1"}, 4160893309842},
+	{"xdp_ethtool_stat_veb_rx_bytes", []string{"device", "i40e"}, 0},
+	{"xdp_ethtool_stat_rx_packets", []string{"device", "i40e"}, 258269468302},
+	// ice
+	{"xdp_ethtool_driver_info", []string{"device", "ice", "driver", "ice"}, 1},
+	{"xdp_ethtool_queue_stat_tx_packets", []string{"device", "ice", "queue", "0"}, 3659792718},
+	{"xdp_ethtool_queue_stat_tx_bytes", []string{"device", "ice", "queue", "11"}, -1},
+	{"xdp_ethtool_stat_rx_bytes_nic", []string{"device", "ice"}, 14645706706667},
+	{"xdp_ethtool_stat_rx_bytes", []string{"device", "ice"}, 14645706696119},
+	// ixgbe
+	{"xdp_ethtool_rx_queue_packets_total", []string{"device", "ixgbe", "queue", "1"}, 54703135727},
+	{"xdp_ethtool_queue_stat_tx_bp_napi_yield", []string{"device", "ixgbe", "queue", "3"}, 0},
+	{"xdp_ethtool_stat_fdir_match", []string{"device", "ixgbe"}, 490432032343},
+	// bnxt
+	{"xdp_ethtool_driver_info", []string{"device", "bnxt", "driver", "bnxt_en"}, 1},
+	{"xdp_ethtool_queue_stat_rx_ucast_packets", []string{"device", "bnxt", "queue", "0"}, 276347403},
+	{"xdp_ethtool_stat_rx_64b_frames", []string{"device", "bnxt"}, 1670188},
+	// virtio_net
+	{"xdp_ethtool_rx_queue_packets_total", []string{"device", "virtio_net", "queue", "1"}, 37051154},
+	{"xdp_ethtool_queue_stat_tx_kicks", []string{"device", "virtio_net", "queue", "0"}, 0},
+	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "virtio_net", "queue", "1", "action", "redirect"}, 0},
+	{"xdp_ethtool_rx_xdp_processed_packets_total", []string{"device", "virtio_net", "queue", "0"}, 0},
+	{"xdp_ethtool_xdp_xmit_packets_total", []string{"device", "virtio_net", "queue", "1"}, 0},
+	{"xdp_ethtool_xdp_xmit_failures_total", []string{"device", "virtio_net", "queue", "1", "reason", "error"}, 0},
+	{"xdp_ethtool_ring_descriptors", []string{"device", "virtio_net", "ring", "tx"}, 256},
+	// veth
+	{"xdp_ethtool_stat_peer_ifindex", []string{"device", "veth"}, 8},
+	{"xdp_ethtool_rx_xdp_processed_bytes_total", []string{"device", "veth", "queue", "0"}, 0},
+	{"xdp_ethtool_rx_xdp_tx_failures_total", []string{"device", "veth", "queue", "0", "reason", "error"}, 0},
+	{"xdp_ethtool_queue_stat_rx_drops", []string{"device", "veth", "queue", "0"}, 0},
+	{"xdp_ethtool_channels", []string{"device", "veth", "type", "rx"}, 1},
+	{"xdp_ethtool_channels_max", []string{"device", "veth", "type", "tx"}, 2},
+}
+
 // TestEthtoolFixtures checks, on captured output of each driver, that each
 // stat lands in the expected family with the expected labels and value.
 func TestEthtoolFixtures(t *testing.T) {
@@ -43,86 +128,7 @@ func TestEthtoolFixtures(t *testing.T) {
 	c := fixtureCollector(t, src, ".*", nil)
 	mfs := gather(t, c)
 
-	type want struct {
-		family string
-		labels []string
-		value  float64
-	}
-	for _, w := range []want{
-		// mlx5, seed values
-		{"xdp_ethtool_driver_info", []string{"device", "mlx5", "driver", "mlx5_core", "bus_info", "0000:03:00.0"}, 1},
-		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "0", "action", "drop"}, 12602431},
-		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "5", "action", "drop"}, 12252221},
-		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "redirect"}, 0},
-		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "tx"}, 0},
-		{"xdp_ethtool_rx_xdp_tx_failures_total", []string{"device", "mlx5", "queue", "1", "reason", "full"}, 0},
-		{"xdp_ethtool_xdp_xmit_packets_total", []string{"device", "mlx5", "queue", "3"}, 0},
-		{"xdp_ethtool_xdp_xmit_failures_total", []string{"device", "mlx5", "queue", "3", "reason", "error"}, 0},
-		{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "1", "event", "reuse"}, 13091898},
-		{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "empty"}, 5032563},
-		{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "waive"}, 0},
-		{"xdp_ethtool_rx_page_pool_allocations_total", []string{"device", "mlx5", "queue", "0", "path", "slow_high_order"}, 0},
-		{"xdp_ethtool_rx_page_pool_recycles_total", []string{"device", "mlx5", "queue", "5", "result", "released_ref"}, 0},
-		{"xdp_ethtool_rx_cqe_compressed_packets_total", []string{"device", "mlx5", "queue", "3"}, 1349297},
-		{"xdp_ethtool_rx_cqe_compressed_blocks_total", []string{"device", "mlx5", "queue", "3"}, 223895},
-		{"xdp_ethtool_phy_packets_total", []string{"device", "mlx5", "direction", "rx"}, 88243138},
-		{"xdp_ethtool_phy_packets_total", []string{"device", "mlx5", "direction", "tx"}, 1739707},
-		{"xdp_ethtool_phy_bytes_total", []string{"device", "mlx5", "direction", "rx"}, 5647560737},
-		{"xdp_ethtool_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "64"}, 88243413},
-		{"xdp_ethtool_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "65_to_127"}, 0},
-		{"xdp_ethtool_phy_discards_total", []string{"device", "mlx5", "direction", "rx"}, 14635008},
-		{"xdp_ethtool_rx_out_of_buffer_total", []string{"device", "mlx5"}, 43246222},
-		{"xdp_ethtool_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "write"}, 0.04},
-		{"xdp_ethtool_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "read"}, 0},
-		{"xdp_ethtool_pci_outbound_stalled_seconds_total", []string{"device", "mlx5", "direction", "read"}, 0},
-		{"xdp_ethtool_queue_stat_ch_poll", []string{"device", "mlx5", "queue", "0"}, 27183},
-		{"xdp_ethtool_queue_stat_tx_cqes", []string{"device", "mlx5", "queue", "0"}, 1739714},
-		{"xdp_ethtool_stat_ch_poll", []string{"device", "mlx5"}, 27183},
-		// device-wide sums of curated per-queue stats stay untyped
-		{"xdp_ethtool_stat_rx_xdp_drop", []string{"device", "mlx5"}, 75214086},
-		{"xdp_ethtool_stat_rx_cache_reuse", []string{"device", "mlx5"}, 75214073},
-		{"xdp_ethtool_stat_rx_prio0_packets", []string{"device", "mlx5"}, 73608194},
-		{"xdp_ethtool_ring_descriptors", []string{"device", "mlx5", "ring", "rx"}, 512},
-		{"xdp_ethtool_ring_descriptors_max", []string{"device", "mlx5", "ring", "tx"}, 8192},
-		{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_compress"}, 1},
-		{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_striding_rq"}, 0},
-		{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_moder"}, 1},
-		// i40e
-		{"xdp_ethtool_driver_info", []string{"device", "i40e", "driver", "i40e", "firmware_version", "8.60 0x8000bd5d 1.3140.0"}, 1},
-		{"xdp_ethtool_queue_stat_tx_packets", []string{"device", "i40e", "queue", "0"}, 9652980690},
-		{"xdp_ethtool_queue_stat_rx_bytes", []string{"device", "i40e", "queue", "1"}, 4160893309842},
-		{"xdp_ethtool_stat_veb_rx_bytes", []string{"device", "i40e"}, 0},
-		{"xdp_ethtool_stat_rx_packets", []string{"device", "i40e"}, 258269468302},
-		// ice
-		{"xdp_ethtool_driver_info", []string{"device", "ice", "driver", "ice"}, 1},
-		{"xdp_ethtool_queue_stat_tx_packets", []string{"device", "ice", "queue", "0"}, 3659792718},
-		{"xdp_ethtool_queue_stat_tx_bytes", []string{"device", "ice", "queue", "11"}, -1},
-		{"xdp_ethtool_stat_rx_bytes_nic", []string{"device", "ice"}, 14645706706667},
-		{"xdp_ethtool_stat_rx_bytes", []string{"device", "ice"}, 14645706696119},
-		// ixgbe
-		{"xdp_ethtool_rx_queue_packets_total", []string{"device", "ixgbe", "queue", "1"}, 54703135727},
-		{"xdp_ethtool_queue_stat_tx_bp_napi_yield", []string{"device", "ixgbe", "queue", "3"}, 0},
-		{"xdp_ethtool_stat_fdir_match", []string{"device", "ixgbe"}, 490432032343},
-		// bnxt
-		{"xdp_ethtool_driver_info", []string{"device", "bnxt", "driver", "bnxt_en"}, 1},
-		{"xdp_ethtool_queue_stat_rx_ucast_packets", []string{"device", "bnxt", "queue", "0"}, 276347403},
-		{"xdp_ethtool_stat_rx_64b_frames", []string{"device", "bnxt"}, 1670188},
-		// virtio_net
-		{"xdp_ethtool_rx_queue_packets_total", []string{"device", "virtio_net", "queue", "1"}, 37051154},
-		{"xdp_ethtool_queue_stat_tx_kicks", []string{"device", "virtio_net", "queue", "0"}, 0},
-		{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "virtio_net", "queue", "1", "action", "redirect"}, 0},
-		{"xdp_ethtool_rx_xdp_processed_packets_total", []string{"device", "virtio_net", "queue", "0"}, 0},
-		{"xdp_ethtool_xdp_xmit_packets_total", []string{"device", "virtio_net", "queue", "1"}, 0},
-		{"xdp_ethtool_xdp_xmit_failures_total", []string{"device", "virtio_net", "queue", "1", "reason", "error"}, 0},
-		{"xdp_ethtool_ring_descriptors", []string{"device", "virtio_net", "ring", "tx"}, 256},
-		// veth
-		{"xdp_ethtool_stat_peer_ifindex", []string{"device", "veth"}, 8},
-		{"xdp_ethtool_rx_xdp_processed_bytes_total", []string{"device", "veth", "queue", "0"}, 0},
-		{"xdp_ethtool_rx_xdp_tx_failures_total", []string{"device", "veth", "queue", "0", "reason", "error"}, 0},
-		{"xdp_ethtool_queue_stat_rx_drops", []string{"device", "veth", "queue", "0"}, 0},
-		{"xdp_ethtool_channels", []string{"device", "veth", "type", "rx"}, 1},
-		{"xdp_ethtool_channels_max", []string{"device", "veth", "type", "tx"}, 2},
-	} {
+	for _, w := range ethtoolFixtureWants {
 		got := value(t, mfs, w.family, w.labels...)
 		if w.value >= 0 && got != w.value {
 			t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.value)

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
@@ -38,21 +36,7 @@ func TestDeviceNameNotUTF8(t *testing.T) {
 	}
 
 	logger := slog.New(slog.DiscardHandler)
-	eth, err := NewEthtoolCollector(EthtoolConfig{}, logger)
-	testenv.Check(t, err, "ethtool collector")
-	bp, err := newBPFCollector(BPFConfig{}, logger)
-	testenv.Check(t, err, "bpf collector")
-	xd, err := NewXDPCollector(XDPConfig{}, logger)
-	testenv.Check(t, err, "xdp collector")
-	np, err := loadNapiCollector(NapiConfig{}, logger)
-	testenv.Check(t, err, "napi collector")
-	collectors := map[string]Collector{"ethtool": eth, "bpf": bp, "xdp": xd, "napi": np}
-	// Before Linux 6.3 there is no netdev family, and nothing of it to label.
-	nd, err := dialNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
-	if !errors.Is(err, ErrUnsupported) || !testenv.KernelBefore(t, 6, 3) {
-		testenv.Check(t, err, "netdev collector")
-		collectors["netdev"] = nd
-	}
+	collectors := deviceNamingCollectors(t, logger)
 	set := NewSet(collectors, logger)
 	t.Cleanup(func() { set.Close() })
 
@@ -60,22 +44,7 @@ func TestDeviceNameNotUTF8(t *testing.T) {
 		vethtest.SendExactly(t, p, 500)
 	}
 
-	reg := prometheus.NewRegistry() // as the exporter serves it
-	reg.MustRegister(set.Scrape(context.Background()))
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "xdp_scrape_collector_success" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetGauge().GetValue() != 1 {
-				t.Errorf("collector %s failed", m.GetLabel()[0].GetValue())
-			}
-		}
-	}
+	mfs := hostGather(t, set, NewLinkSnapshot())
 
 	label := `xt` + id + `\xff\xfe`
 	plainFams, oddFams := familiesOf(mfs, plain), familiesOf(mfs, label)
@@ -106,6 +75,28 @@ func TestDeviceNameNotUTF8(t *testing.T) {
 		}
 	}
 	t.Logf("%d families carry %q", len(oddFams), label)
+}
+
+// deviceNamingCollectors builds every collector that names devices (the
+// netdev collector where the kernel has its family: Linux 6.3).
+func deviceNamingCollectors(t *testing.T, logger *slog.Logger) map[string]Collector {
+	t.Helper()
+	eth, err := NewEthtoolCollector(EthtoolConfig{}, logger)
+	testenv.Check(t, err, "ethtool collector")
+	bp, err := newBPFCollector(BPFConfig{}, logger)
+	testenv.Check(t, err, "bpf collector")
+	xd, err := NewXDPCollector(XDPConfig{}, logger)
+	testenv.Check(t, err, "xdp collector")
+	np, err := loadNapiCollector(NapiConfig{}, logger)
+	testenv.Check(t, err, "napi collector")
+	collectors := map[string]Collector{"ethtool": eth, "bpf": bp, "xdp": xd, "napi": np}
+	// Before Linux 6.3 there is no netdev family, and nothing of it to label.
+	nd, err := dialNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
+	if !errors.Is(err, ErrUnsupported) || !testenv.KernelBefore(t, 6, 3) {
+		testenv.Check(t, err, "netdev collector")
+		collectors["netdev"] = nd
+	}
+	return collectors
 }
 
 // familiesOf lists the families with a sample whose device label is dev.

@@ -2,12 +2,10 @@ package collector
 
 import (
 	"log/slog"
-	"path/filepath"
 	"testing"
 
 	"github.com/mdlayher/genetlink"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
 	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
 )
@@ -33,51 +31,19 @@ func (s fuzzNetdevSource) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, er
 func (fuzzNetdevSource) Close() error { return nil }
 
 // FuzzNetdevDecode feeds netlink replies of the netdev family (struct
-// nlmsghdr, struct genlmsghdr, attributes, as the kernel sends them) to
-// every netdev decoder and to the collector. Whatever the attributes hold,
-// nothing panics, a decoder that succeeds returns one value per message,
-// and every metric the collector sends can be written out.
+// nlmsghdr, struct genlmsghdr, attributes, as the kernel sends them) to the
+// collector: whatever the attributes hold, nothing panics and every metric
+// it sends can be written out. The reader's own FuzzDecode holds the
+// decoders to one value per message.
 func FuzzNetdevDecode(f *testing.F) {
-	var all []byte
-	for _, name := range []string{"dev-get", "qstats-get", "qstats-get-queue", "queue-get", "queue-get-irq",
-		"napi-get", "napi-get-irq", "page-pool-get", "page-pool-stats-get"} {
-		b := hexFixture(f, filepath.Join(netdevReplies, name+".hex"))
-		f.Add(b)
-		all = append(all, b...)
-	}
-	f.Add(all)
+	seeds, err := nltest.ReadDir(netdevReplies)
+	nltest.AddSeeds(f, seeds, err)
 	procFS := f.TempDir()
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		nms, ok := nltest.Split(raw)
+		msgs, ok := nltest.Genl(raw)
 		if !ok {
 			return
 		}
-		msgs := make([]genetlink.Message, 0, len(nms))
-		for _, nm := range nms {
-			var gm genetlink.Message
-			if err := gm.UnmarshalBinary(nm.Data); err != nil {
-				return
-			}
-			msgs = append(msgs, gm)
-		}
-		check := func(what string, n int, err error) {
-			if err == nil && n != len(msgs) {
-				t.Fatalf("%s: %d values from %d messages", what, n, len(msgs))
-			}
-		}
-		devs, err := netdev.DecodeDevs(msgs)
-		check("dev-get", len(devs), err)
-		qs, err := netdev.DecodeQstats(msgs)
-		check("qstats-get", len(qs), err)
-		queues, err := netdev.DecodeQueues(msgs)
-		check("queue-get", len(queues), err)
-		napis, err := netdev.DecodeNapis(msgs)
-		check("napi-get", len(napis), err)
-		pools, err := netdev.DecodePagePools(msgs)
-		check("page-pool-get", len(pools), err)
-		stats, err := netdev.DecodePagePoolStats(msgs)
-		check("page-pool-stats-get", len(stats), err)
-
 		c := onLinks{newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcFS: procFS}, slog.New(slog.DiscardHandler),
 			fuzzNetdevSource{msgs}), fixtureLinks()}
 		ms, _ := collect(c)
@@ -90,16 +56,8 @@ func FuzzNetdevDecode(f *testing.F) {
 // panic, one socket per message when decoding succeeds, and the collector
 // sends every stat of every socket that has XDP_DIAG_STATS.
 func FuzzXDPDiag(f *testing.F) {
-	b := hexFixture(f, xskFixturePath)
-	f.Add(b)
-	msgs, _ := nltest.Split(b)
-	for _, m := range msgs {
-		raw, err := m.MarshalBinary()
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
+	seeds, err := nltest.Seeds(hexFixture(f, xskFixturePath))
+	nltest.AddSeeds(f, seeds, err)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		msgs, ok := nltest.Split(raw)
 		if !ok {

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	dto "github.com/prometheus/client_model/go"
 	"log/slog"
 	"math"
 	"os"
@@ -190,6 +191,14 @@ func TestPCIeFixture(t *testing.T) {
 	if _, n := exportertest.Match(mfs, "xdp_pcie_link_width_lanes", "device", "eth1"); n != 0 {
 		t.Error("eth1 sits on conventional PCI, without link files, yet has link series")
 	}
+	checkPCIeAER(t, mfs)
+	checkPCIeNUMA(t, mfs)
+}
+
+// checkPCIeAER checks the fixture NIC's AER counts by name, without the
+// totals.
+func checkPCIeAER(t *testing.T, mfs map[string]*dto.MetricFamily) {
+	t.Helper()
 	for _, e := range []struct {
 		severity, name string
 		want           float64
@@ -204,6 +213,12 @@ func TestPCIeFixture(t *testing.T) {
 	if _, n := exportertest.Match(mfs, "xdp_pcie_aer_errors_total", "device", "eth1"); n != 0 {
 		t.Error("eth1 has no AER files, yet has AER series")
 	}
+}
+
+// checkPCIeNUMA checks the NUMA locality of the fixture NIC's RX queue
+// IRQs and of each CPU.
+func checkPCIeNUMA(t *testing.T, mfs map[string]*dto.MetricFamily) {
+	t.Helper()
 	for _, q := range []struct {
 		queue, irq, cpus string
 		want             float64

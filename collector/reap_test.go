@@ -174,6 +174,53 @@ func vethPair(host, peer string) (h, p *net.Interface, del func(), err error) {
 	return ifs[0], ifs[1], del, nil
 }
 
+// checkFresh checks that a brand-new device and program, made after the
+// churn, are counted exactly and nothing was counted as map full or
+// untracked.
+func (l *reapLab) checkFresh(id string) {
+	l.t.Helper()
+	fresh, err := abortProgram()
+	testenv.Check(l.t, err, "loading an XDP program")
+	defer fresh.Close()
+	host, peer, del, err := vethPair("xr"+id+"new", "xr"+id+"gen")
+	testenv.Check(l.t, err, "creating a veth pair")
+	defer del()
+	lk, err := link.AttachXDP(link.XDPOptions{Program: fresh, Interface: host.Index})
+	testenv.Check(l.t, err, "attaching XDP")
+	defer lk.Close()
+	info, err := fresh.Info()
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	progID, _ := info.ID()
+	g, err := trafficgen.New()
+	testenv.Check(l.t, err, "traffic generator")
+	defer g.Close()
+	const n = 1000
+	if err := send(g, peer, host, n); err != nil {
+		l.t.Fatal(err)
+	}
+	mfs := l.scrape()
+	if v := value(l.t, mfs, "xdp_exceptions_total", "device", host.Name, "prog_id", fmt.Sprint(progID), "action", "ABORTED"); v != n {
+		l.t.Errorf("exceptions of the new program on the new device: %v, want %d", v, n)
+	}
+	var work float64
+	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
+		if exportertest.Matches(m, "device", host.Name) {
+			work += m.GetHistogram().GetSampleSum()
+		}
+	}
+	if work != n {
+		l.t.Errorf("napi work of the new device: %v, want %d", work, n)
+	}
+	if v := value(l.t, mfs, "xdp_monitor_map_full_events_total", "map", "exceptions"); v != 0 {
+		l.t.Errorf("%v exceptions counted as map full", v)
+	}
+	if v := value(l.t, mfs, "xdp_napi_polls_untracked_total"); v != 0 {
+		l.t.Errorf("%v napi polls untracked", v)
+	}
+}
+
 // TestReapChurn replaces the XDP programs of 8 devices 2,000 times in all,
 // then creates and deletes 2,000 veth pairs, with traffic on every program
 // and device, scraping all along. The exceptions map (1,024 entries) and
@@ -248,47 +295,7 @@ func TestReapChurn(t *testing.T) {
 		return send(g, peer, host, 2)
 	})
 
-	// A brand-new device and program, counted exactly.
-	fresh, err := abortProgram()
-	testenv.Check(t, err, "loading an XDP program")
-	defer fresh.Close()
-	host, peer, del, err := vethPair("xr"+id+"new", "xr"+id+"gen")
-	testenv.Check(t, err, "creating a veth pair")
-	defer del()
-	lk, err := link.AttachXDP(link.XDPOptions{Program: fresh, Interface: host.Index})
-	testenv.Check(t, err, "attaching XDP")
-	defer lk.Close()
-	info, err := fresh.Info()
-	if err != nil {
-		t.Fatal(err)
-	}
-	progID, _ := info.ID()
-	g, err := trafficgen.New()
-	testenv.Check(t, err, "traffic generator")
-	defer g.Close()
-	const n = 1000
-	if err := send(g, peer, host, n); err != nil {
-		t.Fatal(err)
-	}
-	mfs = l.scrape()
-	if v := value(t, mfs, "xdp_exceptions_total", "device", host.Name, "prog_id", fmt.Sprint(progID), "action", "ABORTED"); v != n {
-		t.Errorf("exceptions of the new program on the new device: %v, want %d", v, n)
-	}
-	var work float64
-	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
-		if exportertest.Matches(m, "device", host.Name) {
-			work += m.GetHistogram().GetSampleSum()
-		}
-	}
-	if work != n {
-		t.Errorf("napi work of the new device: %v, want %d", work, n)
-	}
-	if v := value(t, mfs, "xdp_monitor_map_full_events_total", "map", "exceptions"); v != 0 {
-		t.Errorf("%v exceptions counted as map full", v)
-	}
-	if v := value(t, mfs, "xdp_napi_polls_untracked_total"); v != 0 {
-		t.Errorf("%v napi polls untracked", v)
-	}
+	l.checkFresh(id)
 	e, s := l.sizes()
 	t.Logf("after the churn: %d exception keys, %d napi slots", e, s)
 }

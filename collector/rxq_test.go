@@ -173,45 +173,8 @@ func TestRxqActions(t *testing.T) {
 			if info != 1 {
 				t.Errorf("xdp_rxq_info = %v, want 1", info)
 			}
-			cells := rxqCells(mfs, "xdp_rxq_packets_total", pair.Host.Name)
-			bytes := rxqCells(mfs, "xdp_rxq_bytes_total", pair.Host.Name)
-			var total uint64
-			perQueue := make([]uint64, 2)
-			for q, cpus := range cells {
-				for cpu, v := range cpus {
-					total += v
-					qi, err := strconv.Atoi(q)
-					if err != nil || qi > 1 {
-						t.Fatalf("unexpected queue label %q", q)
-					}
-					perQueue[qi] += v
-					if cpu != q {
-						t.Errorf("queue %s counted %d packets on CPU %s; veth runs queue q on CPU q here", q, v, cpu)
-					}
-					if b := bytes[q][cpu]; b != v*trafficgen.MinFrameSize {
-						t.Errorf("queue %s CPU %s: %d bytes for %d packets of %d bytes", q, cpu, b, v, trafficgen.MinFrameSize)
-					}
-				}
-			}
-			if total != n {
-				t.Errorf("queue x CPU counters sum to %d, want %d: %v", total, n, cells)
-			}
-			if perQueue[0] != n/2 || perQueue[1] != n/2 {
-				t.Errorf("per queue %v, want %d each", perQueue, n/2)
-			}
-			if v := value(t, mfs, "xdp_rxq_issues_total", "device", pair.Host.Name, "reason", "queue_out_of_range"); v != 0 {
-				t.Errorf("queue_out_of_range issues = %v, want 0", v)
-			}
-			// The ifindex issue exists only when checked.
-			var ifindexIssues []float64
-			for _, m := range mfs["xdp_rxq_issues_total"].GetMetric() {
-				if exportertest.Matches(m, "device", pair.Host.Name, "reason", "ifindex_mismatch") {
-					ifindexIssues = append(ifindexIssues, m.GetCounter().GetValue())
-				}
-			}
-			if want := []float64{0}; tc.check && !slices.Equal(ifindexIssues, want) || !tc.check && ifindexIssues != nil {
-				t.Errorf("ifindex_mismatch issues %v with check-ifindex=%v", ifindexIssues, tc.check)
-			}
+			perQueue := checkRxqCells(t, mfs, pair.Host.Name, n)
+			checkRxqIssues(t, mfs, pair.Host.Name, tc.check)
 
 			host := vethStats(t, pair, pair.Host.Name, false, "xdp_packets", 2)
 			acted := vethStats(t, pair, pair.Host.Name, false, tc.stat, 2)
@@ -223,21 +186,11 @@ func TestRxqActions(t *testing.T) {
 			}
 			// Where the frames went: back to the generator's end for tx,
 			// to the target pair's far end for redirect.
-			var arrived []uint64
 			switch tc.action {
 			case "tx":
-				arrived = vethStats(t, pair, pair.Peer.Name, true, "xdp_drops", 2)
+				checkArrived(t, vethStats(t, pair, pair.Peer.Name, true, "xdp_drops", 2), tc.action, n)
 			case "redirect":
-				arrived = vethStats(t, target, target.Peer.Name, true, "xdp_drops", 2)
-			}
-			if arrived != nil {
-				var sum uint64
-				for _, v := range arrived {
-					sum += v
-				}
-				if sum != n {
-					t.Errorf("%d frames arrived at the %s destination, want %d", sum, tc.action, n)
-				}
+				checkArrived(t, vethStats(t, target, target.Peer.Name, true, "xdp_drops", 2), tc.action, n)
 			}
 
 			if err := c.Close(); err != nil {
@@ -248,6 +201,71 @@ func TestRxqActions(t *testing.T) {
 				t.Errorf("XDP program id %d still on %s after Close", id, pair.Host.Name)
 			}
 		})
+	}
+}
+
+// checkRxqCells checks that dev's queue x CPU counters of n packets sum
+// to n, split evenly over two queues each on its own CPU, with the bytes of
+// minimum-size frames; it returns the packets per queue.
+func checkRxqCells(t *testing.T, mfs map[string]*dto.MetricFamily, dev string, n uint64) []uint64 {
+	t.Helper()
+	cells := rxqCells(mfs, "xdp_rxq_packets_total", dev)
+	bytes := rxqCells(mfs, "xdp_rxq_bytes_total", dev)
+	var total uint64
+	perQueue := make([]uint64, 2)
+	for q, cpus := range cells {
+		for cpu, v := range cpus {
+			total += v
+			qi, err := strconv.Atoi(q)
+			if err != nil || qi > 1 {
+				t.Fatalf("unexpected queue label %q", q)
+			}
+			perQueue[qi] += v
+			if cpu != q {
+				t.Errorf("queue %s counted %d packets on CPU %s; veth runs queue q on CPU q here", q, v, cpu)
+			}
+			if b := bytes[q][cpu]; b != v*trafficgen.MinFrameSize {
+				t.Errorf("queue %s CPU %s: %d bytes for %d packets of %d bytes", q, cpu, b, v, trafficgen.MinFrameSize)
+			}
+		}
+	}
+	if total != n {
+		t.Errorf("queue x CPU counters sum to %d, want %d: %v", total, n, cells)
+	}
+	if perQueue[0] != n/2 || perQueue[1] != n/2 {
+		t.Errorf("per queue %v, want %d each", perQueue, n/2)
+	}
+	return perQueue
+}
+
+// checkRxqIssues checks that dev counted no issue, and that the ifindex
+// issue exists only when checked.
+func checkRxqIssues(t *testing.T, mfs map[string]*dto.MetricFamily, dev string, checked bool) {
+	t.Helper()
+	if v := value(t, mfs, "xdp_rxq_issues_total", "device", dev, "reason", "queue_out_of_range"); v != 0 {
+		t.Errorf("queue_out_of_range issues = %v, want 0", v)
+	}
+	var ifindexIssues []float64
+	for _, m := range mfs["xdp_rxq_issues_total"].GetMetric() {
+		if exportertest.Matches(m, "device", dev, "reason", "ifindex_mismatch") {
+			ifindexIssues = append(ifindexIssues, m.GetCounter().GetValue())
+		}
+	}
+	if want := []float64{0}; checked && !slices.Equal(ifindexIssues, want) || !checked && ifindexIssues != nil {
+		t.Errorf("ifindex_mismatch issues %v with check-ifindex=%v", ifindexIssues, checked)
+	}
+}
+
+// checkArrived checks that the n frames of an action arrived where it
+// sends them, per queue in arrived.
+func checkArrived(t *testing.T, arrived []uint64, action string, n uint64) {
+	t.Helper()
+	var sum uint64
+	for _, v := range arrived {
+		sum += v
+	}
+	if sum != n {
+		t.Errorf("%d frames arrived at the %s destination, want %d", sum, action, n)
 	}
 }
 

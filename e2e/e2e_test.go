@@ -114,55 +114,7 @@ func TestLabWithPrometheus(t *testing.T) {
 
 	sweepStart := time.Now()
 	for _, ph := range phases {
-		name := fmt.Sprintf("%s-%dq", ph.sc, ph.queues)
-		if ph.read {
-			name += "-read"
-		}
-		args := []string{"--collector.perf", "--collector.xdp.xmit"}
-		if ph.sc == lab.Linux {
-			// The stack drops every frame (NETFILTER_DROP): the drop panel's data.
-			args = append(args, "--collector.drop")
-		} else {
-			args = append(args, "--collector.rxq", "--collector.rxq.device="+lb.DUT, "--collector.rxq.action="+string(ph.sc))
-		}
-		if ph.sc == lab.Redirect {
-			args = append(args, "--collector.rxq.redirect-device="+lb.Egress)
-		}
-		if ph.read {
-			args = append(args, "--collector.rxq.read")
-		}
-		exp := exportertest.Run(t, addr, args...)
-		if ph.sc == lab.Linux {
-			waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="napi"}`, addr))
-		} else {
-			waitFor(t, prom, fmt.Sprintf(`xdp_rxq_info{instance=%q,action=%q}`, addr, ph.sc))
-		}
-
-		res, err := lb.Run(ctx, lab.RunConfig{Scenario: ph.sc, Queues: ph.queues, Rate: ph.rate,
-			Size: trafficgen.MinFrameSize, Duration: phaseDuration})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		end := time.Now()
-		// The exporter attached its program just before the run and the
-		// lab is quiet otherwise: its counters must equal what was sent.
-		if got := exp.Sum(t, "xdp_rxq_packets_total", "device", lb.DUT); ph.sc != lab.Linux && got != float64(res.Sent) {
-			t.Errorf("%s: exporter counted %v frames, generator sent %d", name, got, res.Sent)
-		}
-		time.Sleep(2 * time.Second) // two more scrapes cover the end of the run
-		if ph.checkRate {
-			// Nearly the whole run, so the window and the generator's
-			// average cover the same stalls on a shared machine.
-			got := scalarAt(t, prom, fmt.Sprintf(`sum(rate(xdp_rxq_packets_total{instance=%q,device=%q}[%ds]))`,
-				addr, lb.DUT, int(phaseDuration.Seconds())-1), end)
-			want := res.SentPPS()
-			t.Logf("%s: Prometheus rate %.0f pps, generator %.0f pps (%.2f%%)", name, got, want, 100*(got-want)/want)
-			if math.Abs(got-want)/want > 0.05 {
-				t.Errorf("%s: rate() %.0f pps differs from the generator's %.0f pps by more than 5%%", name, got, want)
-			}
-		}
-		evaluate(name)
-		exp.Stop(t)
+		runPhase(t, lb, addr, prom, ph, evaluate)
 	}
 	figures := xyCharts(t, prom, vars, sweepStart, time.Now())
 	checkSweepSteps(t, figures)
@@ -188,6 +140,62 @@ func TestLabWithPrometheus(t *testing.T) {
 	}
 	writeFigures(t, figures)
 	logScrapeCost(t, prom, addr)
+}
+
+// runPhase runs one step of the sweep with an exporter of its own, checks
+// that the exporter counted what the generator sent and that Prometheus'
+// rate matches it, and evaluates every panel.
+func runPhase(t *testing.T, lb lab.Lab, addr string, prom *promtest.Server, ph phase, evaluate func(when string)) {
+	ctx := context.Background()
+	name := fmt.Sprintf("%s-%dq", ph.sc, ph.queues)
+	if ph.read {
+		name += "-read"
+	}
+	args := []string{"--collector.perf", "--collector.xdp.xmit"}
+	if ph.sc == lab.Linux {
+		// The stack drops every frame (NETFILTER_DROP): the drop panel's data.
+		args = append(args, "--collector.drop")
+	} else {
+		args = append(args, "--collector.rxq", "--collector.rxq.device="+lb.DUT, "--collector.rxq.action="+string(ph.sc))
+	}
+	if ph.sc == lab.Redirect {
+		args = append(args, "--collector.rxq.redirect-device="+lb.Egress)
+	}
+	if ph.read {
+		args = append(args, "--collector.rxq.read")
+	}
+	exp := exportertest.Run(t, addr, args...)
+	if ph.sc == lab.Linux {
+		waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="napi"}`, addr))
+	} else {
+		waitFor(t, prom, fmt.Sprintf(`xdp_rxq_info{instance=%q,action=%q}`, addr, ph.sc))
+	}
+
+	res, err := lb.Run(ctx, lab.RunConfig{Scenario: ph.sc, Queues: ph.queues, Rate: ph.rate,
+		Size: trafficgen.MinFrameSize, Duration: phaseDuration})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	end := time.Now()
+	// The exporter attached its program just before the run and the
+	// lab is quiet otherwise: its counters must equal what was sent.
+	if got := exp.Sum(t, "xdp_rxq_packets_total", "device", lb.DUT); ph.sc != lab.Linux && got != float64(res.Sent) {
+		t.Errorf("%s: exporter counted %v frames, generator sent %d", name, got, res.Sent)
+	}
+	time.Sleep(2 * time.Second) // two more scrapes cover the end of the run
+	if ph.checkRate {
+		// Nearly the whole run, so the window and the generator's
+		// average cover the same stalls on a shared machine.
+		got := scalarAt(t, prom, fmt.Sprintf(`sum(rate(xdp_rxq_packets_total{instance=%q,device=%q}[%ds]))`,
+			addr, lb.DUT, int(phaseDuration.Seconds())-1), end)
+		want := res.SentPPS()
+		t.Logf("%s: Prometheus rate %.0f pps, generator %.0f pps (%.2f%%)", name, got, want, 100*(got-want)/want)
+		if math.Abs(got-want)/want > 0.05 {
+			t.Errorf("%s: rate() %.0f pps differs from the generator's %.0f pps by more than 5%%", name, got, want)
+		}
+	}
+	evaluate(name)
+	exp.Stop(t)
 }
 
 // eventsPhase makes the events some panels need and the sweep does not:

@@ -87,6 +87,25 @@ func TestPCIeTopology(t *testing.T) {
 	}
 
 	initial := read("initial")
+	checkPCIeLinks(t, initial)
+
+	aer := read("aer")
+	l := []string{"device", "eth3", "hop", "1", "pci_address", "0000:40:00.0", "type", "correctable", "error", "BadTLP"}
+	if got := sample(aer, "xdp_pcie_aer_errors_total", l...) - sample(initial, "xdp_pcie_aer_errors_total", l...); got != aerErrors {
+		t.Errorf("the root port's BadTLP count rose by %v after %d injected errors:\n%s", got, aerErrors, series(aer, "xdp_pcie_aer_errors_total"))
+	}
+
+	t.Logf("eth3 at %s on node 1, behind %s; %d Bad TLP injected into the root port, counted %v",
+		"0000:41:00.0", "0000:40:00.0", aerErrors, sample(aer, "xdp_pcie_aer_errors_total", l...)-sample(initial, "xdp_pcie_aer_errors_total", l...))
+	for _, cpu := range []string{"0", "1"} {
+		checkIRQMove(t, cpu, read("cpu"+cpu+"-before"), read("cpu"+cpu+"-after"))
+	}
+}
+
+// checkPCIeLinks checks the guest's first scrape: each NIC's address and
+// node, its link and its root port's, and which CPUs are remote from it.
+func checkPCIeLinks(t *testing.T, initial map[string]*dto.MetricFamily) {
+	t.Helper()
 	for _, d := range []struct{ dev, addr, node string }{{"eth3", "0000:41:00.0", "1"}, {"eth2", "0000:01:00.0", "-1"}} {
 		if got := sample(initial, "xdp_pcie_device_info", "device", d.dev, "pci_address", d.addr, "numa_node", d.node); got != 1 {
 			t.Errorf("%s: no device_info at %s on node %s:\n%s", d.dev, d.addr, d.node, series(initial, "xdp_pcie_device_info"))
@@ -129,37 +148,34 @@ func TestPCIeTopology(t *testing.T) {
 	if s := series(initial, "xdp_pcie_cpu_numa_remote"); strings.Contains(s, `device="eth2"`) {
 		t.Errorf("eth2 has no NUMA node, yet its CPUs are classified:\n%s", s)
 	}
+}
 
-	aer := read("aer")
-	l := []string{"device", "eth3", "hop", "1", "pci_address", "0000:40:00.0", "type", "correctable", "error", "BadTLP"}
-	if got := sample(aer, "xdp_pcie_aer_errors_total", l...) - sample(initial, "xdp_pcie_aer_errors_total", l...); got != aerErrors {
-		t.Errorf("the root port's BadTLP count rose by %v after %d injected errors:\n%s", got, aerErrors, series(aer, "xdp_pcie_aer_errors_total"))
+// checkIRQMove checks the scrapes before and after frames sent with
+// eth3's RX IRQ on cpu: the rxq collector counted them there, and the
+// pcie collector's remote ratio and share follow the IRQ (CPU 0 is remote
+// from eth3's node, CPU 1 local).
+func checkIRQMove(t *testing.T, cpu string, before, after map[string]*dto.MetricFamily) {
+	t.Helper()
+	other, remote := "1", 1.0
+	if cpu == "1" {
+		other, remote = "0", 0
 	}
-
-	t.Logf("eth3 at %s on node 1, behind %s; %d Bad TLP injected into the root port, counted %v",
-		"0000:41:00.0", "0000:40:00.0", aerErrors, sample(aer, "xdp_pcie_aer_errors_total", l...)-sample(initial, "xdp_pcie_aer_errors_total", l...))
-	for _, step := range []struct {
-		cpu, other string
-		remote     float64
-	}{{"0", "1", 1}, {"1", "0", 0}} {
-		before, after := read("cpu"+step.cpu+"-before"), read("cpu"+step.cpu+"-after")
-		delta := func(cpu string) float64 {
-			return sample(after, "xdp_rxq_packets_total", "device", "eth3", "cpu", cpu) - sample(before, "xdp_rxq_packets_total", "device", "eth3", "cpu", cpu)
-		}
-		on, off := delta(step.cpu), delta(step.other)
-		if on < pcieFrames || off != 0 {
-			t.Errorf("IRQ on CPU %s: eth3's XDP packets %v there and %v on CPU %s, want at least %d and 0", step.cpu, on, off, step.other, pcieFrames)
-		}
-		if got := sample(after, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "eth3", "queue", "0", "effective_cpus", step.cpu); got != step.remote {
-			t.Errorf("IRQ on CPU %s: queue 0's remote ratio %v, want %v:\n%s", step.cpu, got, step.remote, series(after, "xdp_pcie_rx_queue_numa_remote_ratio"))
-		}
-		share := (on*sample(after, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", step.cpu) +
-			off*sample(after, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", step.other)) / (on + off)
-		if share != step.remote {
-			t.Errorf("IRQ on CPU %s: remote share of eth3's XDP packets %v, want %v", step.cpu, share, step.remote)
-		}
-		t.Logf("eth3's RX IRQ on CPU %s: %v XDP packets there, %v on CPU %s; remote share %v", step.cpu, on, off, step.other, share)
+	delta := func(cpu string) float64 {
+		return sample(after, "xdp_rxq_packets_total", "device", "eth3", "cpu", cpu) - sample(before, "xdp_rxq_packets_total", "device", "eth3", "cpu", cpu)
 	}
+	on, off := delta(cpu), delta(other)
+	if on < pcieFrames || off != 0 {
+		t.Errorf("IRQ on CPU %s: eth3's XDP packets %v there and %v on CPU %s, want at least %d and 0", cpu, on, off, other, pcieFrames)
+	}
+	if got := sample(after, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "eth3", "queue", "0", "effective_cpus", cpu); got != remote {
+		t.Errorf("IRQ on CPU %s: queue 0's remote ratio %v, want %v:\n%s", cpu, got, remote, series(after, "xdp_pcie_rx_queue_numa_remote_ratio"))
+	}
+	share := (on*sample(after, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu) +
+		off*sample(after, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", other)) / (on + off)
+	if share != remote {
+		t.Errorf("IRQ on CPU %s: remote share of eth3's XDP packets %v, want %v", cpu, share, remote)
+	}
+	t.Logf("eth3's RX IRQ on CPU %s: %v XDP packets there, %v on CPU %s; remote share %v", cpu, on, off, other, share)
 }
 
 // sample is the value of the one sample of family whose labels include

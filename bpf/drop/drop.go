@@ -90,15 +90,11 @@ func (o *Objects) RecordedName(d Drops) (string, error) {
 // Untracked is the drops not counted because every slot probed for their
 // key was taken.
 func (o *Objects) Untracked() (uint64, error) {
-	var counts []uint64
-	if err := o.Maps[DropMapDropUntracked].Lookup(uint32(0), &counts); err != nil {
+	n, err := slots.Counter(o.Maps[DropMapDropUntracked], 0)
+	if err != nil {
 		return 0, fmt.Errorf("reading the untracked drop counter: %w", err)
 	}
-	var t uint64
-	for _, n := range counts {
-		t += n
-	}
-	return t, nil
+	return n, nil
 }
 
 // Spec is the object as compiled.

@@ -149,15 +149,11 @@ func (o *Objects) RecordedName(p Polls) (string, error) {
 // Untracked is the polls not counted because every slot probed for their
 // key was taken.
 func (o *Objects) Untracked() (uint64, error) {
-	var counts []uint64
-	if err := o.Maps[NapiMapNapiDropped].Lookup(uint32(0), &counts); err != nil {
+	n, err := slots.Counter(o.Maps[NapiMapNapiDropped], 0)
+	if err != nil {
 		return 0, fmt.Errorf("reading the untracked poll count: %w", err)
 	}
-	var t uint64
-	for _, n := range counts {
-		t += n
-	}
-	return t, nil
+	return n, nil
 }
 
 // Softirqs reads the softirq counters, [vector][cpu].

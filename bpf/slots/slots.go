@@ -187,3 +187,17 @@ func DeviceName(words [2]uint64) string {
 	binary.LittleEndian.PutUint64(b[8:], words[1])
 	return unix.ByteSliceToString(b[:])
 }
+
+// Counter reads entry key of a per-CPU array of u64 counters (a table's
+// untracked events) summed over CPUs.
+func Counter(m *ebpf.Map, key uint32) (uint64, error) {
+	var counts []uint64
+	if err := m.Lookup(key, &counts); err != nil {
+		return 0, err
+	}
+	var t uint64
+	for _, n := range counts {
+		t += n
+	}
+	return t, nil
+}

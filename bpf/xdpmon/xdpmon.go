@@ -269,12 +269,12 @@ func (m *Monitor) Overflows() ([]Overflow, error) {
 	var out []Overflow
 	var errs []error
 	for i := range XdpmonOvfMapOVF_MAX {
-		var counts []uint64
-		if err := m.Maps[XdpmonMapOverflow].Lookup(uint32(i), &counts); err != nil {
+		n, err := slots.Counter(m.Maps[XdpmonMapOverflow], uint32(i))
+		if err != nil {
 			errs = append(errs, fmt.Errorf("reading overflow counter %s: %w", overflowMaps[i], err))
 			continue
 		}
-		out = append(out, Overflow{Map: overflowMaps[i], Count: sum(counts)})
+		out = append(out, Overflow{Map: overflowMaps[i], Count: n})
 	}
 	return out, errors.Join(errs...)
 }

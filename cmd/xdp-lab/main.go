@@ -75,48 +75,63 @@ func run(args []string, out io.Writer) error {
 	case "down":
 		return lb.Down()
 	case "run":
-		sc, err := lab.ParseScenario(*scenario)
-		if err != nil {
-			return err
-		}
-		r, err := parseRate(*rate)
-		if err != nil {
-			return err
-		}
-		cfg := lab.RunConfig{Scenario: sc, Queues: *queues, Size: *size, Rate: r, Duration: *duration, Progress: out}
-		if *attach {
-			cfg.Attach = lb.AttachRxq
-		}
-		res, err := lb.Run(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "\n| RXQs | scenario | size | sent pps | received pps | sent | received | %%soft | %%idle |\n|---|---|---|---|---|---|---|---|---|\n")
-		fmt.Fprintf(out, "| %d | %s | %d | %.0f | %.0f | %d | %d | %.1f | %.1f |\n", res.Queues, res.Scenario, res.Size,
-			res.SentPPS(), res.RxPPS(), res.Sent, res.Received, res.SoftPct, res.IdlePct)
-		return nil
+		return runScenario(ctx, lb, out, runFlags{*scenario, *rate, lab.RunConfig{Queues: *queues, Size: *size, Duration: *duration, Progress: out}, *attach})
 	case "sweep":
-		var loads []float64
-		for _, f := range strings.Split(*sweepLoads, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-			if err != nil || v <= 0 {
-				return fmt.Errorf("--loads: %q is not a positive fraction", f)
-			}
-			loads = append(loads, v)
-		}
-		dut, err := lb.Queues()
-		if err != nil {
-			return err
-		}
-		res, err := lb.Sweep(ctx, lab.SweepConfig{MaxQueues: dut, Size: *sweepSize, Duration: *sweepDuration,
-			Loads: loads, OutDir: *sweepOut, Attach: lb.AttachRxq, Log: out})
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "\n%s\nwrote: %s\n", res.Tables(), strings.Join(res.Files, ", "))
-		return nil
+		return runSweep(ctx, lb, out, *sweepLoads, lab.SweepConfig{Size: *sweepSize, Duration: *sweepDuration, OutDir: *sweepOut, Attach: lb.AttachRxq, Log: out})
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// runFlags are the flags of the run command that need parsing.
+type runFlags struct {
+	scenario, rate string
+	cfg            lab.RunConfig
+	attach         bool
+}
+
+func runScenario(ctx context.Context, lb lab.Lab, out io.Writer, f runFlags) error {
+	sc, err := lab.ParseScenario(f.scenario)
+	if err != nil {
+		return err
+	}
+	r, err := parseRate(f.rate)
+	if err != nil {
+		return err
+	}
+	cfg := f.cfg
+	cfg.Scenario, cfg.Rate = sc, r
+	if f.attach {
+		cfg.Attach = lb.AttachRxq
+	}
+	res, err := lb.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n| RXQs | scenario | size | sent pps | received pps | sent | received | %%soft | %%idle |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(out, "| %d | %s | %d | %.0f | %.0f | %d | %d | %.1f | %.1f |\n", res.Queues, res.Scenario, res.Size,
+		res.SentPPS(), res.RxPPS(), res.Sent, res.Received, res.SoftPct, res.IdlePct)
+	return nil
+}
+
+func runSweep(ctx context.Context, lb lab.Lab, out io.Writer, loadList string, cfg lab.SweepConfig) error {
+	for _, f := range strings.Split(loadList, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("--loads: %q is not a positive fraction", f)
+		}
+		cfg.Loads = append(cfg.Loads, v)
+	}
+	dut, err := lb.Queues()
+	if err != nil {
+		return err
+	}
+	cfg.MaxQueues = dut
+	res, err := lb.Sweep(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\n%s\nwrote: %s\n", res.Tables(), strings.Join(res.Files, ", "))
+	return nil
 }
 
 func parseRate(s string) (float64, error) {

@@ -188,20 +188,7 @@ func TestTopLive(t *testing.T) {
 	stop := offered(t, pair, rate)
 	tm := newTmux(t, top, "--endpoint", url, "--view", "rxq", "--device", dev)
 	time.Sleep(3 * time.Second) // the generator's pacing has settled
-	var rxq []string
-	for range 4 {
-		rxq = append(rxq, tm.screen(`XDP-RX CPU\s+total`))
-		time.Sleep(1100 * time.Millisecond) // the next refresh
-	}
-
-	tm.keys("4") // napi
-	var napi []string
-	for range 3 {
-		napi = append(napi, tm.screen(`NAPI `+regexp.QuoteMeta(dev)))
-		time.Sleep(1100 * time.Millisecond) // the next refresh
-	}
-	tm.keys("5") // nic
-	nic := tm.screen(`rx_xdp_processed_packets_total`)
+	rxq, napi, nic := tm.views(dev)
 
 	before := napiHistogram(t, exp, dev)
 	plain, err := exec.Command(top, "--endpoint", url, "--plain", "--view", "all", "--device", dev, "--duration", "3500ms").Output()
@@ -233,14 +220,7 @@ func TestTopLive(t *testing.T) {
 
 	achieved := stop()
 	t.Logf("generator: %.0f pps", achieved)
-	// Every interval of each view printed by --plain, and the last one.
-	blocks, last := map[string][]string{}, map[string]string{}
-	for _, block := range strings.Split(string(plain), "--- ")[1:] {
-		if f := strings.Fields(block); len(f) > 1 {
-			blocks[f[1]] = append(blocks[f[1]], block)
-			last[f[1]] = block
-		}
-	}
+	blocks, last := plainViews(string(plain))
 	for _, c := range []struct {
 		where     string
 		rxq, napi []string
@@ -261,10 +241,44 @@ func TestTopLive(t *testing.T) {
 	if got, want := massPeak(t, last["napi"]), peakOf(after, before); got != want {
 		t.Errorf("napi view: most packets in bulk[%s], the exporter's histogram has them at le=%s:\n%s", got, want, last["napi"])
 	}
-	// The summary's rxq rows are means over its run: they add up to the
-	// rate the exporter counted over it.
+	checkSummary(t, string(summary), dev, sumRate)
+}
+
+// views reads the rxq view four times, the napi view three times, a
+// refresh apart, and the nic view once.
+func (tm *tmux) views(dev string) (rxq, napi []string, nic string) {
+	for range 4 {
+		rxq = append(rxq, tm.screen(`XDP-RX CPU\s+total`))
+		time.Sleep(1100 * time.Millisecond) // the next refresh
+	}
+	tm.keys("4") // napi
+	for range 3 {
+		napi = append(napi, tm.screen(`NAPI `+regexp.QuoteMeta(dev)))
+		time.Sleep(1100 * time.Millisecond) // the next refresh
+	}
+	tm.keys("5") // nic
+	return rxq, napi, tm.screen(`rx_xdp_processed_packets_total`)
+}
+
+// plainViews splits --plain output into every interval of each view, and
+// the last one.
+func plainViews(plain string) (blocks map[string][]string, last map[string]string) {
+	blocks, last = map[string][]string{}, map[string]string{}
+	for _, block := range strings.Split(plain, "--- ")[1:] {
+		if f := strings.Fields(block); len(f) > 1 {
+			blocks[f[1]] = append(blocks[f[1]], block)
+			last[f[1]] = block
+		}
+	}
+	return blocks, last
+}
+
+// checkSummary checks that the summary's rxq rows, means over its run,
+// add up to the rate the driver counted over it.
+func checkSummary(t *testing.T, summary, dev string, sumRate float64) {
+	t.Helper()
 	var means float64
-	for _, line := range strings.Split(string(summary), "\n") {
+	for _, line := range strings.Split(summary, "\n") {
 		if f := strings.Split(line, ","); len(f) == 6 && f[1] == "rxq" && f[2] == dev {
 			means += number(t, f[5])
 		}

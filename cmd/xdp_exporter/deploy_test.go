@@ -418,6 +418,33 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(pod.Spec.Containers))
 	}
 	c := pod.Spec.Containers[0]
+	checkContainer(t, c)
+
+	var svc service
+	loadYAML(t, servicePath, &svc)
+	if svc.Kind != "Service" || !subset(svc.Spec.Selector, pod.Metadata.Labels) {
+		t.Errorf("%s: %s selecting %v does not select the pods %v", servicePath, svc.Kind, svc.Spec.Selector, pod.Metadata.Labels)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != c.Ports[0].Name || svc.Spec.Ports[0].Port != 9739 {
+		t.Errorf("%s: ports %+v, want 9739 -> the container's %q", servicePath, svc.Spec.Ports, c.Ports[0].Name)
+	}
+
+	var sm serviceMonitor
+	loadYAML(t, monitorPath, &sm)
+	if sm.Kind != "ServiceMonitor" || !subset(sm.Spec.Selector.MatchLabels, svc.Metadata.Labels) {
+		t.Errorf("%s: selector %v does not select the Service labels %v", monitorPath, sm.Spec.Selector.MatchLabels, svc.Metadata.Labels)
+	}
+	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name {
+		t.Errorf("%s: endpoints %+v, want the Service port %q", monitorPath, sm.Spec.Endpoints, svc.Spec.Ports[0].Name)
+	}
+
+	checkPodDiscovery(t, pod.Metadata.Labels["app.kubernetes.io/name"], c.Ports[0].Name)
+}
+
+// checkContainer checks the container's security settings against
+// docs/privileges.md, and its port and arguments.
+func checkContainer(t *testing.T, c k8sContainer) {
+	t.Helper()
 	sc := c.SecurityContext
 	if got := newCapSet(sc.Capabilities.Add...); !got.equal(grantedCaps(t)) {
 		t.Errorf("capabilities.add %q, the privilege table needs %q", got, grantedCaps(t))
@@ -441,25 +468,12 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("%s: container %s: want %s", daemonSetPath, c.Name, name)
 		}
 	}
+}
 
-	var svc service
-	loadYAML(t, servicePath, &svc)
-	if svc.Kind != "Service" || !subset(svc.Spec.Selector, pod.Metadata.Labels) {
-		t.Errorf("%s: %s selecting %v does not select the pods %v", servicePath, svc.Kind, svc.Spec.Selector, pod.Metadata.Labels)
-	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort != c.Ports[0].Name || svc.Spec.Ports[0].Port != 9739 {
-		t.Errorf("%s: ports %+v, want 9739 -> the container's %q", servicePath, svc.Spec.Ports, c.Ports[0].Name)
-	}
-
-	var sm serviceMonitor
-	loadYAML(t, monitorPath, &sm)
-	if sm.Kind != "ServiceMonitor" || !subset(sm.Spec.Selector.MatchLabels, svc.Metadata.Labels) {
-		t.Errorf("%s: selector %v does not select the Service labels %v", monitorPath, sm.Spec.Selector.MatchLabels, svc.Metadata.Labels)
-	}
-	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name {
-		t.Errorf("%s: endpoints %+v, want the Service port %q", monitorPath, sm.Spec.Endpoints, svc.Spec.Ports[0].Name)
-	}
-
+// checkPodDiscovery evaluates the pod-discovery job's keep rule on a pod
+// with app label app and container port name port: it must keep it.
+func checkPodDiscovery(t *testing.T, app, port string) {
+	t.Helper()
 	// The pod-discovery job keeps targets whose app label and port name
 	// are the DaemonSet's: evaluate its keep rule on them.
 	var jobs []struct {
@@ -476,8 +490,8 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	keep := jobs[0].RelabelConfigs[0]
 	values := map[string]string{
-		"__meta_kubernetes_pod_label_app_kubernetes_io_name": pod.Metadata.Labels["app.kubernetes.io/name"],
-		"__meta_kubernetes_pod_container_port_name":          c.Ports[0].Name,
+		"__meta_kubernetes_pod_label_app_kubernetes_io_name": app,
+		"__meta_kubernetes_pod_container_port_name":          port,
 	}
 	var joined []string
 	for _, l := range keep.SourceLabels {

@@ -14,12 +14,10 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
 )
 
 // TestCompareNodeExporter runs Debian's prometheus-node-exporter (the peer
@@ -41,18 +39,7 @@ func TestCompareNodeExporter(t *testing.T) {
 		return
 	}
 
-	prefix := "xn" + vethns.UniqueID()[:6]
-	for i := range 50 {
-		a, b := fmt.Sprintf("%s%da", prefix, i), fmt.Sprintf("%s%db", prefix, i)
-		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: a}, PeerName: b}); err != nil {
-			t.Fatalf("creating veth %s: %v", a, err)
-		}
-		t.Cleanup(func() {
-			if l, err := netlink.LinkByName(a); err == nil {
-				_ = netlink.LinkDel(l)
-			}
-		})
-	}
+	prefix := manyVeths(t, "xn", 50, 1)
 	include := prefix + ".*"
 
 	args := []string{"--collector.ethtool.device-include=" + include, "--collector.ethtool.metrics-include=.*"}
@@ -63,29 +50,7 @@ func TestCompareNodeExporter(t *testing.T) {
 	}
 	ours := startExporter(t, args...)
 
-	theirsAddr := exportertest.FreeAddr(t)
-	theirs := exec.Command(nodeExporter, "--web.listen-address="+theirsAddr,
-		"--collector.disable-defaults", "--collector.ethtool",
-		"--collector.ethtool.device-include="+include)
-	var theirLog bytes.Buffer
-	theirs.Stderr = &theirLog
-	if err := theirs.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = theirs.Process.Kill()
-		_ = theirs.Wait()
-	}()
-	theirsURL := "http://" + theirsAddr + "/metrics"
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(theirsURL); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node_exporter did not start:\n%s", theirLog.String())
-		}
-	}
+	theirsURL := startNodeExporter(t, nodeExporter, include)
 	oursURL := "http://" + ours.Addr + "/metrics"
 
 	scrape := func(url string) (time.Duration, string) {
@@ -125,8 +90,43 @@ func TestCompareNodeExporter(t *testing.T) {
 
 	// Same counters, same values. Taken from the warm-up scrapes: nothing
 	// sends on these veths, so the values cannot move in between.
+	checked := compareValues(t, prefix, 50, theirsBody, oursBody)
+	t.Logf("%d values compared, all equal", checked)
+}
+
+// startNodeExporter runs node_exporter with only its ethtool collector on
+// the devices include matches, until the test ends, and returns its
+// metrics URL.
+func startNodeExporter(t testing.TB, bin, include string) string {
+	t.Helper()
+	addr := exportertest.FreeAddr(t)
+	cmd := exec.Command(bin, "--web.listen-address="+addr,
+		"--collector.disable-defaults", "--collector.ethtool",
+		"--collector.ethtool.device-include="+include)
+	var log bytes.Buffer
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // node_exporter exits 1 on SIGINT
+	url := "http://" + addr + "/metrics"
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return url
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node_exporter did not start:\n%s", log.String())
+		}
+	}
+}
+
+// compareValues checks that both exporters report the same veth counters
+// of the n pairs, and returns how many values it compared.
+func compareValues(t *testing.T, prefix string, n int, theirsBody, oursBody string) int {
+	t.Helper()
 	checked := 0
-	for i := range 50 {
+	for i := range n {
 		for _, dev := range []string{fmt.Sprintf("%s%da", prefix, i), fmt.Sprintf("%s%db", prefix, i)} {
 			lbl := fmt.Sprintf(`device=%q`, dev)
 			for _, pair := range [][2]string{
@@ -150,7 +150,7 @@ func TestCompareNodeExporter(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d values compared, all equal", checked)
+	return checked
 }
 
 func nodeExporterVersion(bin string) string {

@@ -154,28 +154,9 @@ func TestConcurrentScrapesWithChurn(t *testing.T) {
 	}
 	baseGoroutines, baseFDs := selfMetric(t, base, "go_goroutines"), selfMetric(t, base, "process_open_fds")
 
-	stop := make(chan struct{})
-	churned := make(chan error, 1)
+	stop, churned := make(chan struct{}), make(chan error, 1)
 	rounds := 0
-	go func() {
-		for {
-			_, remove, err := vethPairs(50)
-			if rmErr := remove(); err == nil {
-				err = rmErr
-			}
-			if err != nil {
-				churned <- err
-				return
-			}
-			rounds++
-			select {
-			case <-stop:
-				churned <- nil
-				return
-			default:
-			}
-		}
-	}()
+	go func() { churned <- churnVeths(stop, &rounds) }()
 
 	const scrapes = 1000
 	client := &http.Client{Timeout: 3 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: scrapes}}
@@ -217,9 +198,39 @@ func TestConcurrentScrapesWithChurn(t *testing.T) {
 
 	// The server closes its side of the idle connections asynchronously;
 	// give it a moment, then compare with the baseline.
+	waitBaseline(t, fresh, e.Addr, baseGoroutines, baseFDs)
+	if strings.Contains(e.Stderr.String(), "panic") {
+		t.Fatalf("the exporter logged a panic:\n%s", e.Stderr)
+	}
+}
+
+// churnVeths creates and deletes 50 veth pairs over and over until stop
+// is closed, counting the rounds.
+func churnVeths(stop <-chan struct{}, rounds *int) error {
+	for {
+		_, remove, err := vethPairs(50)
+		if rmErr := remove(); err == nil {
+			err = rmErr
+		}
+		if err != nil {
+			return err
+		}
+		*rounds++
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+	}
+}
+
+// waitBaseline waits up to 30 s for the exporter's goroutines and open
+// fds to come back to the baseline.
+func waitBaseline(t *testing.T, client *http.Client, addr string, baseGoroutines, baseFDs float64) {
+	t.Helper()
 	var goroutines, fds float64
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		body, err := scrapeBody(fresh, e.Addr)
+		body, err := scrapeBody(client, addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,9 +243,6 @@ func TestConcurrentScrapesWithChurn(t *testing.T) {
 		}
 	}
 	t.Logf("goroutines %v -> %v, open fds %v -> %v", baseGoroutines, goroutines, baseFDs, fds)
-	if strings.Contains(e.Stderr.String(), "panic") {
-		t.Fatalf("the exporter logged a panic:\n%s", e.Stderr)
-	}
 }
 
 // TestMemoryWith100Veths measures the resident set of the real binary with

@@ -22,13 +22,16 @@ import (
 
 // imageConfig is the part of the OCI/Docker image config the test checks.
 type imageConfig struct {
-	Config struct {
-		User         string
-		Entrypoint   []string
-		Cmd          []string
-		ExposedPorts map[string]struct{}
-		Labels       map[string]string
-	} `json:"config"`
+	Config imageSettings `json:"config"`
+}
+
+// imageSettings are the settings of the image's container.
+type imageSettings struct {
+	User         string
+	Entrypoint   []string
+	Cmd          []string
+	ExposedPorts map[string]struct{}
+	Labels       map[string]string
 }
 
 // TestImage builds the Dockerfile with podman from the static binary, as
@@ -42,6 +45,41 @@ func TestImage(t *testing.T) {
 		testenv.Unavailable(t, "podman not installed (apt-get install podman)")
 		return
 	}
+	archive := buildImage(t, podman)
+	cfg, files := unpackImage(t, archive)
+	c := cfg.Config
+	checkImageConfig(t, c, files)
+	bin, ok := files[path.Clean(strings.TrimPrefix(c.Entrypoint[0], "/"))]
+	if !ok {
+		t.Fatalf("ENTRYPOINT %s not in the image's layers (%v)", c.Entrypoint[0], keys(files))
+	}
+	exe := staticBinary(t, bin)
+
+	out, err := exec.Command(exe, append(c.Entrypoint[1:], "--version")...).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "xdp_exporter, version") {
+		t.Fatalf("%s --version: %v\n%s", c.Entrypoint[0], err, out)
+	}
+
+	// One scrape with exactly the image's ENTRYPOINT and CMD, on a free
+	// port; the image's default arguments drop capabilities, which needs
+	// the capabilities to be there in the first place.
+	testenv.Privileged(t)
+	e := startExporterAt(t, exe, append(append(c.Entrypoint[1:], c.Cmd...), "--web.listen-address="+exportertest.FreeAddr(t))...)
+	body := e.Scrape(t)
+	promtoolCheck(t, body)
+	if err := checkScrape(body); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "xdp_exporter_build_info{") {
+		t.Fatalf("no xdp_exporter_build_info in:\n%.500s", body)
+	}
+}
+
+// buildImage builds the Dockerfile from the static binary, as `make
+// image` does, removes the image when the test ends, and returns the path
+// of the image saved as a docker-archive.
+func buildImage(t *testing.T, podman string) string {
+	t.Helper()
 	// The build context holds what `make image` sends: the Dockerfile,
 	// .dockerignore and the binary `make build` leaves at the root.
 	ctx := t.TempDir()
@@ -70,9 +108,13 @@ func TestImage(t *testing.T) {
 	})
 	archive := filepath.Join(t.TempDir(), "image.tar")
 	run("save", "--format", "docker-archive", "-o", archive, tag)
+	return archive
+}
 
-	cfg, files := unpackImage(t, archive)
-	c := cfg.Config
+// checkImageConfig checks the image's ENTRYPOINT, port, labels and that it
+// holds only the binary.
+func checkImageConfig(t *testing.T, c imageSettings, files map[string][]byte) {
+	t.Helper()
 	if len(c.Entrypoint) == 0 {
 		t.Fatal("image has no ENTRYPOINT")
 	}
@@ -90,10 +132,12 @@ func TestImage(t *testing.T) {
 	if len(files) != 1 {
 		t.Errorf("image holds %v, want only the binary", keys(files))
 	}
-	bin, ok := files[path.Clean(strings.TrimPrefix(c.Entrypoint[0], "/"))]
-	if !ok {
-		t.Fatalf("ENTRYPOINT %s not in the image's layers (%v)", c.Entrypoint[0], keys(files))
-	}
+}
+
+// staticBinary writes the image's binary to a file and checks that it is
+// statically linked, as FROM scratch needs.
+func staticBinary(t *testing.T, bin []byte) string {
+	t.Helper()
 	exe := filepath.Join(t.TempDir(), "xdp_exporter")
 	if err := os.WriteFile(exe, bin, 0o755); err != nil {
 		t.Fatal(err)
@@ -108,25 +152,7 @@ func TestImage(t *testing.T) {
 		}
 	}
 	f.Close()
-
-	out, err := exec.Command(exe, append(c.Entrypoint[1:], "--version")...).CombinedOutput()
-	if err != nil || !strings.HasPrefix(string(out), "xdp_exporter, version") {
-		t.Fatalf("%s --version: %v\n%s", c.Entrypoint[0], err, out)
-	}
-
-	// One scrape with exactly the image's ENTRYPOINT and CMD, on a free
-	// port; the image's default arguments drop capabilities, which needs
-	// the capabilities to be there in the first place.
-	testenv.Privileged(t)
-	e := startExporterAt(t, exe, append(append(c.Entrypoint[1:], c.Cmd...), "--web.listen-address="+exportertest.FreeAddr(t))...)
-	body := e.Scrape(t)
-	promtoolCheck(t, body)
-	if err := checkScrape(body); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(body, "xdp_exporter_build_info{") {
-		t.Fatalf("no xdp_exporter_build_info in:\n%.500s", body)
-	}
+	return exe
 }
 
 // unpackImage reads a docker-archive: manifest.json names the config and

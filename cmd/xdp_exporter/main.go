@@ -87,36 +87,56 @@ func run(args []string) int {
 	}()
 
 	if *dropCaps {
-		res, err := caps.Drop(caps.Of(selection.ScrapeCapabilities()...))
-		if err != nil {
+		if err := dropCapabilities(selection, logger); err != nil {
 			logger.Error("dropping capabilities", "err", err)
 			return 1
 		}
-		logger.Info("dropped capabilities", "before", res.Before.Permitted, "kept", res.After.Permitted)
-		if res.BoundingKept {
-			logger.Info("bounding set left as is: no CAP_SETPCAP to reduce it; it only limits execve, which the exporter never calls", "bounding", res.After.Bounding)
-		}
 	}
 
-	process := processCollectors()
+	mux, err := serveMux(set, *metricsPath, *maxRequests, *defaultTimeout, logger)
+	if err != nil {
+		logger.Error("building landing page", "err", err)
+		return 1
+	}
+	return serveUntilSignal(&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, webConfig, logger)
+}
 
+// dropCapabilities drops every capability but those the enabled
+// collectors need at scrape time.
+func dropCapabilities(selection *collector.Selection, logger *slog.Logger) error {
+	res, err := caps.Drop(caps.Of(selection.ScrapeCapabilities()...))
+	if err != nil {
+		return err
+	}
+	logger.Info("dropped capabilities", "before", res.Before.Permitted, "kept", res.After.Permitted)
+	if res.BoundingKept {
+		logger.Info("bounding set left as is: no CAP_SETPCAP to reduce it; it only limits execve, which the exporter never calls", "bounding", res.After.Bounding)
+	}
+	return nil
+}
+
+// serveMux serves the metrics at metricsPath and a landing page at /.
+func serveMux(set *collector.Set, metricsPath string, maxRequests int, defaultTimeout time.Duration, logger *slog.Logger) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
-	mux.Handle(*metricsPath, metricsHandler(set, process, logger, *maxRequests, *defaultTimeout))
-	if *metricsPath != "/" {
+	mux.Handle(metricsPath, metricsHandler(set, processCollectors(), logger, maxRequests, defaultTimeout))
+	if metricsPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        program,
 			Description: "XDP, NAPI, NIC and CPU telemetry for Prometheus",
 			Version:     version.Info(),
-			Links:       []web.LandingLinks{{Address: *metricsPath, Text: "Metrics"}},
+			Links:       []web.LandingLinks{{Address: metricsPath, Text: "Metrics"}},
 		})
 		if err != nil {
-			logger.Error("building landing page", "err", err)
-			return 1
+			return nil, err
 		}
 		mux.Handle("/", landing)
 	}
+	return mux, nil
+}
 
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+// serveUntilSignal serves until the server fails or SIGINT or SIGTERM asks it to
+// stop; it returns the exit code.
+func serveUntilSignal(server *http.Server, webConfig *web.FlagConfig, logger *slog.Logger) int {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- web.ListenAndServe(server, webConfig, logger) }()
 

@@ -51,7 +51,34 @@ type scrapeVariant struct {
 //
 //	go test ./cmd/xdp_exporter -run '^$' -bench ScrapeManyInterfaces -benchtime 30x
 func BenchmarkScrapeManyInterfaces(b *testing.B) {
-	include := manyVeths(b) + ".*"
+	variants := scrapeVariants(b, manyVeths(b, "xb", 50, 4)+".*")
+	for _, v := range variants { // warm-up: string sets, BTF, connections
+		v.scrape(b)
+		v.times = nil
+	}
+	b.ResetTimer()
+	for round := range b.N {
+		for i := range variants {
+			variants[(round+i)%len(variants)].scrape(b)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+
+	if n := strings.Count(variants[0].body, "\n"); !strings.Contains(variants[0].body, `xdp_ethtool_driver_info{`) {
+		b.Fatalf("the default scrape (%d lines) has no ethtool series", n)
+	}
+	for _, line := range strings.Split(variants[0].body, "\n") {
+		if strings.HasPrefix(line, "xdp_scrape_collector_success{") && strings.HasSuffix(line, " 0") {
+			b.Errorf("default set: %s", line)
+		}
+	}
+	reportScrapes(b, variants)
+}
+
+// scrapeVariants starts the exporters the benchmark compares on the
+// devices include matches.
+func scrapeVariants(b *testing.B, include string) []*scrapeVariant {
 	ethtoolOnly := []string{"--collector.disable-defaults", "--collector.ethtool",
 		"--collector.ethtool.device-include=" + include}
 	var variants []*scrapeVariant
@@ -67,119 +94,74 @@ func BenchmarkScrapeManyInterfaces(b *testing.B) {
 		add("baseline-default", addr)
 	}
 	if bin, err := exec.LookPath("prometheus-node-exporter"); err == nil {
-		addr := exportertest.FreeAddr(b)
-		cmd := exec.Command(bin, "--web.listen-address="+addr,
-			"--collector.disable-defaults", "--collector.ethtool", "--collector.ethtool.device-include="+include)
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) // node_exporter exits 1 on SIGINT
-		waitHTTP(b, "http://"+addr+"/")
-		add("node_exporter", addr)
+		variants = append(variants, &scrapeVariant{name: "node_exporter", url: startNodeExporter(b, bin, include)})
 	} else {
 		b.Log("prometheus-node-exporter not installed: no comparison with it")
 	}
+	return variants
+}
 
-	scrape := func(v *scrapeVariant) {
-		start := time.Now()
-		resp, err := http.Get(v.url)
-		if err != nil {
-			b.Fatal(err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatalf("%s: HTTP %d, %v", v.name, resp.StatusCode, err)
-		}
-		v.times = append(v.times, time.Since(start))
-		v.body = string(body)
+// scrape scrapes the variant once, as Prometheus does, and records the
+// time it took and the body.
+func (v *scrapeVariant) scrape(b *testing.B) {
+	start := time.Now()
+	resp, err := http.Get(v.url)
+	if err != nil {
+		b.Fatal(err)
 	}
-	for _, v := range variants { // warm-up: string sets, BTF, connections
-		scrape(v)
-		v.times = nil
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s: HTTP %d, %v", v.name, resp.StatusCode, err)
 	}
-	b.ResetTimer()
-	for round := range b.N {
-		for i := range variants {
-			scrape(variants[(round+i)%len(variants)])
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	b.StopTimer()
+	v.times = append(v.times, time.Since(start))
+	v.body = string(body)
+}
 
-	if n := strings.Count(variants[0].body, "\n"); !strings.Contains(variants[0].body, `xdp_ethtool_driver_info{`) {
-		b.Fatalf("the default scrape (%d lines) has no ethtool series", n)
-	}
-	for _, line := range strings.Split(variants[0].body, "\n") {
-		if strings.HasPrefix(line, "xdp_scrape_collector_success{") && strings.HasSuffix(line, " 0") {
-			b.Errorf("default set: %s", line)
-		}
-	}
-	p50 := map[string]time.Duration{}
+// reportScrapes reports each variant's p50 and the median per-round
+// ratios: both scrapes of a round saw the same machine, so slow drifts of
+// its load cancel.
+func reportScrapes(b *testing.B, variants []*scrapeVariant) {
+	byName := map[string]*scrapeVariant{}
 	for _, v := range variants {
+		byName[v.name] = v
 		ts := slices.Sorted(slices.Values(v.times))
-		p50[v.name] = ts[len(ts)/2]
+		p50 := ts[len(ts)/2]
 		series := 0
 		for _, line := range strings.Split(v.body, "\n") {
 			if line != "" && !strings.HasPrefix(line, "#") {
 				series++
 			}
 		}
-		b.ReportMetric(float64(p50[v.name].Microseconds())/1000, v.name+"-p50-ms")
-		b.Logf("%-16s p50 %7.2f ms over %d scrapes, %d samples", v.name, float64(p50[v.name].Microseconds())/1000, len(ts), series)
+		b.ReportMetric(float64(p50.Microseconds())/1000, v.name+"-p50-ms")
+		b.Logf("%-16s p50 %7.2f ms over %d scrapes, %d samples", v.name, float64(p50.Microseconds())/1000, len(ts), series)
 	}
-	// Ratios are medians of per-round ratios: both scrapes of a round
-	// saw the same machine, so slow drifts of its load cancel.
-	byName := map[string]*scrapeVariant{}
-	for _, v := range variants {
-		byName[v.name] = v
-	}
-	ratio := func(num, den string) (float64, bool) {
-		a, b := byName[num], byName[den]
-		if a == nil || b == nil {
-			return 0, false
+	for _, r := range [][2]string{{"ethtool-control", "ethtool"}, {"node_exporter", "ethtool"}, {"default", "baseline-default"}} {
+		a, d := byName[r[0]], byName[r[1]]
+		if a == nil || d == nil {
+			continue
 		}
 		rs := make([]float64, len(a.times))
 		for i := range rs {
-			rs[i] = a.times[i].Seconds() / b.times[i].Seconds()
+			rs[i] = a.times[i].Seconds() / d.times[i].Seconds()
 		}
-		return stat.Median(rs), true
-	}
-	for _, r := range [][2]string{{"ethtool-control", "ethtool"}, {"node_exporter", "ethtool"}, {"default", "baseline-default"}} {
-		if v, ok := ratio(r[0], r[1]); ok {
-			b.ReportMetric(v, r[0]+"/"+r[1])
-		}
+		b.ReportMetric(stat.Median(rs), r[0]+"/"+r[1])
 	}
 }
 
-// waitHTTP polls url until it answers, for 20 s at most.
-func waitHTTP(tb testing.TB, url string) {
-	tb.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s did not answer: %v", url, err)
-		}
-	}
-}
-
-// manyVeths makes 50 veth pairs with 4 queues each, removed when the
-// benchmark ends, and returns the prefix of their names.
-func manyVeths(b *testing.B) string {
-	testenv.Privileged(b)
-	prefix := "xb" + vethns.UniqueID()[:6]
-	for i := range 50 {
+// manyVeths makes n veth pairs of queues queues each, named after tag,
+// removed when the test ends, and returns the prefix of their names.
+func manyVeths(tb testing.TB, tag string, n, queues int) string {
+	testenv.Privileged(tb)
+	prefix := tag + vethns.UniqueID()[:6]
+	for i := range n {
 		a, p := fmt.Sprintf("%s%da", prefix, i), fmt.Sprintf("%s%db", prefix, i)
 		err := netlink.LinkAdd(&netlink.Veth{
-			LinkAttrs: netlink.LinkAttrs{Name: a, NumTxQueues: 4, NumRxQueues: 4},
-			PeerName:  p, PeerNumTxQueues: 4, PeerNumRxQueues: 4,
+			LinkAttrs: netlink.LinkAttrs{Name: a, NumTxQueues: queues, NumRxQueues: queues},
+			PeerName:  p, PeerNumTxQueues: uint32(queues), PeerNumRxQueues: uint32(queues),
 		})
-		testenv.Check(b, err, "creating veth "+a)
-		b.Cleanup(func() {
+		testenv.Check(tb, err, "creating veth "+a)
+		tb.Cleanup(func() {
 			if l, err := netlink.LinkByName(a); err == nil {
 				_ = netlink.LinkDel(l)
 			}
@@ -194,7 +176,7 @@ func manyVeths(b *testing.B) string {
 // BenchmarkScrapeManyInterfaces without HTTP and process boundaries, for
 // -cpuprofile and -memprofile.
 func BenchmarkMetricsHandler(b *testing.B) {
-	manyVeths(b)
+	manyVeths(b, "xb", 50, 4)
 	app := kingpin.New(program, "")
 	selection := collector.AddFlags(app)
 	if _, err := app.Parse(nil); err != nil {

@@ -16,6 +16,29 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
+// getAuth GETs url with client, with basic auth when user is set, and
+// returns the status and body.
+func getAuth(t *testing.T, client *http.Client, url, user, pass string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
 // TestTLSBasicAuth serves through exporter-toolkit's web config with a
 // self-signed certificate and one bcrypt user, as docs/security.md
 // describes: the right password scrapes over HTTPS, a wrong or missing one
@@ -42,26 +65,7 @@ func TestTLSBasicAuth(t *testing.T) {
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}},
 	}
-	get := func(t *testing.T, url, user, pass string) (int, string) {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if user != "" {
-			req.SetBasicAuth(user, pass)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", url, err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(body)
-	}
+	get := func(t *testing.T, url, user, pass string) (int, string) { return getAuth(t, client, url, user, pass) }
 	metrics := "https://" + e.Addr + "/metrics"
 
 	t.Run("right password", func(t *testing.T) {

@@ -117,54 +117,60 @@ func (lb Lab) Up(queues int) (err error) {
 	defer nsh.Close()
 
 	for _, l := range lb.Links() {
-		host, err := netlink.LinkByName(l.Host)
-		if err == nil {
-			if _, ok := host.(*netlink.Veth); !ok {
-				return fmt.Errorf("device %s exists and is not the lab's veth; remove it or rename it", l.Host)
-			}
-			if n := host.Attrs().NumRxQueues; n != queues {
-				return fmt.Errorf("lab is up with %d queues, not %d: run `xdp-lab down` first", n, queues)
-			}
-		} else {
-			if _, err := nsh.LinkByName(l.Peer); err == nil {
-				// A pair whose host end is gone cannot exist (deleting one end
-				// deletes both), but a stray device of that name might.
-				return fmt.Errorf("device %s already exists in netns %s", l.Peer, lb.Namespace)
-			}
-			veth := &netlink.Veth{
-				LinkAttrs:       netlink.LinkAttrs{Name: l.Host, NumTxQueues: queues, NumRxQueues: queues},
-				PeerName:        l.Peer,
-				PeerNamespace:   netlink.NsFd(int(ns)),
-				PeerNumTxQueues: uint32(queues),
-				PeerNumRxQueues: uint32(queues),
-			}
-			if err := netlink.LinkAdd(veth); err != nil {
-				return fmt.Errorf("creating veth %s <-> %s with %d queues: %w", l.Host, l.Peer, queues, err)
-			}
-			name := l.Host
-			created = append(created, func() error { return deleteLink(netlinkHandle(), name) })
-			if host, err = netlink.LinkByName(l.Host); err != nil {
-				return err
-			}
-		}
-		if err := configure(netlinkHandle(), host, l.HostAddr, "/proc/sys/net/ipv6/conf/"+l.Host+"/disable_ipv6"); err != nil {
-			return err
-		}
-		peer, err := nsh.LinkByName(l.Peer)
-		if err != nil {
-			return fmt.Errorf("%s in netns %s: %w", l.Peer, lb.Namespace, err)
-		}
-		if err := configure(nsh, peer, l.PeerAddr, ""); err != nil {
-			return err
-		}
-		if err := neighbour(netlinkHandle(), host, l.PeerAddr.IP, peer.Attrs().HardwareAddr); err != nil {
-			return err
-		}
-		if err := neighbour(nsh, peer, l.HostAddr.IP, host.Attrs().HardwareAddr); err != nil {
+		if err := lb.upPair(l, queues, ns, nsh, &created); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// upPair makes (or finds, with the same queue count) one veth pair and
+// configures both ends; what it creates is added to created.
+func (lb Lab) upPair(l Link, queues int, ns netns.NsHandle, nsh *netlink.Handle, created *[]func() error) error {
+	host, err := netlink.LinkByName(l.Host)
+	if err == nil {
+		if _, ok := host.(*netlink.Veth); !ok {
+			return fmt.Errorf("device %s exists and is not the lab's veth; remove it or rename it", l.Host)
+		}
+		if n := host.Attrs().NumRxQueues; n != queues {
+			return fmt.Errorf("lab is up with %d queues, not %d: run `xdp-lab down` first", n, queues)
+		}
+	} else {
+		if _, err := nsh.LinkByName(l.Peer); err == nil {
+			// A pair whose host end is gone cannot exist (deleting one end
+			// deletes both), but a stray device of that name might.
+			return fmt.Errorf("device %s already exists in netns %s", l.Peer, lb.Namespace)
+		}
+		veth := &netlink.Veth{
+			LinkAttrs:       netlink.LinkAttrs{Name: l.Host, NumTxQueues: queues, NumRxQueues: queues},
+			PeerName:        l.Peer,
+			PeerNamespace:   netlink.NsFd(int(ns)),
+			PeerNumTxQueues: uint32(queues),
+			PeerNumRxQueues: uint32(queues),
+		}
+		if err := netlink.LinkAdd(veth); err != nil {
+			return fmt.Errorf("creating veth %s <-> %s with %d queues: %w", l.Host, l.Peer, queues, err)
+		}
+		name := l.Host
+		*created = append(*created, func() error { return deleteLink(netlinkHandle(), name) })
+		if host, err = netlink.LinkByName(l.Host); err != nil {
+			return err
+		}
+	}
+	if err := configure(netlinkHandle(), host, l.HostAddr, "/proc/sys/net/ipv6/conf/"+l.Host+"/disable_ipv6"); err != nil {
+		return err
+	}
+	peer, err := nsh.LinkByName(l.Peer)
+	if err != nil {
+		return fmt.Errorf("%s in netns %s: %w", l.Peer, lb.Namespace, err)
+	}
+	if err := configure(nsh, peer, l.PeerAddr, ""); err != nil {
+		return err
+	}
+	if err := neighbour(netlinkHandle(), host, l.PeerAddr.IP, peer.Attrs().HardwareAddr); err != nil {
+		return err
+	}
+	return neighbour(nsh, peer, l.HostAddr.IP, host.Attrs().HardwareAddr)
 }
 
 func configure(h *netlink.Handle, l netlink.Link, addr *net.IPNet, ipv6Sysctl string) error {

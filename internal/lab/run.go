@@ -105,22 +105,11 @@ func (lb Lab) Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	if cfg.Count == 0 && cfg.Duration <= 0 {
 		return res, errors.New("a run needs a duration or a frame count")
 	}
-	dut, err := net.InterfaceByName(lb.DUT)
+	ends, err := lb.ends()
 	if err != nil {
-		return res, fmt.Errorf("lab is not up (run `xdp-lab up`): %w", err)
+		return res, err
 	}
-	ns, err := netns.GetFromName(lb.Namespace)
-	if err != nil {
-		return res, fmt.Errorf("lab namespace %s missing (run `xdp-lab up`): %w", lb.Namespace, err)
-	}
-	defer ns.Close()
-	var gen *net.Interface
-	if err := vethns.InNamespace(ns, func() (err error) {
-		gen, err = net.InterfaceByName(lb.Gen)
-		return err
-	}); err != nil {
-		return res, fmt.Errorf("lab generator end %s: %w", lb.Gen, err)
-	}
+	defer ends.ns.Close()
 	et, err := ethtool.NewEthtool()
 	if err != nil {
 		return res, err
@@ -130,7 +119,7 @@ func (lb Lab) Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		return res, fmt.Errorf("--queues %d: %s has %d RX queues", cfg.Queues, lb.DUT, ch.MaxRx+ch.MaxCombined)
 	}
 
-	closers, err := lb.prepare(cfg, ns, et)
+	closers, err := lb.prepare(cfg, ends.ns, et)
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			_ = closers[i].Close()
@@ -139,7 +128,38 @@ func (lb Lab) Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	return lb.measure(ctx, cfg, ends, res)
+}
 
+// labEnds are the two ends of a lab that is up: the device under test,
+// and the generator's end in its namespace.
+type labEnds struct {
+	dut, gen *net.Interface
+	ns       netns.NsHandle
+}
+
+func (lb Lab) ends() (labEnds, error) {
+	var e labEnds
+	var err error
+	if e.dut, err = net.InterfaceByName(lb.DUT); err != nil {
+		return e, fmt.Errorf("lab is not up (run `xdp-lab up`): %w", err)
+	}
+	if e.ns, err = netns.GetFromName(lb.Namespace); err != nil {
+		return e, fmt.Errorf("lab namespace %s missing (run `xdp-lab up`): %w", lb.Namespace, err)
+	}
+	if err := vethns.InNamespace(e.ns, func() (err error) {
+		e.gen, err = net.InterfaceByName(lb.Gen)
+		return err
+	}); err != nil {
+		e.ns.Close()
+		return e, fmt.Errorf("lab generator end %s: %w", lb.Gen, err)
+	}
+	return e, nil
+}
+
+// measure sends the run's frames and measures what the DUT received and
+// the CPUs' softirq and idle time meanwhile.
+func (lb Lab) measure(ctx context.Context, cfg RunConfig, ends labEnds, res Result) (Result, error) {
 	g, err := trafficgen.New()
 	if err != nil {
 		return res, err
@@ -149,7 +169,6 @@ func (lb Lab) Run(ctx context.Context, cfg RunConfig) (Result, error) {
 	for i := range cpus {
 		cpus[i] = i
 	}
-
 	rxBefore, err := lb.received()
 	if err != nil {
 		return res, err
@@ -171,7 +190,7 @@ func (lb Lab) Run(ctx context.Context, cfg RunConfig) (Result, error) {
 		var err error
 		pair := lb.Links()[0]
 		sent, err = g.Run(runCtx, trafficgen.Config{
-			NS: ns, Ifindex: gen.Index, SrcMAC: gen.HardwareAddr, DstMAC: dut.HardwareAddr,
+			NS: ends.ns, Ifindex: ends.gen.Index, SrcMAC: ends.gen.HardwareAddr, DstMAC: ends.dut.HardwareAddr,
 			SrcIP: pair.PeerAddr.IP, DstIP: pair.HostAddr.IP,
 			Size: cfg.Size, Count: cfg.Count, Rate: cfg.Rate, CPUs: cpus,
 		})

@@ -8,8 +8,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"testing"
 
+	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
 )
 
@@ -58,4 +61,71 @@ func Split(b []byte) (msgs []netlink.Message, ok bool) {
 		b = b[aligned:]
 	}
 	return msgs, true
+}
+
+// Seeds are fuzz seeds from a recording: the whole buffer, then each of
+// its messages alone.
+func Seeds(b []byte) ([][]byte, error) {
+	msgs, ok := Split(b)
+	if !ok {
+		return nil, fmt.Errorf("not a sequence of netlink messages")
+	}
+	seeds := [][]byte{b}
+	for _, m := range msgs {
+		raw, err := m.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		seeds = append(seeds, raw)
+	}
+	return seeds, nil
+}
+
+// Genl cuts a buffer into generic netlink messages; ok is false when it is
+// not a sequence of whole ones.
+func Genl(b []byte) ([]genetlink.Message, bool) {
+	nms, ok := Split(b)
+	if !ok {
+		return nil, false
+	}
+	msgs := make([]genetlink.Message, 0, len(nms))
+	for _, nm := range nms {
+		var gm genetlink.Message
+		if err := gm.UnmarshalBinary(nm.Data); err != nil {
+			return nil, false
+		}
+		msgs = append(msgs, gm)
+	}
+	return msgs, true
+}
+
+// ReadDir reads every recording (*.hex) in dir, in name order, and
+// returns them and their concatenation last.
+func ReadDir(dir string) ([][]byte, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.hex"))
+	if err != nil || len(paths) == 0 {
+		return nil, fmt.Errorf("no recordings in %s: %v", dir, err)
+	}
+	var out [][]byte
+	var all []byte
+	for _, p := range paths {
+		b, err := ReadHex(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+		all = append(all, b...)
+	}
+	return append(out, all), nil
+}
+
+// AddSeeds adds each seed to the fuzz target, or fails it with err.
+func AddSeeds(f *testing.F, seeds [][]byte, err error) {
+	f.Helper()
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range seeds {
+		f.Add(s)
+	}
 }

@@ -95,6 +95,38 @@ func exporterPrograms(b *testing.B) []*tracedProgram {
 	return out
 }
 
+// eventAcc adds up, over the runs of one scenario, the frames received
+// and each program's run count and run time, ours and the empty one's.
+type eventAcc struct {
+	frames      uint64
+	ours, empty map[string]progCount
+}
+
+// run runs the scenario once and adds what it cost.
+func (a *eventAcc) run(b *testing.B, lb lab.Lab, sc lab.Scenario, progs []*tracedProgram) {
+	before := map[*tracedProgram][2]progCount{}
+	for _, p := range progs {
+		before[p] = [2]progCount{stats(b, p.prog), stats(b, p.empty)}
+	}
+	res, err := lb.Run(context.Background(), lab.RunConfig{
+		Scenario: sc, Queues: 2, Count: 2_000_000, Attach: lb.AttachRxq,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a.frames += res.Received
+	for _, p := range progs {
+		o, e := stats(b, p.prog), stats(b, p.empty)
+		was := before[p]
+		add := func(m map[string]progCount, now, then progCount) {
+			c := m[p.name]
+			m[p.name] = progCount{runs: c.runs + now.runs - then.runs, ns: c.ns + now.ns - then.ns}
+		}
+		add(a.ours, o, was[0])
+		add(a.empty, e, was[1])
+	}
+}
+
 // BenchmarkCollectorEventCost reads the kernel's own run-time statistics
 // (BPF_ENABLE_STATS) of every tracepoint program of the exporter (the
 // default set and the opt-in softirq, bulk transmit and drop programs)
@@ -125,38 +157,13 @@ func BenchmarkCollectorEventCost(b *testing.B) {
 	}
 
 	scenarios := []lab.Scenario{lab.Drop, lab.Pass, lab.TX, lab.Redirect, lab.Linux, lab.NoSocket}
-	type acc struct {
-		frames      uint64
-		ours, empty map[string]progCount
-	}
-	total := map[lab.Scenario]*acc{}
+	total := map[lab.Scenario]*eventAcc{}
 	for _, sc := range scenarios {
-		total[sc] = &acc{ours: map[string]progCount{}, empty: map[string]progCount{}}
+		total[sc] = &eventAcc{ours: map[string]progCount{}, empty: map[string]progCount{}}
 	}
 	for b.Loop() {
 		for _, sc := range scenarios {
-			before := map[*tracedProgram][2]progCount{}
-			for _, p := range progs {
-				before[p] = [2]progCount{stats(b, p.prog), stats(b, p.empty)}
-			}
-			res, err := lb.Run(context.Background(), lab.RunConfig{
-				Scenario: sc, Queues: 2, Count: 2_000_000, Attach: lb.AttachRxq,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			a := total[sc]
-			a.frames += res.Received
-			for _, p := range progs {
-				o, e := stats(b, p.prog), stats(b, p.empty)
-				was := before[p]
-				add := func(m map[string]progCount, now, then progCount) {
-					c := m[p.name]
-					m[p.name] = progCount{runs: c.runs + now.runs - then.runs, ns: c.ns + now.ns - then.ns}
-				}
-				add(a.ours, o, was[0])
-				add(a.empty, e, was[1])
-			}
+			total[sc].run(b, lb, sc, progs)
 		}
 	}
 

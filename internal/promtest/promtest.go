@@ -38,32 +38,7 @@ func Start(t testing.TB, targets []string, ruleFiles ...string) *Server {
 		return nil
 	}
 	dir := t.TempDir()
-	var rules strings.Builder
-	for _, f := range ruleFiles {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(&rules, "  - %q\n", abs)
-	}
-	quoted := make([]string, len(targets))
-	for i, tg := range targets {
-		quoted[i] = fmt.Sprintf("%q", tg)
-	}
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  evaluation_interval: 1s
-rule_files:
-%sscrape_configs:
-  - job_name: xdp
-    static_configs:
-      - targets: [%s]
-`, rules.String(), strings.Join(quoted, ", "))
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeConfig(t, dir, targets, ruleFiles)
 	addr := exportertest.FreeAddr(t)
 	cmd := exec.Command(bin,
 		"--config.file="+cfgPath,
@@ -97,26 +72,65 @@ rule_files:
 		}
 	})
 	s := &Server{URL: "http://" + addr}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(s.URL + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready on %s", addr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitReady(t, s.URL)
 	client, err := api.NewClient(api.Config{Address: s.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.API = v1.NewAPI(client)
 	return s
+}
+
+// writeConfig writes a prometheus.yml that scrapes targets every second
+// with ruleFiles loaded, and returns its path.
+func writeConfig(t testing.TB, dir string, targets, ruleFiles []string) string {
+	t.Helper()
+	var rules strings.Builder
+	for _, f := range ruleFiles {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&rules, "  - %q\n", abs)
+	}
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = fmt.Sprintf("%q", tg)
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+%sscrape_configs:
+  - job_name: xdp
+    static_configs:
+      - targets: [%s]
+`, rules.String(), strings.Join(quoted, ", "))
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath
+}
+
+// waitReady waits up to 30 s for Prometheus at url to say it is ready.
+func waitReady(t testing.TB, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready on %s", url)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Query evaluates expr at the current time.

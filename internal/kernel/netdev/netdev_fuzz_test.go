@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mdlayher/genetlink"
-
 	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
 )
 
@@ -15,29 +13,12 @@ import (
 // that succeeds returns one value per message. The collector's
 // FuzzNetdevDecode runs the same replies on through the metrics.
 func FuzzDecode(f *testing.F) {
-	var all []byte
-	for _, name := range []string{"dev-get", "qstats-get", "qstats-get-queue", "queue-get", "queue-get-irq",
-		"napi-get", "napi-get-irq", "page-pool-get", "page-pool-stats-get"} {
-		b, err := nltest.ReadHex(filepath.Join("testdata", "replies", name+".hex"))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-		all = append(all, b...)
-	}
-	f.Add(all)
+	seeds, err := nltest.ReadDir(filepath.Join("testdata", "replies"))
+	nltest.AddSeeds(f, seeds, err)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		nms, ok := nltest.Split(raw)
+		msgs, ok := nltest.Genl(raw)
 		if !ok {
 			return
-		}
-		msgs := make([]genetlink.Message, 0, len(nms))
-		for _, nm := range nms {
-			var gm genetlink.Message
-			if err := gm.UnmarshalBinary(nm.Data); err != nil {
-				return
-			}
-			msgs = append(msgs, gm)
 		}
 		check := func(what string, n int, err error) {
 			if err == nil && n != len(msgs) {

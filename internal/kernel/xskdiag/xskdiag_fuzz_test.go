@@ -16,15 +16,8 @@ func FuzzDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(b)
-	msgs, _ := nltest.Split(b)
-	for _, m := range msgs {
-		raw, err := m.MarshalBinary()
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(raw)
-	}
+	seeds, err := nltest.Seeds(b)
+	nltest.AddSeeds(f, seeds, err)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		msgs, ok := nltest.Split(raw)
 		if !ok {
