@@ -43,6 +43,11 @@ func TestGeneratedFilesCommitted(t *testing.T) {
 			t.Errorf("%s differs from the generator's output: run go generate ./dashboards", name)
 		}
 	}
+	for name, want := range Packaged(files) {
+		if got, err := os.ReadFile(filepath.Join("..", name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the generator's output (%v): run go generate ./dashboards", name, err)
+		}
+	}
 	for _, pattern := range []string{"*.json", "rules/*.yml"} {
 		matches, _ := filepath.Glob(pattern)
 		for _, m := range matches {

@@ -48,3 +48,22 @@ func ruleFiles(cfg Config) map[string]RuleFile {
 		alertsFile:            AlertingRules(cfg),
 	}
 }
+
+// packagedFiles are the generated files the Helm chart and the monitoring
+// mixin carry: the rules and the dashboards of a production cluster (the
+// paper figures and their lab rules belong to the lab).
+var packagedFiles = []string{"rules/recording.yml", alertsFile, "xdp-run-view.json", "xdp-fleet-view.json"}
+
+// Packaged returns the copies of files (Generate's) that the Helm chart
+// (deploy/helm/xdp-exporter/files/) and the monitoring mixin
+// (mixin/generated/) hold, keyed by their path relative to the
+// repository: both are installed without this repository, so they carry
+// the files themselves.
+func Packaged(files map[string][]byte) map[string][]byte {
+	out := map[string][]byte{}
+	for _, name := range packagedFiles {
+		out["deploy/helm/xdp-exporter/files/"+name] = files[name]
+		out["mixin/generated/"+name] = files[name]
+	}
+	return out
+}

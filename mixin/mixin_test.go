@@ -1,0 +1,97 @@
+// Package mixin tests the monitoring mixin (mixin.libsonnet) with
+// go-jsonnet, the Go implementation of Jsonnet.
+package mixin
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-jsonnet"
+	"go.yaml.in/yaml/v3"
+)
+
+// evaluate renders the mixin, with jsonnet overrides appended, to JSON.
+func evaluate(t *testing.T, override string) map[string]any {
+	t.Helper()
+	vm := jsonnet.MakeVM()
+	out, err := vm.EvaluateAnonymousSnippet("test.jsonnet", `local m = (import 'mixin.libsonnet') `+override+`;
+{ alerts: m.prometheusAlerts, rules: m.prometheusRules, dashboards: m.grafanaDashboards }`)
+	if err != nil {
+		t.Fatalf("jsonnet: %v", err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// generated reads a file the generator wrote for dashboards/ as JSON
+// values, to compare with the mixin's.
+func generated(t *testing.T, name string) any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "dashboards", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if strings.HasSuffix(name, ".json") {
+		err = json.Unmarshal(b, &v)
+	} else {
+		err = yaml.Unmarshal(b, &v)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	// Through JSON, as the mixin's values come.
+	j, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(j, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestMixinIsTheGeneratedFiles renders the mixin with its defaults and
+// holds its fields to dashboards/'s generated rules and dashboards.
+func TestMixinIsTheGeneratedFiles(t *testing.T) {
+	m := evaluate(t, "")
+	for field, file := range map[string]string{"alerts": "rules/alerts.yml", "rules": "rules/recording.yml"} {
+		if !reflect.DeepEqual(m[field], generated(t, file)) {
+			t.Errorf("the mixin's %s differ from dashboards/%s", field, file)
+		}
+	}
+	boards, _ := m["dashboards"].(map[string]any)
+	for _, name := range []string{"xdp-run-view.json", "xdp-fleet-view.json"} {
+		if !reflect.DeepEqual(boards[name], generated(t, name)) {
+			t.Errorf("the mixin's dashboard %s differs from dashboards/%s", name, name)
+		}
+	}
+	if len(boards) != 2 {
+		t.Errorf("the mixin has %d dashboards, want the run view and the fleet view", len(boards))
+	}
+}
+
+// TestMixinSelector overrides _config.selector: every rule's expression
+// that selected with the default selects with the new one.
+func TestMixinSelector(t *testing.T) {
+	m := evaluate(t, `+ { _config+:: { selector: 'job="node-xdp"' } }`)
+	b, err := json.Marshal([]any{m["alerts"], m["rules"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if strings.Contains(text, `job=~\"xdp.*\"`) {
+		t.Error("the default selector is left in a rule")
+	}
+	if n := strings.Count(text, `job=\"node-xdp\"`); n < 10 {
+		t.Errorf("the new selector appears %d times in the rules", n)
+	}
+}
