@@ -127,7 +127,7 @@ var required = map[string]map[string][]string{
 	},
 	"trixie": {
 		"kernels":        append([]string{"TestXSKRealSocket"}, observeExporter...), // xsk_diag is a module of Debian's 6.12
-		"collector":      {"TestDropSubsystemReasonNames"},                          // and openvswitch, with drop reasons (6.8+)
+		"bpf/drop":       {"TestDropSubsystemReasonNames"},                          // and openvswitch, with drop reasons (6.8+)
 		"bpf/rxqobserve": observeTests,
 	},
 }
