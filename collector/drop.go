@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/drop"
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
+	"github.com/xdp-exporter/xdp_exporter/internal/created"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 
@@ -49,7 +50,7 @@ type DropConfig struct {
 type dropCollector struct {
 	*drop.Objects
 	// seen dates the device x reason series, which appear at run time.
-	seen    firstSeen
+	seen    created.Tracker
 	cfg     DropConfig
 	netns   uint64 // the exporter's own network namespace inode
 	reasons *drop.Reasons
@@ -106,7 +107,7 @@ func (c *dropCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<
 	for s, n := range totals {
 		c.cfg.Families.sendCreated(ch, skbDrops, &c.seen, float64(n), s.device, s.reason)
 	}
-	c.seen.sweep()
+	c.seen.Sweep()
 	untracked, err := c.Untracked()
 	if err == nil {
 		c.cfg.Families.send(ch, skbDropUntracked, float64(untracked))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
 	"github.com/xdp-exporter/xdp_exporter/internal/parallel"
+	"github.com/xdp-exporter/xdp_exporter/internal/prebuilt"
 )
 
 func init() {
@@ -157,32 +158,6 @@ type ethtoolSample struct {
 	pairs  []*dto.LabelPair // built once; read-only afterwards
 }
 
-// ethtoolMetric is a prometheus.Metric whose label pairs were built when
-// the string set was classified, so a scrape allocates one slice of these
-// per device instead of label pairs per sample.
-type ethtoolMetric struct {
-	desc  *prometheus.Desc
-	typ   prometheus.ValueType
-	value float64
-	pairs []*dto.LabelPair
-}
-
-func (m *ethtoolMetric) Desc() *prometheus.Desc { return m.desc }
-
-func (m *ethtoolMetric) Write(out *dto.Metric) error {
-	out.Label = m.pairs
-	v := m.value
-	switch m.typ {
-	case prometheus.CounterValue:
-		out.Counter = &dto.Counter{Value: &v}
-	case prometheus.GaugeValue:
-		out.Gauge = &dto.Gauge{Value: &v}
-	default:
-		out.Untyped = &dto.Untyped{Value: &v}
-	}
-	return nil
-}
-
 func (c *ethtoolCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
 	devs, err := c.src.Devices(snap)
 	if err != nil {
@@ -316,13 +291,13 @@ func (c *ethtoolCollector) sendStats(ch chan<- prometheus.Metric, d ethtoolDevic
 	case err != nil:
 		return fmt.Errorf("ETHTOOL_GSTATS: %w", err)
 	default:
-		ms := make([]ethtoolMetric, len(e.samples))
+		ms := make([]prebuilt.Metric, len(e.samples))
 		for i, s := range e.samples {
 			v := vals[s.idx]
 			for _, j := range s.summed {
 				v += vals[j]
 			}
-			ms[i] = ethtoolMetric{desc: s.desc, typ: s.typ, value: float64(v) * s.scale, pairs: s.pairs}
+			ms[i] = prebuilt.New(s.desc, s.typ, float64(v)*s.scale, s.pairs)
 			ch <- &ms[i]
 		}
 	}
@@ -348,10 +323,9 @@ func (c *ethtoolCollector) sendPrivFlags(ch chan<- prometheus.Metric, d ethtoolD
 	}
 	flags, err := c.src.PrivFlags(d.Name)
 	if c.optional(err, d.Label, "ETHTOOL_GPFLAGS", &st.noPrivFlags, errs) {
-		ms := make([]ethtoolMetric, len(e.privBits))
+		ms := make([]prebuilt.Metric, len(e.privBits))
 		for i, bit := range e.privBits {
-			ms[i] = ethtoolMetric{desc: ethtoolPrivFlag.Desc(), typ: prometheus.GaugeValue,
-				value: float64(flags >> bit & 1), pairs: e.privPairs[i]}
+			ms[i] = prebuilt.New(ethtoolPrivFlag.Desc(), prometheus.GaugeValue, float64(flags>>bit&1), e.privPairs[i])
 			ch <- &ms[i]
 		}
 	}

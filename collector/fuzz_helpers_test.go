@@ -67,7 +67,7 @@ func exposition(t *testing.T, mfs []*dto.MetricFamily) string {
 }
 
 // writeAll checks that every metric can be written out, which is where a
-// metric built without validation (ethtoolMetric) or with a bad descriptor
+// metric built without validation (prebuilt.Metric) or with a bad descriptor
 // fails.
 func writeAll(t *testing.T, ms []prometheus.Metric) {
 	t.Helper()

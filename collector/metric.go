@@ -5,10 +5,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/xdp-exporter/xdp_exporter/internal/created"
 	"github.com/xdp-exporter/xdp_exporter/internal/labelvalue"
 )
 
@@ -170,57 +170,9 @@ func (f familyFilter) send(ch chan<- prometheus.Metric, fam *Family, value float
 // sendCreated is send for a counter whose series are created at run time
 // (a program, a queue x CPU cell, a drop reason, an errno): the sample
 // carries the time seen first saw the series.
-func (f familyFilter) sendCreated(ch chan<- prometheus.Metric, fam *Family, seen *firstSeen, value float64, labelValues ...string) {
+func (f familyFilter) sendCreated(ch chan<- prometheus.Metric, fam *Family, seen *created.Tracker, value float64, labelValues ...string) {
 	if !f.off[fam] {
-		ch <- fam.MustCreated(value, seen.created(fam, labelValues), labelValues...)
-	}
-}
-
-// firstSeen remembers when each series of a collector's run-time-created
-// counters was first sent: its created timestamp, which the OpenMetrics
-// exposition serves as _created and the protobuf one as created_timestamp,
-// so that Prometheus (created-timestamp zero ingestion) counts the
-// increase of a series' first interval instead of taking its first value
-// as the baseline. A series not sent for forgetAfter is forgotten at
-// sweep, which bounds the memory; a scrape that missed a series (a
-// collector that failed part-way) keeps its created time.
-type firstSeen struct {
-	mu sync.Mutex
-	at map[string]seenSeries
-}
-
-type seenSeries struct{ created, sent time.Time }
-
-// forgetAfter is how long a series may go unsent before firstSeen forgets
-// it; one that comes back after that is created anew.
-const forgetAfter = 10 * time.Minute
-
-func (s *firstSeen) created(fam *Family, labelValues []string) time.Time {
-	key := fam.Name + "\xff" + strings.Join(labelValues, "\xff")
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.at == nil {
-		s.at = map[string]seenSeries{}
-	}
-	e, ok := s.at[key]
-	if !ok {
-		e.created = now
-	}
-	e.sent = now
-	s.at[key] = e
-	return e.created
-}
-
-// sweep forgets the series not sent for forgetAfter; the collector calls
-// it at the end of each Update.
-func (s *firstSeen) sweep() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for key, e := range s.at {
-		if time.Since(e.sent) > forgetAfter {
-			delete(s.at, key)
-		}
+		ch <- fam.MustCreated(value, seen.Time(fam.Name+"\xff"+strings.Join(labelValues, "\xff")), labelValues...)
 	}
 }
 

@@ -198,7 +198,7 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, 
 			c.cfg.Families.send(ch, pcieCPURemote, remote, dev, strconv.Itoa(cpu))
 		}
 	}
-	for _, q := range pci.RxQueueIRQs(filepath.Join(c.cfg.ProcFS, "irq"), nic, l.Name, queueIRQs(irqs, l.Index)) {
+	for _, q := range pci.RxQueueIRQs(filepath.Join(c.cfg.ProcFS, "irq"), nic, l.Index, l.Name, irqs) {
 		cpus, err := irq.EffectiveCPUs(c.cfg.ProcFS, q.IRQ)
 		if err != nil || len(cpus) == 0 {
 			continue // the IRQ was freed since it was listed
@@ -212,16 +212,4 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, 
 		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.Queue),
 			strconv.FormatUint(uint64(q.IRQ), 10), cpulist.Format(cpus))
 	}
-}
-
-// queueIRQs are the IRQs of the device's RX queues, by queue, that the
-// netdev family reported.
-func queueIRQs(irqs map[netdev.QueueKey]uint32, ifindex uint32) map[int]uint32 {
-	out := map[int]uint32{}
-	for k, irq := range irqs {
-		if k.Ifindex == ifindex {
-			out[int(k.Queue)] = irq
-		}
-	}
-	return out
 }

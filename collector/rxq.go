@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	bpfrxq "github.com/xdp-exporter/xdp_exporter/bpf/rxq"
+	"github.com/xdp-exporter/xdp_exporter/internal/created"
 )
 
 var (
@@ -138,7 +139,7 @@ type rxqCollector struct {
 	cfg     RxqConfig
 	devices []*rxqDevice
 	// seen dates the queue x CPU cells, which appear at their first packet.
-	seen firstSeen
+	seen created.Tracker
 }
 
 // NewRxqCollector loads one rxq program per device and attaches it through
@@ -253,7 +254,7 @@ func (c *rxqCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 			errs = append(errs, fmt.Errorf("%s: %w", d.name, err))
 		}
 	}
-	c.seen.sweep()
+	c.seen.Sweep()
 	return errors.Join(errs...)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
+	"github.com/xdp-exporter/xdp_exporter/internal/created"
 )
 
 // rxqObserver is the rxq collector in observe mode: on every scrape it
@@ -26,7 +27,7 @@ type rxqObserver struct {
 	mu      sync.Mutex
 	tracker *rxqobserve.Tracker
 	// seen dates the queue x CPU x verdict cells.
-	seen firstSeen
+	seen created.Tracker
 }
 
 func newRxqObserver(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
@@ -53,7 +54,7 @@ func (c *rxqObserver) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- 
 			errs = append(errs, c.send(ch, dev))
 		}
 	}
-	c.seen.sweep()
+	c.seen.Sweep()
 	return errors.Join(errs...)
 }
 

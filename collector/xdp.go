@@ -13,6 +13,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
+	"github.com/xdp-exporter/xdp_exporter/internal/created"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 
@@ -132,7 +133,7 @@ type xdpCollector struct {
 
 	// seen dates the exception and redirect series, which appear with a
 	// program, a device or an errno at run time.
-	seen firstSeen
+	seen created.Tracker
 }
 
 // NewXDPCollector loads and attaches the tracepoint programs, each on its
@@ -178,7 +179,7 @@ func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 		c.fams.send(ch, xdpMapFull, float64(o.Count), o.Map)
 	}
 	errs = append(errs, err, missingTracepoints(c.Set))
-	c.seen.sweep()
+	c.seen.Sweep()
 	return errors.Join(errs...)
 }
 

@@ -23,6 +23,8 @@ import (
 	"strings"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 )
 
 // address matches a PCI function's sysfs directory (domain:bus:slot.fn).
@@ -316,13 +318,16 @@ type QueueIRQ struct {
 	IRQ   uint32
 }
 
-// RxQueueIRQs maps the NIC's RX queues to their IRQs: known, where the
-// kernel links a queue to a NAPI with an IRQ (netdev netlink), else from
-// the names the driver gave its MSI-X vectors under procIRQ.
-func RxQueueIRQs(procIRQ string, nic *NIC, ifname string, known map[int]uint32) []QueueIRQ {
+// RxQueueIRQs maps the RX queues of the NIC, device ifindex named ifname,
+// to their IRQs: from known where the kernel links a queue to a NAPI with
+// an IRQ (netdev.RxQueueIRQs), else from the names the driver gave its
+// MSI-X vectors under procIRQ.
+func RxQueueIRQs(procIRQ string, nic *NIC, ifindex uint32, ifname string, known map[netdev.QueueKey]uint32) []QueueIRQ {
 	var out []QueueIRQ
-	for q, irq := range known {
-		out = append(out, QueueIRQ{Queue: q, IRQ: irq})
+	for k, irq := range known {
+		if k.Ifindex == ifindex {
+			out = append(out, QueueIRQ{Queue: int(k.Queue), IRQ: irq})
+		}
 	}
 	if len(out) > 0 {
 		return out
