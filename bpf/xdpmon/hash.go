@@ -57,7 +57,7 @@ func (h *hashTable[K]) read(fateOf func(K) reap.Fate) (live, gone []Count[K], er
 	return live, gone, errors.Join(errs...)
 }
 
-// Put adds counts to a key on CPU 0, as the programs would: how tests fill
+// put adds counts to a key on CPU 0, as the programs would: how tests fill
 // the map without the failures that would.
 func (h *hashTable[K]) put(k K, n uint64) error {
 	cpus, err := ebpf.PossibleCPU()

@@ -30,16 +30,17 @@ type totals struct {
 }
 
 // deviceTotals adds the live counts to the retired ones, forgetting the
-// retired counts of devices that are gone.
-func deviceTotals[K comparable](retired map[K]uint64, live []Count[K], key func(K) (K, reap.Device, bool), devFate func(reap.Device) reap.Fate) map[K]uint64 {
+// retired counts of devices that are gone; device gives a key's device and
+// whether the key counts in the totals.
+func deviceTotals[K comparable](retired map[K]uint64, live []Count[K], device func(K) (reap.Device, bool), devFate func(reap.Device) reap.Fate) map[K]uint64 {
 	out := maps.Clone(retired)
 	for _, c := range live {
-		if k, _, ok := key(c.Key); ok {
-			out[k] += c.Count
+		if _, ok := device(c.Key); ok {
+			out[c.Key] += c.Count
 		}
 	}
 	for k := range out {
-		if _, d, _ := key(k); devFate(d) == reap.Gone {
+		if d, _ := device(k); devFate(d) == reap.Gone {
 			delete(retired, k)
 			delete(out, k)
 		}
@@ -47,11 +48,12 @@ func deviceTotals[K comparable](retired map[K]uint64, live []Count[K], key func(
 	return out
 }
 
-// ExceptionTotals reads the exceptions (see Exceptions) and returns them
-// per program, and per device and action over every program that ran
+// ExceptionTotals reads the exception counts per device, program and
+// action, deleting the keys whose device or program is gone, and returns
+// them per program, and per device and action over every program that ran
 // there, including programs since replaced or unloaded.
 func (m *Monitor) ExceptionTotals(devFate func(reap.Device) reap.Fate, live *reap.Liveness) ([]Count[XdpmonExceptionKey], map[DeviceAction]uint64, error) {
-	exc, gone, err := m.Exceptions(func(k XdpmonExceptionKey) reap.Fate {
+	exc, gone, err := m.exceptions.read(func(k XdpmonExceptionKey) reap.Fate {
 		return reap.Worst(devFate(k.Dev.Device()), live.Prog(k.ProgId))
 	})
 	for _, g := range gone {
@@ -61,16 +63,18 @@ func (m *Monitor) ExceptionTotals(devFate func(reap.Device) reap.Fate, live *rea
 	for i, e := range exc {
 		byDevice[i] = Count[DeviceAction]{Key: DeviceAction{e.Key.Dev.Device(), e.Key.Action}, Count: e.Count}
 	}
-	return exc, deviceTotals(m.retired.exceptions, byDevice, func(k DeviceAction) (DeviceAction, reap.Device, bool) {
-		return k, k.Device, true
+	return exc, deviceTotals(m.retired.exceptions, byDevice, func(k DeviceAction) (reap.Device, bool) {
+		return k.Device, true
 	}, devFate), err
 }
 
-// RedirectTotals reads the redirects (see Redirects) and returns them per
-// program, and the failed ones per device and errno over every program
-// that ran there, including programs since replaced or unloaded.
+// RedirectTotals reads the redirect counts per device, program and errno
+// (0: success, with Options.RedirectSuccess), deleting the keys whose
+// device or program is gone, and returns them per program, and the failed
+// ones per device and errno over every program that ran there, including
+// programs since replaced or unloaded.
 func (m *Monitor) RedirectTotals(devFate func(reap.Device) reap.Fate, live *reap.Liveness) ([]Count[XdpmonRedirectKey], map[DeviceErrno]uint64, error) {
-	redir, gone, err := m.Redirects(func(k XdpmonRedirectKey) reap.Fate {
+	redir, gone, err := m.redirects.read(func(k XdpmonRedirectKey) reap.Fate {
 		return reap.Worst(devFate(k.Dev.Device()), live.Prog(k.ProgId))
 	})
 	for _, g := range gone {
@@ -82,8 +86,8 @@ func (m *Monitor) RedirectTotals(devFate func(reap.Device) reap.Fate, live *reap
 	for i, r := range redir {
 		byDevice[i] = Count[DeviceErrno]{Key: DeviceErrno{r.Key.Dev.Device(), r.Key.Err}, Count: r.Count}
 	}
-	return redir, deviceTotals(m.retired.redirects, byDevice, func(k DeviceErrno) (DeviceErrno, reap.Device, bool) {
-		return k, k.Device, k.Errno != 0
+	return redir, deviceTotals(m.retired.redirects, byDevice, func(k DeviceErrno) (reap.Device, bool) {
+		return k.Device, k.Errno != 0
 	}, devFate), err
 }
 

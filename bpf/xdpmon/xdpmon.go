@@ -131,19 +131,6 @@ type Count[K comparable] struct {
 	Count uint64
 }
 
-// Exceptions reads the exception counts per device, program and action;
-// gone are the keys deleted now because fateOf found their device or
-// program gone, with their last counts.
-func (m *Monitor) Exceptions(fateOf func(XdpmonExceptionKey) reap.Fate) (live, gone []Count[XdpmonExceptionKey], err error) {
-	return m.exceptions.read(fateOf)
-}
-
-// Redirects reads the redirect counts per device, program and errno (0:
-// success, with Options.RedirectSuccess), as Exceptions does.
-func (m *Monitor) Redirects(fateOf func(XdpmonRedirectKey) reap.Fate) (live, gone []Count[XdpmonRedirectKey], err error) {
-	return m.redirects.read(fateOf)
-}
-
 // Xmit is one slot table key's transmit counts, summed over CPUs.
 type Xmit[K comparable] struct {
 	Key K

@@ -6,6 +6,7 @@ package nltest
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,7 +69,7 @@ func Split(b []byte) (msgs []netlink.Message, ok bool) {
 func Seeds(b []byte) ([][]byte, error) {
 	msgs, ok := Split(b)
 	if !ok {
-		return nil, fmt.Errorf("not a sequence of netlink messages")
+		return nil, errors.New("not a sequence of netlink messages")
 	}
 	seeds := [][]byte{b}
 	for _, m := range msgs {
