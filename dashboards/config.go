@@ -50,6 +50,7 @@ type Config struct {
 	PageCacheStarved  PageCacheConfig      `yaml:"page_cache_starved"`
 	PCIeStalled       PCIeConfig           `yaml:"pcie_stalled"`
 	DDIOCacheMiss     CacheMissConfig      `yaml:"ddio_cache_miss"`
+	DDIOWriteMiss     CacheMissConfig      `yaml:"ddio_write_miss"`
 	RSSImbalance      RSSConfig            `yaml:"rss_imbalance"`
 	RXQueuesShareCPU  QueuesShareCPUConfig `yaml:"rx_queues_share_cpu"`
 	ExporterDown      ExporterDownConfig   `yaml:"exporter_down"`
@@ -318,6 +319,12 @@ func DefaultConfig() Config {
 		PCIeStalled: PCIeConfig{MaxAvgRatio: 0.3, MaxStalledSeconds: 0.5, Window: "5m", For: "5m", Severity: "warning"},
 		// 10%: the seed's XDP_TX ring-1024 run lost throughput from 11.8% on.
 		DDIOCacheMiss: CacheMissConfig{MaxRatio: 0.1, MinReferences: 1e6, For: "10m", Severity: "warning"},
+		// The measured DDIO alert: the share of the device's full-line
+		// writes that missed the LLC (uncore CHA), above MaxRatio while at
+		// least MinReferences writes a second arrive. A fifth missing is
+		// a starting point, not a measured edge: with DDIO working, RX
+		// writes allocate in the LLC and nearly all hit.
+		DDIOWriteMiss: CacheMissConfig{MaxRatio: 0.2, MinReferences: 1e6, For: "10m", Severity: "warning"},
 		// 1.5x: above the DDIO run's 1.27x, well below seed 002's 3.0x.
 		RSSImbalance:      RSSConfig{MaxOverMean: 1.5, MinQueues: 2, MinQueuePackets: 1000, For: "15m", Severity: "warning"},
 		RXQueuesShareCPU:  QueuesShareCPUConfig{MinQueues: 2, MinQueuePackets: 1000, For: "15m", Severity: "warning"},

@@ -74,6 +74,7 @@ const (
 	exemptPage = "mlx5 page cache stats (rx_cache_*) or driver page_pool stats (rx_pp_*, CONFIG_PAGE_POOL_STATS): absent on veth in the lab kernel"
 	exemptCQE  = "mlx5 CQE compression (rx_cqe_compress priv flag)"
 	exemptXSK  = "an AF_XDP socket and the kernel's AF_XDP socket diag (CONFIG_XDP_SOCKETS_DIAG), absent in the lab kernel"
+	exemptUnc  = "--collector.uncore on an Intel server CPU with uncore PMUs (docs/collectors/uncore.md): a VM has none"
 )
 
 // Axes of the figures, labelled as the paper's matplotlib code labels them.

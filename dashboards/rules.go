@@ -128,6 +128,15 @@ func (r recorded) pcieBandwidth() string { return "instance_device:xdp_pcie_link
 func (r recorded) pcieEstimate() string {
 	return r.rate("instance_device_direction", "xdp_pcie_estimated_bytes")
 }
+func (r recorded) pcieMeasured() string {
+	return r.rate("instance_device_direction", "xdp_pcie_measured_bytes")
+}
+func (r recorded) ddioWrites() string {
+	return r.rate("instance_socket", "xdp_uncore_ddio_writes")
+}
+func (r recorded) ddioWriteMiss() string {
+	return r.ratio("instance_socket", "xdp_uncore_ddio_write_miss")
+}
 func (r recorded) xdpRemote() string {
 	return r.ratio("instance_device", "xdp_rxq_packets_numa_remote")
 }
@@ -226,6 +235,7 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.hostNAPIKsi(), "sum by ("+h+") ("+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 	}
 	rules = append(rules, pcieRecordingRules(cfg, r, h, sel, w, sumRate)...)
+	rules = append(rules, uncoreRecordingRules(r, h, sel, w, sumRate)...)
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.recording", Rules: rules}}}
 }
 
@@ -268,6 +278,34 @@ func pcieRecordingRules(cfg Config, r recorded, h, sel, w string, sumRate func(b
 	}
 }
 
+// uncoreRecordingRules record what the uncore collector measures: each
+// NIC's root-complex traffic per direction (upstream, device to host:
+// the devices' writes to memory and the completions of the CPUs' MMIO
+// reads; downstream: the devices' reads of memory and the CPUs' MMIO
+// writes), the IIO stack's bytes given to every NIC behind it, and per
+// socket the device writes (ItoM, ItoMCacheNear) and the share of them
+// that missed the LLC: DDIO's miss ratio.
+func uncoreRecordingRules(r recorded, h, sel, w string, sumRate func(by, series string) string) []Rule {
+	iio := func(direction, op string) string {
+		return "rate(" + withSelector(`xdp_uncore_iio_bytes_total{direction="`+direction+`",op="`+op+`"}`, sel) + w + ")"
+	}
+	perDevice := func(dir, stackBytes string) string {
+		return "sum by (" + h + ", device, direction) (\n  label_replace(sum by (" + h + ", socket, iio) (" + stackBytes + `), "direction", "` + dir + `", "", "")` +
+			"\n  * on (" + h + ", socket, iio) group_right (direction)\n  " + withSelector("xdp_uncore_iio_device_info", sel) + "\n)"
+	}
+	// Hits plus misses: absent where no hit event is counted (Skylake-SP,
+	// Cascade Lake), so that misses alone never make a ratio of 1.
+	writes := func(result string) string {
+		return sumRate(h+", socket", `xdp_uncore_ddio_requests_total{request=~"itom|itomcachenear",result="`+result+`"}`)
+	}
+	return []Rule{
+		record(r.pcieMeasured(), perDevice("upstream", iio("inbound", "write")+" or "+iio("outbound", "read"))),
+		record(r.pcieMeasured(), perDevice("downstream", iio("inbound", "read")+" or "+iio("outbound", "write"))),
+		record(r.ddioWrites(), writes("hit")+"\n+\n"+writes("miss")),
+		record(r.ddioWriteMiss(), writes("miss")+"\n/\n"+r.ddioWrites()),
+	}
+}
+
 // Alert names, also the runbook section titles.
 const (
 	AlertNICDropsWhileIdle = "XDPNICDropsWhileRXCPUsIdle"
@@ -275,6 +313,7 @@ const (
 	AlertPageCacheStarved  = "XDPRxPageCacheStarved"
 	AlertPCIeStalled       = "XDPPCIeOutboundStalled"
 	AlertDDIOCacheMiss     = "XDPDDIOCacheMissHigh"
+	AlertDDIOWriteMiss     = "XDPDDIOWriteMissHigh"
 	AlertRSSImbalance      = "XDPRSSImbalance"
 	AlertRXQueuesShareCPU  = "XDPRXQueuesShareCPU"
 	AlertExporterDown      = "XDPExporterDown"
@@ -369,7 +408,10 @@ func AlertingRules(cfg Config) RuleFile {
 	ddio := alert(AlertDDIOCacheMiss,
 		r.cacheMiss()+" > "+num(d.MaxRatio)+
 			"\nand on ("+h+", cpu)\n"+r.cacheRefs()+" > "+num(d.MinReferences)+
-			"\nand on ("+h+", cpu)\n"+r.rxCPU(),
+			"\nand on ("+h+", cpu)\n"+r.rxCPU()+
+			// The fallback: where the uncore collector measures the
+			// device writes' misses, XDPDDIOWriteMissHigh speaks instead.
+			"\nunless on ("+h+")\n"+r.ddioWriteMiss(),
 		d.For, d.Severity,
 		"RX CPU {{ $labels.cpu }} on {{ $labels.instance }} misses the last-level cache",
 		"{{ $value | humanizePercentage }} of the last-level cache references on RX CPU {{ $labels.cpu }} miss (IPC "+
@@ -377,6 +419,14 @@ func AlertingRules(cfg Config) RuleFile {
 			"); RX rings now: "+
 			`{{ with printf "xdp_ethtool_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+
 			"descriptors.")
+	dw := cfg.DDIOWriteMiss
+	ddioWrites := alert(AlertDDIOWriteMiss,
+		r.ddioWriteMiss()+" > "+num(dw.MaxRatio)+"\nand on ("+h+", socket)\n"+r.ddioWrites()+" > "+num(dw.MinReferences),
+		dw.For, dw.Severity,
+		"Device writes on socket {{ $labels.socket }} of {{ $labels.instance }} miss the LLC (DDIO)",
+		"{{ $value | humanizePercentage }} of the full-line device writes (ItoM, ItoMCacheNear) on socket {{ $labels.socket }} missed the last-level cache, "+
+			"measured by the uncore CHA counters: packet data goes to DRAM and the RX CPUs read it from there. RX rings now: "+
+			`{{ with printf "xdp_ethtool_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+"descriptors.")
 
 	b := cfg.RSSImbalance
 	busyQ := "(" + r.rxQueue() + " > " + num(b.MinQueuePackets) + ")"
@@ -500,11 +550,16 @@ func AlertingRules(cfg Config) RuleFile {
 		"{{ $labels.device }}'s packets are processed on CPUs of another NUMA node ({{ $labels.instance }})",
 		"{{ $value | humanizePercentage }} of {{ $labels.device }}'s {{ if eq $labels.source \"xdp\" }}XDP packets{{ else }}received packets{{ end }} are processed on CPUs remote from its NUMA node.")
 	pb := cfg.PCIeBusy
+	use := func(bytes, source string) string {
+		return `label_replace(` + bytes + "\n/ on (" + h + ", device) group_left ()\n" + r.pcieBandwidth() + `, "source", "` + source + `", "", "")`
+	}
+	// Measured at the root complex where the uncore collector runs, the
+	// model's estimate elsewhere; source says which.
 	busy := alert(AlertPCIeBusy,
-		r.pcieEstimate()+"\n/ on ("+h+", device) group_left ()\n"+r.pcieBandwidth()+"\n> "+num(pb.MaxUseRatio),
+		"(\n"+use(r.pcieMeasured(), "measured")+"\nor\n"+use(r.pcieEstimate(), "estimate")+"\n  unless on ("+h+", device, direction) "+r.pcieMeasured()+"\n)\n> "+num(pb.MaxUseRatio),
 		pb.For, pb.Severity,
 		"{{ $labels.device }}'s PCIe link is near its bandwidth {{ $labels.direction }} ({{ $labels.instance }})",
-		"The estimated {{ $labels.direction }} PCIe traffic of {{ $labels.device }} is {{ $value | humanizePercentage }} of the narrowest link on its path.")
+		"The {{ if eq $labels.source \"measured\" }}measured (uncore IIO, the root complex's bytes){{ else }}estimated{{ end }} {{ $labels.direction }} PCIe traffic of {{ $labels.device }} is {{ $value | humanizePercentage }} of the narrowest link on its path.")
 
 	d2 := cfg.ExporterDown
 	down := alert(AlertExporterDown,
@@ -514,7 +569,7 @@ func AlertingRules(cfg Config) RuleFile {
 		"Prometheus has not scraped xdp_exporter ("+sel+") for "+d2.For+": the target is down, or no target of the job exists at all; every other XDP alert is silent meanwhile.")
 
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: []Rule{
-		down, nicDrops, oob, page, pcie, ddio, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
+		down, nicDrops, oob, page, pcie, ddio, ddioWrites, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
 		linkDegraded, aerUncorr, aerCorr, remoteNUMA, busy,
 	}}}}
 }

@@ -152,13 +152,20 @@ func runBoard(cfg Config) board {
 					},
 				},
 				{
-					title:       "Estimated PCIe traffic against the narrowest link",
-					description: "Bytes/s the NIC moves over PCIe in each direction, estimated from its qstats by a per-packet overhead model (docs/runbook.md#xdppciebusy), against the theoretical bandwidth of the narrowest link on its path.",
+					title:       "PCIe traffic, measured and estimated, against the narrowest link",
+					description: "Bytes/s the NIC moves over PCIe in each direction: estimated from its qstats by a per-packet overhead model (docs/runbook.md#xdppciebusy, an upper bound), and measured at the root complex it is behind by the uncore IIO counters (perf iostat's figures, payload only), against the theoretical bandwidth of the narrowest link on its path.",
 					unit:        "Bps", min: &f0, exempt: exemptLink, runbook: AlertPCIeBusy,
 					targets: []target{
 						{refID: "A", expr: rec.pcieEstimate() + "{" + selInstDev + "}", legend: "{{device}} {{direction}} estimate"},
 						{refID: "B", expr: rec.pcieBandwidth() + "{" + selInstDev + "}", legend: "{{device}} narrowest link"},
+						{refID: "C", expr: rec.pcieMeasured() + "{" + selInstDev + "}", legend: "{{device}} {{direction}} measured", exempt: exemptUnc},
 					},
+				},
+				{
+					title:       "DDIO: device writes missing the LLC, per socket",
+					description: "Share of the devices' full-line writes to memory (ItoM, ItoMCacheNear) that missed the last-level cache, per socket, from the uncore CHA counters (pcm-pcie's miss split): packet data DDIO could not place in the cache. Above the alert's 20%, shrink the RX rings or use fewer queues (docs/runbook.md#xdpddiowritemisshigh).",
+					unit:        "percentunit", min: &f0, max: ptr(1.0), exempt: exemptUnc, runbook: AlertDDIOWriteMiss,
+					targets: []target{{refID: "A", expr: rec.ddioWriteMiss() + "{" + selInst + "}", legend: "socket {{socket}}"}},
 				},
 				{
 					title:       "PCIe AER errors",

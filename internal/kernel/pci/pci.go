@@ -116,6 +116,26 @@ func ReadNIC(sys, name string) (*NIC, error) {
 	return nic, nil
 }
 
+// hostBridge matches the directory of a PCI host bridge in sysfs
+// (pci0000:3a): the root bus below it is segment 0000, bus 0x3a.
+var hostBridge = regexp.MustCompile(`^pci([0-9a-f]{4}:[0-9a-f]{2})$`)
+
+// RootBus is the root bus ("0000:3a") of the PCI hierarchy a network
+// device's function sits in, as the uncore IIO PMUs' die<N> files name
+// an IIO stack's. fs.ErrNotExist means the device has no PCI function.
+func RootBus(sys, name string) (string, error) {
+	real, err := filepath.EvalSymlinks(filepath.Join(sys, "class", "net", name, "device"))
+	if err != nil {
+		return "", err
+	}
+	for p := real; p != filepath.Dir(p); p = filepath.Dir(p) {
+		if m := hostBridge.FindStringSubmatch(filepath.Base(p)); m != nil {
+			return m[1], nil
+		}
+	}
+	return "", fmt.Errorf("%s is not below a PCI host bridge: %w", real, os.ErrNotExist)
+}
+
 // readHop reads a function's link files; a function without a PCI
 // Express capability has none, and its fields stay 0.
 func readHop(dir string) (Hop, error) {

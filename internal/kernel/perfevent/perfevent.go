@@ -151,12 +151,13 @@ func (s *Scaler) Add(r GroupRead) ([]float64, error) {
 	return s.scaled, nil
 }
 
-// Event is one perf event: perf_event_attr's type and config, and
-// perf(1)'s name for it.
+// Event is one perf event: perf_event_attr's type, config and config1
+// (an uncore box's filter register), and perf(1)'s name for it.
 type Event struct {
-	Name   string
-	Type   uint32
-	Config uint64
+	Name    string
+	Type    uint32
+	Config  uint64
+	Config1 uint64
 }
 
 // HWCache is the config of a PERF_TYPE_HW_CACHE event.
@@ -187,6 +188,7 @@ func Open(name string, events []Event, cpu int) (_ *Group, err error) {
 		attr := unix.PerfEventAttr{
 			Type:        e.Type,
 			Config:      e.Config,
+			Ext1:        e.Config1,
 			Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 			Read_format: ReadFormat,
 		}

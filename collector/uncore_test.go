@@ -1,0 +1,95 @@
+package collector
+
+import (
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/uncore"
+	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+)
+
+// TestUncoreOnThisHost builds the collector as the exporter does, on
+// this host's sysfs: unsupported where the kernel registered no uncore
+// PMU (a VM), working where it did.
+func TestUncoreOnThisHost(t *testing.T) {
+	testenv.Privileged(t)
+	_, probe := uncore.Discover("/sys")
+	c, err := NewUncoreCollector(slog.New(slog.DiscardHandler), Shared{})
+	switch {
+	case errors.Is(probe, uncore.ErrNoPMU):
+		if !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("no uncore PMU here (%v), yet the collector says %v, not unsupported", probe, err)
+		}
+		t.Logf("unsupported, as the host has no uncore PMU: %v", err)
+	case err != nil:
+		t.Fatalf("uncore PMUs registered, collector failed: %v", err)
+	default:
+		gather(t, c)
+		c.Close()
+	}
+}
+
+// uncoreFixture is a two-socket host (CPU 0 on package 0, CPU 1 on
+// package 1) with one IIO stack per socket, root buses 0000:3a and
+// 0000:ae, and one NIC behind each; its free-running bw_in_port0 is
+// backed by the software PMU's cpu-clock (PERF_TYPE_SOFTWARE, config
+// 0), so that it counts on any host. The CPU is not one of the uncore
+// table's models.
+func uncoreFixture(t *testing.T) Shared {
+	root := t.TempDir()
+	sys, proc := filepath.Join(root, "sys"), filepath.Join(root, "proc")
+	write := func(path, content string) { writeTreeFile(t, filepath.Join(sys, path), content) }
+	writeTreeFile(t, filepath.Join(proc, "cpuinfo"), "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9654\nstepping\t: 1\n\n")
+	for cpu, pkg := range []string{"0", "1"} {
+		write("devices/system/cpu/cpu"+strconv.Itoa(cpu)+"/topology/physical_package_id", pkg+"\n")
+	}
+	pmus := "bus/event_source/devices/"
+	write(pmus+"uncore_iio_0/type", "30\n")
+	write(pmus+"uncore_iio_0/cpumask", "0-1\n")
+	write(pmus+"uncore_iio_0/die0", "0000:3a\n")
+	write(pmus+"uncore_iio_0/die1", "0000:ae\n")
+	write(pmus+"uncore_iio_0/format/event", "config:0-7\n")
+	free := pmus + "uncore_iio_free_running_0/"
+	write(free+"type", "1\n")
+	write(free+"cpumask", "0-1\n")
+	write(free+"format/event", "config:0-7\n")
+	write(free+"format/umask", "config:8-15\n")
+	write(free+"events/bw_in_port0", "event=0x0,umask=0x0\n")
+	write(free+"events/bw_in_port0.scale", "3.814697266e-6\n")
+	write(free+"events/bw_in_port0.unit", "MiB\n")
+	for nic, path := range map[string]string{"eth0": "pci0000:3a/0000:3a:00.0/0000:3b:00.0", "eth1": "pci0000:ae/0000:ae:02.0/0000:af:00.0"} {
+		write("devices/"+path+"/vendor", "0x15b3\n")
+		symlinkTree(t, filepath.Join("..", "..", "..", "devices", path), filepath.Join(sys, "class", "net", nic, "device"))
+	}
+	return Shared{SysFS: sys, ProcFS: proc}
+}
+
+// TestUncoreFixtureMapsNICs: each NIC is labelled with the stack of its
+// root bus on its socket, and the stacks' free-running counters are read
+// through perf_event_open on the cpumask CPU of each socket.
+func TestUncoreFixtureMapsNICs(t *testing.T) {
+	testenv.Privileged(t)
+	c, err := NewUncoreCollector(slog.New(slog.DiscardHandler), uncoreFixture(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mfs := gather(t, onLinks{c, newLinks([]Link{{Index: 2, Name: "eth0"}, {Index: 3, Name: "eth1"}, {Index: 4, Name: "veth0"}})})
+	for _, w := range []struct{ device, socket, bus string }{{"eth0", "0", "0000:3a"}, {"eth1", "1", "0000:ae"}} {
+		if v := value(t, mfs, "xdp_uncore_iio_device_info", "device", w.device, "socket", w.socket, "iio", "0", "root_bus", w.bus); v != 1 {
+			t.Errorf("%s: info %v", w.device, v)
+		}
+		if v := value(t, mfs, "xdp_uncore_iio_free_running_bytes_total", "socket", w.socket, "iio", "0", "root_bus", w.bus, "port", "0", "direction", "in"); v <= 0 {
+			t.Errorf("socket %s: free-running bytes %v", w.socket, v)
+		}
+	}
+	if n := len(mfs["xdp_uncore_iio_device_info"].GetMetric()); n != 2 {
+		t.Errorf("%d device info series, want eth0 and eth1 (veth0 has no PCI function)", n)
+	}
+	if v := value(t, mfs, "xdp_uncore_event_available", "event", uncore.KindFreeRunning); v != 1 {
+		t.Errorf("free-running available %v", v)
+	}
+}
