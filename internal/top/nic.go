@@ -54,7 +54,7 @@ func (v viewCtx) nic() string {
 		return lessLabels(a.m.GetLabel(), b.m.GetLabel())
 	})
 	t := newTable()
-	for _, d := range v.headers() {
+	for _, d := range append(v.headers(), v.uncore()...) {
 		t.row(d)
 	}
 	t.row("device", "stat (per second; * typed by the exporter)", "rate")

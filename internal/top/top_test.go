@@ -169,6 +169,39 @@ xdp_ethtool_channels{device="eth0",type="combined"} 8
 	}
 }
 
+// TestNICViewUncore: the NIC view shows, per device, its root complex's
+// measured bytes and its socket's DDIO write miss share; a device whose
+// socket counts misses alone gets no share.
+func TestNICViewUncore(t *testing.T) {
+	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_uncore_iio_device_info gauge\n# TYPE xdp_uncore_iio_bytes_total counter\n# TYPE xdp_uncore_ddio_requests_total counter\n"
+	scrape := func(at, k float64) *Scrape {
+		return parse(t, at, head+fmt.Sprintf(`xdp_ethtool_driver_info{device="eth0",driver="mlx5_core"} 1
+xdp_uncore_iio_device_info{device="eth0",socket="0",iio="1",root_bus="0000:3a"} 1
+xdp_uncore_iio_device_info{device="eth1",socket="1",iio="0",root_bus="0000:ae"} 1
+xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",direction="inbound",op="write"} %g
+xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",direction="outbound",op="read"} %g
+xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",direction="inbound",op="read"} %g
+xdp_uncore_iio_bytes_total{socket="1",iio="0",root_bus="0000:ae",direction="inbound",op="write"} %g
+xdp_uncore_ddio_requests_total{socket="0",request="itom",result="hit"} %g
+xdp_uncore_ddio_requests_total{socket="0",request="itomcachenear",result="miss"} %g
+xdp_uncore_ddio_requests_total{socket="0",request="pcirdcur",result="miss"} %g
+xdp_uncore_ddio_requests_total{socket="1",request="itom",result="miss"} %g
+`, 900e6*k, 10e6*k, 50e6*k, 7e6*k, 6e6*k, 4e6*k, 9e6*k, 5e6*k))
+	}
+	out := Render("nic", scrape(0, 0), scrape(1, 1), "")
+	for _, want := range []string{
+		"eth0: root complex 0000:3a (socket 0) up 910.0 MB/s, down 50.0 MB/s measured; DDIO write misses 40.0%",
+		"eth1: root complex 0000:ae (socket 1) up 7.0 MB/s, down 0.0 MB/s measured",
+	} {
+		if !containsFields(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "eth1: root complex 0000:ae (socket 1) up 7.0 MB/s, down 0.0 MB/s measured; DDIO") {
+		t.Errorf("socket 1 counts misses alone, yet shows a share:\n%s", out)
+	}
+}
+
 func TestViewsSayWhichCollector(t *testing.T) {
 	empty := parse(t, 0, "# TYPE up gauge\nup 1\n")
 	later := parse(t, 1, "# TYPE up gauge\nup 1\n")
