@@ -62,6 +62,9 @@ var guestPackages = []guestPackage{
 	{pkg: "bpf/napi"},
 	// The ethtool ioctls against a real veth (the guard page).
 	{pkg: "internal/kernel/ethtoolioctl"},
+	// The uncore reader's open, read and scale through the software PMU:
+	// perf_event_attr with config1 as each kernel takes it.
+	{pkg: "internal/kernel/uncore"},
 	// The observer of other programs: fexit on XDP programs.
 	{pkg: "bpf/rxqobserve"},
 	{pkg: "internal/trafficgen"},

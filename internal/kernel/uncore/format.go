@@ -24,6 +24,7 @@ func ParseFormat(s string) (Format, error) {
 		return Format{}, fmt.Errorf("format %q: want config, config1 or config2 and a bit list", s)
 	}
 	f := Format{Field: field}
+	var used uint64
 	for _, r := range strings.Split(spec, ",") {
 		lo, hi, isRange := strings.Cut(r, "-")
 		a, err := strconv.ParseUint(lo, 10, 8)
@@ -35,6 +36,10 @@ func ParseFormat(s string) (Format, error) {
 			return Format{}, fmt.Errorf("format %q: bad bit range %q", s, r)
 		}
 		for bit := a; bit <= b; bit++ {
+			if used&(1<<bit) != 0 {
+				return Format{}, fmt.Errorf("format %q: bit %d twice", s, bit)
+			}
+			used |= 1 << bit
 			f.Bits = append(f.Bits, uint(bit))
 		}
 	}

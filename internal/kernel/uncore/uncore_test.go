@@ -213,7 +213,7 @@ func TestEncodeErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.terms, err, c.want)
 		}
 	}
-	for _, bad := range []string{"config:8-", "config2:9-8", "bogus:0-7", "config:0-64", "config"} {
+	for _, bad := range []string{"config:8-", "config2:9-8", "bogus:0-7", "config:0-64", "config", "config:0-7,4-9"} {
 		if _, err := ParseFormat(bad); err == nil {
 			t.Errorf("ParseFormat(%q) accepted", bad)
 		}
