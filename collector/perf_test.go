@@ -214,10 +214,21 @@ func TestPerfPermissionDenied(t *testing.T) {
 		os.Stdout.WriteString("child error: " + strings.ReplaceAll(errString(err), "\n", " | ") + "\n")
 		return
 	}
+	out := runAsNobody(t, "TestPerfPermissionDenied", perfChildEnv)
+	for _, want := range []string{"child error: perf: no event group could be opened", "permission denied", "CAP_PERFMON", "perf_event_paranoid"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// runAsNobody runs this test binary's test as nobody (uid 65534, no
+// capabilities) with env=1, at kernel.perf_event_paranoid 2 if it was
+// lower (at <= 0 any user may open CPU-wide events: nothing to deny), and
+// returns its output.
+func runAsNobody(t *testing.T, test, env string) []byte {
+	t.Helper()
 	testenv.Privileged(t)
-	// At perf_event_paranoid <= 0 any user may open CPU-wide events and
-	// there is nothing to deny: raise it to the common default for the
-	// test, and put it back.
 	const paranoid = "/proc/sys/kernel/perf_event_paranoid"
 	if b, err := os.ReadFile(paranoid); err == nil {
 		if lvl, _ := strconv.Atoi(strings.TrimSpace(string(b))); lvl <= 0 {
@@ -247,20 +258,16 @@ func TestPerfPermissionDenied(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run=^TestPerfPermissionDenied$", "-test.count=1")
+	cmd := exec.Command(bin, "-test.run=^"+test+"$", "-test.count=1")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), perfChildEnv+"=1")
+	cmd.Env = append(os.Environ(), env+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
-	for _, want := range []string{"child error: perf: no event group could be opened", "permission denied", "CAP_PERFMON", "perf_event_paranoid"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("child output lacks %q:\n%s", want, out)
-		}
-	}
+	return out
 }
 
 func errString(err error) string {

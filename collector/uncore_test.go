@@ -3,8 +3,10 @@ package collector
 import (
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/uncore"
@@ -91,5 +93,30 @@ func TestUncoreFixtureMapsNICs(t *testing.T) {
 	}
 	if v := value(t, mfs, "xdp_uncore_event_available", "event", uncore.KindFreeRunning); v != 1 {
 		t.Errorf("free-running available %v", v)
+	}
+}
+
+const uncoreChildEnv = "XDP_EXPORTER_UNCORE_EACCES_CHILD"
+
+// TestUncorePermissionDenied: as nobody (no CAP_PERFMON, paranoid 2) on
+// a host that has the counters (the fixture's), the collector fails (it
+// is not unsupported) and says what is missing.
+func TestUncorePermissionDenied(t *testing.T) {
+	if os.Getenv(uncoreChildEnv) == "1" {
+		_, err := NewUncoreCollector(slog.New(slog.DiscardHandler), uncoreFixture(t))
+		os.Stdout.WriteString("child error: " + errString(err) + "\n")
+		if errors.Is(err, ErrUnsupported) {
+			os.Stdout.WriteString("child: reported unsupported\n")
+		}
+		return
+	}
+	out := string(runAsNobody(t, "TestUncorePermissionDenied", uncoreChildEnv))
+	for _, want := range []string{"child error: perf uncore_iio_free_running_0/bw_in_port0 on CPU 0: permission denied", "CAP_PERFMON", "perf_event_paranoid"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "reported unsupported") {
+		t.Errorf("a refusal for lack of permission was reported unsupported:\n%s", out)
 	}
 }
