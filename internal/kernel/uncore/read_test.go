@@ -34,8 +34,8 @@ func TestReadThroughSoftwarePMU(t *testing.T) {
 	if !h.Available()[KindFreeRunning] {
 		t.Errorf("available %v", h.Available())
 	}
-	first := readOne(t, h)
 	start := time.Now()
+	first := readOne(t, h)
 	time.Sleep(20 * time.Millisecond)
 	second := readOne(t, h)
 	elapsed := time.Since(start)
@@ -43,9 +43,12 @@ func TestReadThroughSoftwarePMU(t *testing.T) {
 		t.Errorf("labels %+v", first)
 	}
 	// cpu-clock counts the nanoseconds the event is enabled: between the
-	// reads, at most the time the test measured around them.
+	// reads, about the time the test measured around them. The kernel's
+	// clock and the test's are not the same one (an emulated guest's
+	// drift apart), so only the order of magnitude is held: bytes of 4
+	// a nanosecond, not of one a microsecond or a thousand a nanosecond.
 	counted := time.Duration((second.Bytes - first.Bytes) / 4)
-	if counted < 10*time.Millisecond || counted > elapsed+time.Millisecond {
+	if counted < 10*time.Millisecond || counted > 2*elapsed {
 		t.Errorf("counted %v between reads %v apart", counted, elapsed)
 	}
 	if math.Abs(second.Bytes/4-math.Round(second.Bytes/4)) > 1e-3*second.Bytes/4 {
