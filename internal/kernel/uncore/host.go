@@ -107,7 +107,7 @@ func Plan(sys string, model *Model) ([]*Group, []Stack, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	o := opener{sys: sys, model: model, buses: map[int]map[int]string{}}
+	o := planner{sys: sys, model: model, buses: map[int]map[int]string{}}
 	for _, p := range pmus {
 		if p.Kind == KindIIO {
 			if o.buses[p.Box], err = p.RootBuses(); err != nil {
@@ -158,7 +158,7 @@ func Open(sys string, model *Model) (*Host, error) {
 	return h, nil
 }
 
-type opener struct {
+type planner struct {
 	sys    string
 	model  *Model
 	buses  map[int]map[int]string // IIO box -> logical die -> root bus
@@ -166,7 +166,7 @@ type opener struct {
 	stacks []Stack
 }
 
-func (o *opener) plan(p *PMU) error {
+func (o *planner) plan(p *PMU) error {
 	dies, err := dieOrder(o.sys, p.CPUs)
 	if err != nil {
 		return err
@@ -192,16 +192,16 @@ func (o *opener) plan(p *PMU) error {
 	return nil
 }
 
-func (o *opener) add(p *PMU, cpu int, c *counter, names []string, events []perfevent.Event) {
+func (o *planner) add(p *PMU, cpu int, c *counter, names []string, events []perfevent.Event) {
 	o.groups = append(o.groups, &Group{PMU: p.Name, CPU: cpu, Names: names, Events: events, counter: c})
 }
 
-func (o *opener) event(p *PMU, name, terms string) (perfevent.Event, error) {
+func (o *planner) event(p *PMU, name, terms string) (perfevent.Event, error) {
 	a, err := p.Encode(terms)
 	return perfevent.Event{Name: name, Type: a.Type, Config: a.Config, Config1: a.Config1}, err
 }
 
-func (o *opener) planDDIO(p *PMU, cpu, socket int) error {
+func (o *planner) planDDIO(p *PMU, cpu, socket int) error {
 	for _, req := range o.model.DDIO {
 		var names, results []string
 		var events []perfevent.Event
@@ -233,7 +233,7 @@ func (o *opener) planDDIO(p *PMU, cpu, socket int) error {
 // outbound: the IIO boxes count the device-initiated events (0x83) on
 // counters 0-1 and the CPU-initiated ones (0xc0) on 2-3, so each pair
 // fits whatever the other holds.
-func (o *opener) planIIO(p *PMU, cpu int, stack Stack) error {
+func (o *planner) planIIO(p *PMU, cpu int, stack Stack) error {
 	for _, dir := range []string{"inbound", "outbound"} {
 		var names, ops []string
 		var events []perfevent.Event
@@ -267,7 +267,7 @@ var bandwidthEvent = regexp.MustCompile(`^bw_(in|out)_port([0-9]+)$`)
 // bandwidth counters (MiB) to bytes.
 var unitBytes = map[string]float64{"": 1, "B": 1, "Bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
-func (o *opener) planFreeRunning(p *PMU, cpu int, stack Stack) error {
+func (o *planner) planFreeRunning(p *PMU, cpu int, stack Stack) error {
 	named, err := p.NamedEvents("bw_")
 	if err != nil {
 		return err
