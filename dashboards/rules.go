@@ -281,16 +281,20 @@ func pcieRecordingRules(cfg Config, r recorded, h, sel, w string, sumRate func(b
 // uncoreRecordingRules record what the uncore collector measures: each
 // NIC's root-complex traffic per direction (upstream, device to host:
 // the devices' writes to memory and the completions of the CPUs' MMIO
-// reads; downstream: the devices' reads of memory and the CPUs' MMIO
-// writes), the IIO stack's bytes given to every NIC behind it, and per
+// reads, what the free-running bw_in counters count; downstream: the
+// devices' reads of memory and the CPUs' MMIO writes, bw_out), the IIO
+// stack's bytes given to every NIC behind it, and per
 // socket the device writes (ItoM, ItoMCacheNear) and the share of them
 // that missed the LLC: DDIO's miss ratio.
 func uncoreRecordingRules(r recorded, h, sel, w string, sumRate func(by, series string) string) []Rule {
 	iio := func(direction, op string) string {
 		return "rate(" + withSelector(`xdp_uncore_iio_bytes_total{direction="`+direction+`",op="`+op+`"}`, sel) + w + ")"
 	}
-	perDevice := func(dir, stackBytes string) string {
-		return "sum by (" + h + ", device, direction) (\n  label_replace(sum by (" + h + ", socket, iio) (" + stackBytes + `), "direction", "` + dir + `", "", "")` +
+	// The stack's free-running counters where the kernel names them (no
+	// counter used, never multiplexed), else its DATA_REQ events.
+	perDevice := func(dir, freeRunning, stackBytes string) string {
+		free := "sum by (" + h + ", socket, iio) (rate(" + withSelector(`xdp_uncore_iio_free_running_bytes_total{direction="`+freeRunning+`"}`, sel) + w + "))"
+		return "sum by (" + h + ", device, direction) (\n  label_replace(" + free + "\n  or on (" + h + ", socket, iio)\n  sum by (" + h + ", socket, iio) (" + stackBytes + `), "direction", "` + dir + `", "", "")` +
 			"\n  * on (" + h + ", socket, iio) group_right (direction)\n  " + withSelector("xdp_uncore_iio_device_info", sel) + "\n)"
 	}
 	// Hits plus misses: absent where no hit event is counted (Skylake-SP,
@@ -299,8 +303,8 @@ func uncoreRecordingRules(r recorded, h, sel, w string, sumRate func(by, series 
 		return sumRate(h+", socket", `xdp_uncore_ddio_requests_total{request=~"itom|itomcachenear",result="`+result+`"}`)
 	}
 	return []Rule{
-		record(r.pcieMeasured(), perDevice("upstream", iio("inbound", "write")+" or "+iio("outbound", "read"))),
-		record(r.pcieMeasured(), perDevice("downstream", iio("inbound", "read")+" or "+iio("outbound", "write"))),
+		record(r.pcieMeasured(), perDevice("upstream", "in", iio("inbound", "write")+" or "+iio("outbound", "read"))),
+		record(r.pcieMeasured(), perDevice("downstream", "out", iio("inbound", "read")+" or "+iio("outbound", "write"))),
 		record(r.ddioWrites(), writes("hit")+"\n+\n"+writes("miss")),
 		record(r.ddioWriteMiss(), writes("miss")+"\n/\n"+r.ddioWrites()),
 	}
