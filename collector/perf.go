@@ -235,14 +235,9 @@ func (c *perfCollector) Update(_ context.Context, _ *LinkSnapshot, ch chan<- pro
 	}
 	var errs []error
 	for _, g := range c.groups {
-		r, err := g.group.Read()
+		r, scaled, err := g.group.ReadScaled(&g.scaler)
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		scaled, err := g.scaler.Add(r)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("perf group %s on CPU %s: %w", g.spec.name, g.cpu, err))
 			continue
 		}
 		for i, e := range g.spec.events {

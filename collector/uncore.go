@@ -72,10 +72,11 @@ func (c *uncoreCollector) Update(_ context.Context, snap *LinkSnapshot, ch chan<
 		return errors.Join(err, lerr)
 	}
 	for _, l := range links.All() {
+		if !c.shared.Filter.Devices.selects(l.Label) {
+			continue // and its sysfs is not read
+		}
 		for _, s := range c.host.StacksOf(c.shared.SysFS, l.Name) {
-			if c.shared.Filter.Devices.selects(l.Label) {
-				c.shared.Filter.Families.send(ch, uncoreDev, 1, l.Label, strconv.Itoa(s.Socket), strconv.Itoa(s.IIO), s.RootBus)
-			}
+			c.shared.Filter.Families.send(ch, uncoreDev, 1, l.Label, strconv.Itoa(s.Socket), strconv.Itoa(s.IIO), s.RootBus)
 		}
 	}
 	return errors.Join(err, lerr)

@@ -278,6 +278,21 @@ func (g *Group) Read() (GroupRead, error) {
 	return r, nil
 }
 
+// ReadScaled reads the group and folds the read into s: the counts
+// corrected for multiplexing, with the read for its enabled and running
+// times.
+func (g *Group) ReadScaled(s *Scaler) (GroupRead, []float64, error) {
+	r, err := g.Read()
+	if err != nil {
+		return r, nil, err
+	}
+	scaled, err := s.Add(r)
+	if err != nil {
+		return r, nil, fmt.Errorf("perf group %s on CPU %d: %w", g.name, g.cpu, err)
+	}
+	return r, scaled, nil
+}
+
 // OpenOnCPUs opens the group on each CPU, or on none: a group missing on
 // some CPUs would make per-CPU comparisons misleading.
 func OpenOnCPUs(name string, events []Event, cpus []int) ([]*Group, error) {

@@ -108,6 +108,11 @@ func Plan(sys string, model *Model) ([]*Group, []Stack, error) {
 		return nil, nil, err
 	}
 	o := planner{sys: sys, model: model, buses: map[int]map[int]string{}}
+	if model != nil {
+		if o.terms, err = model.Terms(); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, p := range pmus {
 		if p.Kind == KindIIO {
 			if o.buses[p.Box], err = p.RootBuses(); err != nil {
@@ -161,6 +166,7 @@ func Open(sys string, model *Model) (*Host, error) {
 type planner struct {
 	sys    string
 	model  *Model
+	terms  map[string]string      // the model's event strings by name
 	buses  map[int]map[int]string // IIO box -> logical die -> root bus
 	groups []*Group
 	stacks []Stack
@@ -196,28 +202,34 @@ func (o *planner) add(p *PMU, cpu int, c *counter, names []string, events []perf
 	o.groups = append(o.groups, &Group{PMU: p.Name, CPU: cpu, Names: names, Events: events, counter: c})
 }
 
-func (o *planner) event(p *PMU, name, terms string) (perfevent.Event, error) {
-	a, err := p.Encode(terms)
-	return perfevent.Event{Name: name, Type: a.Type, Config: a.Config, Config1: a.Config1}, err
+// events encodes the named events of the model on p, in order.
+func (o *planner) events(p *PMU, names []string) ([]perfevent.Event, error) {
+	out := make([]perfevent.Event, len(names))
+	for i, name := range names {
+		a, err := p.Encode(o.terms[name])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = perfEvent(name, a)
+	}
+	return out, nil
+}
+
+func perfEvent(name string, a Attr) perfevent.Event {
+	return perfevent.Event{Name: name, Type: a.Type, Config: a.Config, Config1: a.Config1}
 }
 
 func (o *planner) planDDIO(p *PMU, cpu, socket int) error {
 	for _, req := range o.model.DDIO {
 		var names, results []string
-		var events []perfevent.Event
 		for _, ev := range []struct{ name, result string }{{req.Hit, "hit"}, {req.Miss, "miss"}} {
-			if ev.name == "" {
-				continue
+			if ev.name != "" {
+				names, results = append(names, ev.name), append(results, ev.result)
 			}
-			terms, err := o.model.Event(ev.name)
-			if err != nil {
-				return err
-			}
-			e, err := o.event(p, ev.name, terms)
-			if err != nil {
-				return err
-			}
-			names, results, events = append(names, ev.name), append(results, ev.result), append(events, e)
+		}
+		events, err := o.events(p, names)
+		if err != nil {
+			return err
 		}
 		c := &counter{socket: socket, pmu: KindCHA, name: req.Request, emit: func(a *accumulator, vals []float64) {
 			for i, v := range vals {
@@ -236,20 +248,14 @@ func (o *planner) planDDIO(p *PMU, cpu, socket int) error {
 func (o *planner) planIIO(p *PMU, cpu int, stack Stack) error {
 	for _, dir := range []string{"inbound", "outbound"} {
 		var names, ops []string
-		var events []perfevent.Event
 		for _, t := range IIOTraffics {
-			if t.Direction != dir {
-				continue
+			if t.Direction == dir {
+				names, ops = append(names, t.Event), append(ops, t.Op)
 			}
-			terms, err := o.model.AllParts(t.Event)
-			if err != nil {
-				return err
-			}
-			e, err := o.event(p, t.Event, terms)
-			if err != nil {
-				return err
-			}
-			names, ops, events = append(names, t.Event), append(ops, t.Op), append(events, e)
+		}
+		events, err := o.events(p, names)
+		if err != nil {
+			return err
 		}
 		c := &counter{socket: stack.Socket, pmu: KindIIO, name: dir, emit: func(a *accumulator, vals []float64) {
 			for i, v := range vals {
@@ -283,8 +289,7 @@ func (o *planner) planFreeRunning(p *PMU, cpu int, stack Stack) error {
 		c := &counter{socket: stack.Socket, name: ne.Name, emit: func(a *accumulator, vals []float64) {
 			a.r.FreeRunning = append(a.r.FreeRunning, FreeRunningCount{Stack: stack, Port: port, Direction: dir, Bytes: vals[0] * scale})
 		}}
-		ev := perfevent.Event{Name: p.Name + "/" + ne.Name, Type: ne.Attr.Type, Config: ne.Attr.Config, Config1: ne.Attr.Config1}
-		o.add(p, cpu, c, []string{KindFreeRunning}, []perfevent.Event{ev})
+		o.add(p, cpu, c, []string{KindFreeRunning}, []perfevent.Event{perfEvent(p.Name+"/"+ne.Name, ne.Attr)})
 	}
 	return nil
 }

@@ -88,7 +88,7 @@ var (
 	emeraldRapid = &Model{"Emerald Rapids", "emeraldrapids", "intel/perfmon EMR/events/emeraldrapids_uncore.json V1.24", 8, ddioFull}
 )
 
-// Models lists the supported models, for the documentation.
+// Models lists the supported models.
 func Models() []*Model {
 	return []*Model{skylakeSP, cascadeLake, iceLakeSP, sapphire, emeraldRapid}
 }
@@ -137,21 +137,38 @@ func (m *Model) records() (map[string]record, error) {
 	return out, nil
 }
 
-// Event is the perf event string of a named event of the model's JSON,
-// built as perf's jevents.py builds it: event=EventCode, umask=UMask,
-// ch_mask=PortMask, fc_mask=FCMask, then the Filter's terms.
-func (m *Model) Event(name string) (string, error) {
+// Terms is the perf event string of every event the model counts, by
+// perf's JSON name (an IIO traffic event by its name before .PART<n>),
+// read from the model's JSON once.
+func (m *Model) Terms() (map[string]string, error) {
 	recs, err := m.records()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	r, ok := recs[name]
-	if !ok {
-		return "", fmt.Errorf("%s: %s is not in perf's %s events", m.Name, name, m.Perf)
+	out := map[string]string{}
+	for _, r := range m.DDIO {
+		for _, name := range []string{r.Hit, r.Miss} {
+			if name == "" {
+				continue
+			}
+			rec, ok := recs[name]
+			if !ok {
+				return nil, fmt.Errorf("%s: %s is not in perf's %s events", m.Name, name, m.Perf)
+			}
+			out[name] = rec.terms()
+		}
 	}
-	return r.terms(), nil
+	for _, t := range IIOTraffics {
+		if out[t.Event], err = m.allParts(recs, t.Event); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
+// terms is the perf event string of a record, built as perf's jevents.py
+// builds it: event=EventCode, umask=UMask, ch_mask=PortMask,
+// fc_mask=FCMask, then the Filter's terms.
 func (r record) terms() string {
 	terms := []string{"event=" + r.EventCode}
 	for _, t := range []struct{ name, value string }{
@@ -167,16 +184,12 @@ func (r record) terms() string {
 	return strings.Join(terms, ",")
 }
 
-// AllParts is the event string that counts an IIO event on every part
+// allParts is the event string that counts an IIO event on every part
 // of the stack at once: the parts' events (base.PART0 ..) differ only in
 // their PortMask, one bit each, and the IIO counter's ch_mask selects
 // every port whose bit is set, as perf iostat's ch_mask=0xf does on
 // Skylake-SP.
-func (m *Model) AllParts(base string) (string, error) {
-	recs, err := m.records()
-	if err != nil {
-		return "", err
-	}
+func (m *Model) allParts(recs map[string]record, base string) (string, error) {
 	var all record
 	var mask uint64
 	for p := range m.Parts {

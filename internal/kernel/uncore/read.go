@@ -3,7 +3,6 @@ package uncore
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 )
@@ -33,14 +32,9 @@ func (h *Host) Read() (Reading, error) {
 	a := accumulator{r: Reading{Available: h.available}, ddio: map[ddioKey]float64{}, times: map[timeKey]*Time{}}
 	var errs []error
 	for _, c := range h.counters {
-		r, err := c.group.Read()
+		r, vals, err := c.group.ReadScaled(&c.scaler)
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		vals, err := c.scaler.Add(r)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("uncore %s: %w", c.name, err))
 			continue
 		}
 		c.emit(&a, vals)

@@ -2,6 +2,7 @@ package uncore
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -78,7 +79,8 @@ func TestPlanEncodesEveryModel(t *testing.T) {
 					if e.Config != w.config || e.Config1 != w.config1 {
 						t.Errorf("%s on %s: config %#x config1 %#x, want %#x %#x", e.Name, g.PMU, e.Config, e.Config1, w.config, w.config1)
 					}
-					if !strings.HasPrefix(g.PMU, "uncore_cha_") && typ == typeCHA || e.Type < typ || e.Type >= typ+10 {
+					kind := map[uint32]string{typeCHA: "uncore_cha_", typeIIO: "uncore_iio_"}[typ]
+					if !strings.HasPrefix(g.PMU, kind) || e.Type < typ || e.Type >= typ+10 {
 						t.Errorf("%s opened on %s (type %d)", e.Name, g.PMU, e.Type)
 					}
 				}
@@ -135,8 +137,7 @@ func TestPlanStacksAndFreeRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []Stack
-	got = append(got, stacks...)
+	got := stacks
 	wantStacks := []Stack{
 		{0, 0, "0000:00"}, {1, 0, "0000:80"}, {0, 1, "0000:3a"}, {1, 1, "0000:ae"}, {0, 2, "0000:5d"}, {1, 2, "0000:d7"},
 	}
@@ -153,13 +154,20 @@ func TestPlanStacksAndFreeRunning(t *testing.T) {
 	if len(groups) != 8*3*2 {
 		t.Fatalf("%d groups without a model, want 48", len(groups))
 	}
+	port2 := 0
 	for _, g := range groups {
-		if g.Events[0].Name == "uncore_iio_free_running_1/bw_in_port2" && g.Events[0].Config != 0x22ff {
-			t.Errorf("bw_in_port2: config %#x, want 0x22ff", g.Events[0].Config)
+		if g.Events[0].Name == "uncore_iio_free_running_1/bw_in_port2" {
+			port2++
+			if g.Events[0].Config != 0x22ff || g.Events[0].Type != typeFreeRunning+1 {
+				t.Errorf("bw_in_port2: type %d config %#x, want %d 0x22ff", g.Events[0].Type, g.Events[0].Config, typeFreeRunning+1)
+			}
 		}
 		if g.Names[0] != KindFreeRunning || g.counter.pmu != "" {
 			t.Errorf("%v: a free-running group reports %v", g.Events, g.Names)
 		}
+	}
+	if port2 != 2 {
+		t.Errorf("uncore_iio_free_running_1/bw_in_port2 laid out %d times, want once per socket", port2)
 	}
 }
 
@@ -228,20 +236,17 @@ func TestEncodeErrors(t *testing.T) {
 // port.
 func TestEveryModelResolvesItsEvents(t *testing.T) {
 	for _, m := range Models() {
-		for _, r := range m.DDIO {
-			for _, n := range []string{r.Hit, r.Miss} {
-				if n == "" {
-					continue
-				}
-				if _, err := m.Event(n); err != nil {
-					t.Error(err)
-				}
-			}
+		terms, err := m.Terms()
+		if err != nil {
+			t.Error(err)
+			continue
 		}
-		for _, tr := range IIOTraffics {
-			if _, err := m.AllParts(tr.Event); err != nil {
-				t.Error(err)
-			}
+		want := len(IIOTraffics)
+		for _, r := range m.DDIO {
+			want += len(slices.DeleteFunc([]string{r.Hit, r.Miss}, func(n string) bool { return n == "" }))
+		}
+		if len(terms) != want {
+			t.Errorf("%s: %d event strings, want %d", m.Name, len(terms), want)
 		}
 	}
 }
