@@ -35,19 +35,19 @@ test: deps
 # and the kernel-facing test binaries (docs/kernels.md).
 # XDP_EXPORTER_KERNELS=bookworm picks suites.
 test-kernels: deps
-	$(GO) test -count=1 -v -timeout 45m -run TestKernelMatrix ./kernels
+	$(GO) test -count=1 -v -timeout 45m -run TestKernelMatrix ./kernelmatrix
 
 # Every Go fuzz target for FUZZTIME (default 60s) each; CI runs it after the tests.
 fuzz:
 	./scripts/fuzz-all
 
 generate:
-	$(GO) generate ./bpf/...
+	$(GO) generate ./bpf/... ./lab/trafficgen
 
 # Regenerates the bpf2go output and fails if it differs from what is committed.
 check-generated: generate
-	git diff --exit-code -- bpf
-	test -z "$$(git status --porcelain -- bpf)"
+	git diff --exit-code -- bpf lab/trafficgen
+	test -z "$$(git status --porcelain -- bpf lab/trafficgen)"
 
 lint:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))"

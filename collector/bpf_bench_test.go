@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
-	"github.com/xdp-exporter/xdp_exporter/internal/stat"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/lab/stat"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
 
 // BenchmarkBPFStatsCost measures what --collector.bpf.enable-stats costs

@@ -17,12 +17,12 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // testProg is an XDP_DROP program loaded for one test.

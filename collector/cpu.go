@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/procfs"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/counter32"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/counter32"
 )
 
 var (

@@ -11,7 +11,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/drop"
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
-	"github.com/xdp-exporter/xdp_exporter/internal/created"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 

@@ -14,9 +14,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/parallel"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/prebuilt"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
-	"github.com/xdp-exporter/xdp_exporter/internal/parallel"
-	"github.com/xdp-exporter/xdp_exporter/internal/prebuilt"
 )
 
 func init() {

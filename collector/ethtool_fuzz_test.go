@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/ethtoolname"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolname"
 )
 
 // ethtoolFixtureFiles are the captured dumps under testdata/ethtool.

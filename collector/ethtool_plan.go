@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/ethtoolname"
-	"github.com/xdp-exporter/xdp_exporter/internal/labelvalue"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/labelvalue"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolname"
 )
 
 // state returns what the collector keeps for the device.

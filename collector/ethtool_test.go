@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 func fixtureCollector(t testing.TB, src ethtoolSource, metricsInclude string, logger *slog.Logger) *ethtoolCollector {

@@ -9,7 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
 )
 
 // Helpers shared by the fuzz targets (docs/fuzzing.md). Unlike gather they

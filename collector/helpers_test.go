@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // fixedLinks is a scrape's interface dump that is l.

@@ -25,7 +25,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // hostSeriesBudget is what one scrape of the whole-host fixture may send

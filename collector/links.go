@@ -9,8 +9,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/labelvalue"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
-	"github.com/xdp-exporter/xdp_exporter/internal/labelvalue"
 )
 
 // Link is one network device of the exporter's namespace as one

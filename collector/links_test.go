@@ -11,9 +11,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // TestDeviceNameNotUTF8 runs every collector that names devices on two

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/xdp-exporter/xdp_exporter/internal/created"
-	"github.com/xdp-exporter/xdp_exporter/internal/labelvalue"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/labelvalue"
 )
 
 // Type is the Prometheus type of a family as documented in METRICS.md.

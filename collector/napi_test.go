@@ -19,11 +19,11 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // napiLab is a veth pair whose DUT end has an XDP_DROP program (veth runs

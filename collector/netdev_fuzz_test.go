@@ -6,8 +6,8 @@ import (
 
 	"github.com/mdlayher/genetlink"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
-	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
 )
 
 // fuzzNetdevSource answers each dump with the fuzz input's messages of that

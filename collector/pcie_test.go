@@ -13,9 +13,9 @@ import (
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // The AER files as the kernel prints them (drivers/pci/pcie/aer.c, the

@@ -17,9 +17,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 func onlineCPUs(t testing.TB) []int {

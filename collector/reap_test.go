@@ -18,10 +18,10 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // reapLab is the xdp and napi collectors behind one Set.

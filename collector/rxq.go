@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	bpfrxq "github.com/xdp-exporter/xdp_exporter/bpf/rxq"
-	"github.com/xdp-exporter/xdp_exporter/internal/created"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
 )
 
 var (

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
-	"github.com/xdp-exporter/xdp_exporter/internal/created"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
 )
 
 // rxqObserver is the rxq collector in observe mode: on every scrape it

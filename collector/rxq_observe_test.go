@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // TestRxqObserveAttachFlags: the flags of attach mode are an error with

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/sharedrun"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/sharedrun"
 )
 
 var (

@@ -14,7 +14,7 @@ import (
 
 var topFixture = flag.Bool("top.fixture", false, "rewrite "+topFixturePath+" from the collectors")
 
-// topFixturePath is the scrape internal/top's render benchmark reads.
+// topFixturePath is the scrape cmd/xdp-top/internal/top's render benchmark reads.
 var topFixturePath = filepath.Join("..", "internal", "top", "testdata", "mlx5-128cpu.prom")
 
 // TestTopFixture renders, through the exporter's own ethtool and cpu

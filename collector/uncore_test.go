@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/uncore"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // TestUncoreOnThisHost builds the collector as the exporter does, on

@@ -13,7 +13,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
-	"github.com/xdp-exporter/xdp_exporter/internal/created"
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 

@@ -17,10 +17,10 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // xdpAttach loads an XDP program made of insns and attaches it to ifindex in

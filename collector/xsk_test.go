@@ -15,8 +15,8 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 // constructedXSK are the sockets of the constructed sock_diag reply: one

@@ -14,7 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 func promtool(t *testing.T) string {
@@ -123,7 +123,7 @@ const maxQueryLength = 300
 // TestQueriesShort: no query of the committed JSON is longer than
 // maxQueryLength.
 func TestQueriesShort(t *testing.T) {
-	for _, q := range queries(t) {
+	for _, q := range Queries() {
 		if len(q.Expr) > maxQueryLength {
 			t.Errorf("%s / %s [%s]: %d characters, more than %d: record what it shares in a rule\n%s",
 				q.Dashboard, q.Panel, q.RefID, len(q.Expr), maxQueryLength, q.Expr)
@@ -136,7 +136,7 @@ func TestQueriesShort(t *testing.T) {
 // the rule files each dashboard needs.
 func TestPanelsReadRecordedSeries(t *testing.T) {
 	src := newSources(DefaultConfig())
-	for _, q := range queries(t) {
+	for _, q := range Queries() {
 		if _, _, err := src.of(q.Expr); err != nil {
 			t.Errorf("%s / %s [%s]: %v", q.Dashboard, q.Panel, q.RefID, err)
 		}
@@ -146,21 +146,12 @@ func TestPanelsReadRecordedSeries(t *testing.T) {
 	}
 }
 
-func queries(t *testing.T) []Query {
-	t.Helper()
-	qs, err := Queries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return qs
-}
-
 // TestFigureSeriesPaired: every live series of a paper figure has exactly
 // one x and one y query, so its points can be drawn (and written as CSV).
 func TestFigureSeriesPaired(t *testing.T) {
 	axes := map[string]string{}
 	figures := map[string]bool{}
-	for _, q := range queries(t) {
+	for _, q := range Queries() {
 		if !q.Figure {
 			continue
 		}
@@ -192,7 +183,7 @@ var unexpanded = regexp.MustCompile(`\$(\{|[A-Za-z_])`)
 func TestQueriesValidPromQL(t *testing.T) {
 	bin := promtool(t)
 	var rules []Rule
-	for i, q := range queries(t) {
+	for i, q := range Queries() {
 		rules = append(rules, Rule{Record: "panel_query_" + strconv.Itoa(i),
 			Expr: q.Expand(Vars{Instance: ".+", Device: ".*", RateInterval: 4 * time.Second})})
 		if unexpanded.MatchString(q.Expand(Vars{Instance: "x", Device: "y", RateInterval: 4 * time.Second})) {

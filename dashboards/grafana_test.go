@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/grafana"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/grafana"
 )
 
 // The tests here hold the generated JSON to what Grafana does with it
-// (internal/grafana, which cites the Grafana sources it follows). The
+// (internal/testkit/grafana, which cites the Grafana sources it follows). The
 // end-to-end test runs the same checks on the frames of the real
 // Prometheus; here only the TestData reference frames, which are in the
 // JSON, feed them.

@@ -33,7 +33,7 @@ const (
 // migration handler when the panel has none; for xychart that handler
 // (public/app/plugins/panel/xychart/migrations.ts) rebuilds the options
 // from the pre-10.4 format and drops our series. The value is the release
-// whose panel sources the tests in internal/grafana were read against.
+// whose panel sources the tests in internal/testkit/grafana were read against.
 const pluginVersion = "11.6.0"
 
 // target is one PromQL query of a panel.

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/paper"
+	"github.com/xdp-exporter/xdp_exporter/lab/paper"
 )
 
 // Selectors shared by the dashboards. $instance and $device are regex

@@ -1,16 +1,12 @@
 package dashboards
 
 import (
-	"embed"
-	"encoding/json"
-	"fmt"
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
-
-	"github.com/xdp-exporter/xdp_exporter/internal/grafana"
 )
 
 // Query is one PromQL expression of one dashboard panel, as it appears in
@@ -39,62 +35,28 @@ type Query struct {
 	Needs string
 }
 
-//go:embed xdp-paper-figures.json xdp-run-view.json xdp-fleet-view.json
-var committed embed.FS
-
-// Queries returns every Prometheus query of the committed dashboard JSON,
-// in dashboard and panel order, with what the generator knows about each
-// (figure axes, why the lab cannot fill it). The expressions and legends
-// are the JSON's, so what evaluates them evaluates what Grafana runs.
-func Queries() ([]Query, error) {
-	type meta struct {
-		p panel
-		t target
-	}
-	known := map[string]meta{}
+// Queries returns every Prometheus query of the dashboards, in dashboard
+// and panel order, with what the generator knows about each (figure axes,
+// why the lab cannot fill it). They are the queries the generator writes
+// into the dashboard JSON (TestGeneratedFilesCommitted holds the committed
+// files to it), so what evaluates them evaluates what Grafana runs.
+func Queries() []Query {
 	var out []Query
 	for _, b := range boards(DefaultConfig()) {
 		for _, r := range b.rows {
 			for _, p := range r.panels {
 				for _, t := range p.targets {
-					known[b.uid+"|"+p.title+"|"+t.refID] = meta{p, t}
+					out = append(out, Query{
+						Dashboard: b.title, UID: b.uid, Panel: p.title,
+						RefID: t.refID, Expr: t.expr, Legend: t.legend,
+						Figure: t.axis != "", Axis: t.axis, Series: t.series,
+						Exempt: cmp.Or(t.exempt, p.exempt), Needs: cmp.Or(t.needs, p.needs),
+					})
 				}
-			}
-		}
-		raw, err := committed.ReadFile(b.file)
-		if err != nil {
-			return nil, err
-		}
-		var d grafana.Dashboard
-		if err := json.Unmarshal(raw, &d); err != nil {
-			return nil, fmt.Errorf("%s: %w", b.file, err)
-		}
-		for _, p := range d.Panels {
-			for _, t := range p.Targets {
-				if t.Datasource.Type != "prometheus" {
-					continue
-				}
-				m, ok := known[d.UID+"|"+p.Title+"|"+t.RefID]
-				if !ok {
-					return nil, fmt.Errorf("%s: panel %q query %s is not the generator's: run go generate ./dashboards", b.file, p.Title, t.RefID)
-				}
-				q := Query{
-					Dashboard: d.Title, UID: d.UID, Panel: p.Title,
-					RefID: t.RefID, Expr: t.Expr, Legend: t.LegendFormat,
-					Figure: m.t.axis != "", Axis: m.t.axis, Series: m.t.series,
-					Exempt: m.p.exempt, Needs: m.p.needs,
-				}
-				if m.t.exempt != "" {
-					q.Exempt = m.t.exempt
-				}
-				if m.t.needs != "" {
-					q.Needs = m.t.needs
-				}
-				out = append(out, q)
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Exemption is a panel that cannot return data on the veth lab.

@@ -20,12 +20,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/xdp-exporter/xdp_exporter/dashboards"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/lab"
-	"github.com/xdp-exporter/xdp_exporter/internal/promtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/lab"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 var ruleFiles = []string{"../dashboards/rules/recording.yml", "../dashboards/rules/lab.yml", "../dashboards/rules/alerts.yml"}
@@ -92,10 +92,7 @@ func TestLabWithPrometheus(t *testing.T) {
 	addr := exportertest.FreeAddr(t)
 	prom := promtest.Start(t, []string{addr}, ruleFiles...)
 	vars := dashboards.Vars{Instance: addr, Device: ".*", RateInterval: 4 * time.Second}
-	queries, err := dashboards.Queries()
-	if err != nil {
-		t.Fatal(err)
-	}
+	queries := dashboards.Queries()
 	seen := make([]bool, len(queries))
 	ctx := context.Background()
 

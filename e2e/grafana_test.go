@@ -11,12 +11,12 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/xdp-exporter/xdp_exporter/dashboards"
-	"github.com/xdp-exporter/xdp_exporter/internal/grafana"
-	"github.com/xdp-exporter/xdp_exporter/internal/promtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/grafana"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 )
 
 // xyCharts does, for every XY chart of the committed dashboard JSON, what
-// Grafana does between the queries and the drawing (internal/grafana):
+// Grafana does between the queries and the drawing (internal/testkit/grafana):
 // the panel's Prometheus queries over [from, to] at Grafana's frame shape,
 // its TestData CSV frames, its transformations, then xychart's series
 // preparation. Every series config must resolve to a number x and y field

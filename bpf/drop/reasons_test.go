@@ -10,7 +10,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // TestDropReasonNames names reasons from the running kernel's BTF: a

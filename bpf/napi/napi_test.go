@@ -7,7 +7,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // TestPollsTypedAndReaped claims a slot with the generated key type, as

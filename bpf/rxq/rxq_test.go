@@ -14,9 +14,9 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/progrun"
-	"github.com/xdp-exporter/xdp_exporter/internal/stat"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/lab/progrun"
+	"github.com/xdp-exporter/xdp_exporter/lab/stat"
 )
 
 // loIndex is the loopback device: BPF_PROG_RUN needs a registered device

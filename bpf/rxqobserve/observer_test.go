@@ -14,12 +14,12 @@ import (
 	bpfrxq "github.com/xdp-exporter/xdp_exporter/bpf/rxq"
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
-	"github.com/xdp-exporter/xdp_exporter/internal/progrun"
-	"github.com/xdp-exporter/xdp_exporter/internal/stat"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/trafficgen"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/lab/progrun"
+	"github.com/xdp-exporter/xdp_exporter/lab/stat"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // sizedObject is the user's program the tests attach with iproute2.

@@ -17,7 +17,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/cilium/ebpf/rlimit"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/lab"
+	"github.com/xdp-exporter/xdp_exporter/lab"
 )
 
 func main() {

@@ -19,7 +19,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/prometheus/common/config"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/top"
+	"github.com/xdp-exporter/xdp_exporter/cmd/xdp-top/internal/top"
 )
 
 func main() {

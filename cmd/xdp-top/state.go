@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/top"
+	"github.com/xdp-exporter/xdp_exporter/cmd/xdp-top/internal/top"
 )
 
 // endpointState is the last two good scrapes of an endpoint and the

@@ -9,7 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/top"
+	"github.com/xdp-exporter/xdp_exporter/cmd/xdp-top/internal/top"
 )
 
 // model is the terminal UI: the endpoints' states, the view shown and

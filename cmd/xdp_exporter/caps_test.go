@@ -11,9 +11,9 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
-	"github.com/xdp-exporter/xdp_exporter/internal/caps"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/caps"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
 
 // threadCaps reads the capability sets of every thread of pid.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
 
 // TestCreatedTimestamps runs the real binary with the rxq collector on a

@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // TestCompareNodeExporter runs Debian's prometheus-node-exporter (the peer

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 // TestEthtoolBadRegexp checks that each ethtool regexp flag rejects a bad

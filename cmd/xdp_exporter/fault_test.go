@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/procfs"
 	"github.com/vishvananda/netlink"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // vethPairs creates n veth pairs, both ends in the test's (and the

@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
-	"github.com/xdp-exporter/xdp_exporter/internal/caps"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/caps"
 )
 
 const program = "xdp_exporter"

@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
 
 // exporter is a running xdp_exporter process.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 // TestPathFlags runs the exporter on another procfs and sysfs, as in a

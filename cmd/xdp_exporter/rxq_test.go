@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
 
 // deviceXDP returns the id of the XDP program on dev, 0 for none.

@@ -17,10 +17,10 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/stat"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/vethns"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/lab/stat"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // scrapeVariant is one exporter process the benchmark scrapes.

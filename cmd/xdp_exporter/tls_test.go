@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"golang.org/x/crypto/bcrypt"
 )
 

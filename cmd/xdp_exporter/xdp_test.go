@@ -7,8 +7,8 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // startXDPWrapped is startExporter with the binary run through a wrapper

@@ -9,7 +9,6 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,38 +88,4 @@ func TestCollectorSize(t *testing.T) {
 		t.Errorf("collector/ has %d lines of non-test code, want under 4,500", total)
 	}
 	t.Logf("collector/: %d lines of non-test code", total)
-}
-
-// goList lists the dependencies (non-test) of the packages.
-func goList(t *testing.T, pkgs ...string) []string {
-	t.Helper()
-	cmd := exec.Command("go", append([]string{"list", "-deps"}, pkgs...)...)
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps %v: %v", pkgs, err)
-	}
-	return strings.Fields(string(out))
-}
-
-// TestLayers checks what may import what: the kernel readers and the BPF
-// objects know nothing of Prometheus, and collector/ speaks no kernel
-// protocol itself (it reaches netlink only through the readers).
-func TestLayers(t *testing.T) {
-	for _, dep := range goList(t, "./internal/kernel/...", "./internal/ethtoolname", "./bpf/...") {
-		if strings.HasPrefix(dep, "github.com/prometheus/client_golang") || strings.HasSuffix(dep, "/xdp_exporter/collector") {
-			t.Errorf("a kernel reader or BPF object depends on %s", dep)
-		}
-	}
-	cmd := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, "./collector")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, imp := range strings.Fields(string(out)) {
-		if strings.Contains(imp, "netlink") || imp == "syscall" {
-			t.Errorf("collector imports %s; kernel protocols belong to the readers under internal/kernel", imp)
-		}
-	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/caps"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/caps"
 )
 
 // Needs is what the kernel checks for a bpf(2) command.

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
 )
 
 // FuzzDecode feeds netlink replies of the netdev family (struct nlmsghdr,

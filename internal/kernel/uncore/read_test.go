@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
 // TestReadThroughSoftwarePMU runs the read path for real (discover,

@@ -3,7 +3,7 @@ package xskdiag
 import (
 	"testing"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/nltest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
 )
 
 // FuzzDecode feeds sock_diag replies (struct nlmsghdr, struct

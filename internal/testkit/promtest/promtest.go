@@ -1,0 +1,164 @@
+// Package promtest runs a real Prometheus server (Debian's prometheus
+// package) for end-to-end tests: it scrapes the given targets every second
+// and answers queries through its HTTP API.
+package promtest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+)
+
+// Server is a running Prometheus.
+type Server struct {
+	URL string
+	API v1.API
+}
+
+// Start runs Prometheus scraping targets (host:port) as job "xdp" every
+// second, with ruleFiles loaded, and stops it when the test ends.
+func Start(t testing.TB, targets []string, ruleFiles ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		testenv.Unavailable(t, "prometheus not installed (apt-get install prometheus)")
+		return nil
+	}
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, targets, ruleFiles)
+	addr := exportertest.FreeAddr(t)
+	cmd := exec.Command(bin,
+		"--config.file="+cfgPath,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn",
+	)
+	logPath := filepath.Join(dir, "prometheus.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("prometheus log:\n%s", b)
+			}
+		}
+	})
+	s := &Server{URL: "http://" + addr}
+	waitReady(t, s.URL)
+	client, err := api.NewClient(api.Config{Address: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.API = v1.NewAPI(client)
+	return s
+}
+
+// writeConfig writes a prometheus.yml that scrapes targets every second
+// with ruleFiles loaded, and returns its path.
+func writeConfig(t testing.TB, dir string, targets, ruleFiles []string) string {
+	t.Helper()
+	var rules strings.Builder
+	for _, f := range ruleFiles {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&rules, "  - %q\n", abs)
+	}
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = fmt.Sprintf("%q", tg)
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+%sscrape_configs:
+  - job_name: xdp
+    static_configs:
+      - targets: [%s]
+`, rules.String(), strings.Join(quoted, ", "))
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath
+}
+
+// waitReady waits up to 30 s for Prometheus at url to say it is ready.
+func waitReady(t testing.TB, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus not ready on %s", url)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Query evaluates expr at the current time.
+func (s *Server) Query(ctx context.Context, expr string) (model.Value, error) {
+	v, warnings, _, err := s.API.Query(ctx, expr, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", expr, err)
+	}
+	if len(warnings) > 0 {
+		return v, fmt.Errorf("%s: warnings %v", expr, warnings)
+	}
+	return v, nil
+}
+
+// Scalar evaluates expr and returns its single value.
+func (s *Server) Scalar(ctx context.Context, expr string) (float64, error) {
+	v, err := s.Query(ctx, expr)
+	if err != nil {
+		return 0, err
+	}
+	switch v := v.(type) {
+	case model.Vector:
+		if len(v) != 1 {
+			return 0, fmt.Errorf("%s: %d samples, want 1", expr, len(v))
+		}
+		return float64(v[0].Value), nil
+	case *model.Scalar:
+		return float64(v.Value), nil
+	}
+	return 0, fmt.Errorf("%s: unexpected result type %s", expr, v.Type())
+}

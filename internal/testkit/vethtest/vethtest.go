@@ -1,0 +1,194 @@
+// Package vethtest holds the test helpers around vethns and trafficgen: a
+// lab pair per test, removed when it ends, and exact sends. It imports
+// testing, so only tests import it; the lab tool and the exporter link
+// vethns and trafficgen without it.
+package vethtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+
+	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
+)
+
+// Pair makes a pair with unique names for one test and removes it when
+// the test ends. It skips, or fails in CI, without the privileges needed.
+func Pair(t testing.TB, queues int) *vethns.Pair {
+	t.Helper()
+	testenv.Privileged(t)
+	id := vethns.UniqueID()
+	p, err := vethns.NewPair(vethns.PairConfig{
+		Namespace: "xdpt-" + id,
+		Host:      "xt" + id + "d", // the device under test
+		Peer:      "xt" + id + "g", // the generator's end
+		Queues:    queues,
+	})
+	testenv.Check(t, err, "creating netns and veth pair")
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("removing lab pair: %v", err)
+		}
+	})
+	return p
+}
+
+// AttachVerdict attaches to the DUT end, through a bpf_link, a program that
+// returns verdict for every frame, and detaches it when the test ends. On
+// veth the receiving end runs NAPI, and so accepts frames from the
+// generator, only while an XDP program is attached.
+func AttachVerdict(t testing.TB, p *vethns.Pair, verdict uint32) {
+	t.Helper()
+	l, err := vethns.AttachVerdictTo(p.Host.Index, verdict)
+	testenv.Check(t, err, p.Host.Name)
+	t.Cleanup(func() { l.Close() })
+}
+
+// AttachWithIP attaches section sec of the object file obj to dev in native
+// mode the way a user does, with iproute2 (`ip -force link set dev DEV
+// xdpdrv obj OBJ sec SEC`, replacing what is there), and returns the new
+// program's id. It detaches whatever dev holds when the test ends.
+func AttachWithIP(t testing.TB, dev, obj, sec string) uint32 {
+	t.Helper()
+	if out, err := exec.Command("ip", "-force", "link", "set", "dev", dev, "xdpdrv", "obj", obj, "sec", sec).CombinedOutput(); err != nil {
+		t.Fatalf("ip link set dev %s xdpdrv obj %s: %v\n%s", dev, obj, err, out)
+	}
+	t.Cleanup(func() {
+		// The device may be gone with its pair already.
+		_ = exec.Command("ip", "link", "set", "dev", dev, "xdpdrv", "off").Run()
+	})
+	id := AttachedXDP(t, dev)
+	if id == 0 {
+		t.Fatalf("ip attached no XDP program to %s", dev)
+	}
+	return id
+}
+
+// AttachedXDP returns the id of the XDP program attached to dev, 0 for none.
+func AttachedXDP(t testing.TB, dev string) uint32 {
+	t.Helper()
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x := l.Attrs().Xdp; x != nil && x.Attached {
+		return x.ProgId
+	}
+	return 0
+}
+
+// SendExactly makes the generator send n frames from CPUs 0 and 1 of pair's
+// peer to its host end, failing the test unless exactly n went out.
+func SendExactly(t testing.TB, pair *vethns.Pair, n uint64) {
+	t.Helper()
+	SendSized(t, pair, n, trafficgen.MinFrameSize)
+}
+
+// SendSized is SendExactly with frames of size bytes.
+func SendSized(t testing.TB, pair *vethns.Pair, n uint64, size int) {
+	t.Helper()
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "loading the traffic generator")
+	defer g.Close()
+	sent, err := g.Run(context.Background(), trafficgen.Config{
+		NS: pair.NS, Ifindex: pair.Peer.Index,
+		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
+		Count: n, CPUs: []int{0, 1}, Size: size,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != n {
+		t.Fatalf("generator sent %d frames, want %d", sent, n)
+	}
+}
+
+// EthtoolS runs the ethtool(8) command, `ethtool -S dev`, inside the named
+// network namespace when netns is not empty, and returns its statistics
+// by name: an oracle for the kernel's counters that shares no code with
+// the collector (the exporter's own ioctls) or its libraries.
+func EthtoolS(t testing.TB, netns, dev string) map[string]uint64 {
+	t.Helper()
+	args := []string{"ethtool", "-S", dev}
+	if netns != "" {
+		args = append([]string{"ip", "netns", "exec", netns}, args...)
+	}
+	out, err := exec.Command(args[0], args[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	stats := map[string]uint64{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		name, val, ok := strings.Cut(strings.TrimSpace(sc.Text()), ": ")
+		if !ok {
+			continue // the "NIC statistics:" header
+		}
+		v, err := strconv.ParseUint(val, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: stat %q: %v", strings.Join(args, " "), name, err)
+		}
+		stats[name] = v
+	}
+	if len(stats) == 0 {
+		t.Fatalf("%s printed no statistics:\n%s", strings.Join(args, " "), out)
+	}
+	return stats
+}
+
+// ObserverLink is a tracing link of the exporter's observer program, with
+// the program it traces (0 where the kernel does not say: before 5.13).
+type ObserverLink struct {
+	ID     link.ID
+	Target uint32
+}
+
+// ObserverLinks lists the tracing links whose program is the observer
+// (rxqobserve), as `bpftool link` shows them.
+func ObserverLinks(t testing.TB) []ObserverLink {
+	t.Helper()
+	var out []ObserverLink
+	it := new(link.Iterator)
+	defer it.Close()
+	for it.Next() {
+		info, err := it.Link.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Type != link.TracingType {
+			continue
+		}
+		prog, err := ebpf.NewProgramFromID(info.Program)
+		if err != nil {
+			continue // gone since the listing
+		}
+		pi, err := prog.Info()
+		prog.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pi.Name == rxqobserve.ObserverProgObserve {
+			l := ObserverLink{ID: info.ID}
+			if tr := info.Tracing(); tr != nil {
+				l.Target = tr.TargetObjectId
+			}
+			out = append(out, l)
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

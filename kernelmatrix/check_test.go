@@ -1,0 +1,406 @@
+// Package kernels holds the kernel matrix (matrix_test.go): Debian's 5.10,
+// 6.1 and 6.12 kernels booted in QEMU over this machine's root, each
+// running the checks of this file and the test binaries of the packages
+// that touch the kernel. The checks run on the host's kernel too, as part
+// of the ordinary suite.
+package kernels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/lab"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
+)
+
+// supportOutEnv names the file TestDefaultExporter writes what it saw to:
+// the matrix sets it in each guest and builds the support table from it.
+const supportOutEnv = "XDP_EXPORTER_SUPPORT_OUT"
+
+// frames is what each exact-count check sends.
+const frames = 20_000
+
+// Support is what the default exporter reported on one kernel.
+type Support struct {
+	Kernel string `json:"kernel"`
+	// Collectors maps each default collector to "works" or
+	// "unsupported: REASON" (the reason it logged once at INFO).
+	Collectors map[string]string `json:"collectors"`
+	// Tracepoints maps "collector group:name" to whether the collector's
+	// program on it attached.
+	Tracepoints map[string]bool `json:"tracepoints"`
+	// Commands maps "collector command" to the hint a collector logged
+	// once at INFO for a part of its source this kernel lacks (the netdev
+	// family's commands).
+	Commands map[string]string `json:"commands"`
+}
+
+// commandLine is the INFO line of a netdev command the kernel lacks
+// (collector/netdev.go).
+var commandLine = regexp.MustCompile(`msg="netdev command not supported[^"]*" collector=(\S+) command=(\S+) hint="([^"]*)"`)
+
+// unsupportedLine is the INFO line a collector logs once when the host
+// lacks what it needs (collector/collector.go).
+var unsupportedLine = regexp.MustCompile(`msg="collector not supported on this host[^"]*" collector=(\S+) .*?reason="((?:[^"\\]|\\.)*)"`)
+
+// optIn are the kernel-facing collectors that are off by default but need
+// nothing but the kernel (no device or program named on the command
+// line): the support table lists them too, each from an exporter started
+// with it alone.
+var optIn = []string{"drop"}
+
+// TestDefaultExporter starts the real binary with no flags, as a user
+// would, and checks that every default collector either works or says,
+// once at INFO, that this kernel lacks what it needs; none fails and no
+// line is an ERROR. Each opt-in collector of optIn gets the same check in
+// an exporter of its own.
+func TestDefaultExporter(t *testing.T) {
+	testenv.Privileged(t)
+	sup := Support{Kernel: release(t), Collectors: map[string]string{}, Tracepoints: map[string]bool{}, Commands: map[string]string{}}
+	mfs, log := checkCollectors(t, sup, "")
+	if len(sup.Collectors) == 0 {
+		t.Fatalf("no xdp_scrape_collector_success series; log:\n%s", log)
+	}
+	for _, m := range commandLine.FindAllStringSubmatch(log, -1) {
+		sup.Commands[m[1]+" "+m[2]] = m[3]
+	}
+	for _, c := range []string{"xdp", "napi"} {
+		family := "xdp_" + c + "_tracepoint_attached"
+		if c == "xdp" {
+			family = "xdp_monitor_tracepoint_attached"
+		}
+		for tp, v := range values(mfs, family, "tracepoint") {
+			sup.Tracepoints[c+" "+tp] = v == 1
+		}
+	}
+	for _, name := range optIn {
+		checkCollectors(t, sup, name)
+	}
+	if out := os.Getenv(supportOutEnv); out != "" {
+		b, err := json.MarshalIndent(sup, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkCollectors runs the exporter (the default set, or the opt-in
+// collector optIn alone), scrapes it twice (a collector that fails only
+// once it has state must show it too), and records in sup whether each
+// collector works or is unsupported, with the reason it logged once at
+// INFO; a failure or an ERROR line fails the test. It returns the second
+// scrape and the log.
+func checkCollectors(t *testing.T, sup Support, optIn string) (map[string]*dto.MetricFamily, string) {
+	t.Helper()
+	var args []string
+	if optIn != "" {
+		args = []string{"--collector.disable-defaults", "--collector." + optIn}
+	}
+	e := exportertest.Run(t, exportertest.FreeAddr(t), args...)
+	e.Scrape(t)
+	mfs := parse(t, e.Scrape(t))
+	e.Stop(t)
+	log := e.Stderr.String()
+
+	reasons := map[string]string{}
+	for _, m := range unsupportedLine.FindAllStringSubmatch(log, -1) {
+		if _, dup := reasons[m[1]]; dup {
+			t.Errorf("collector %s logged unsupported more than once:\n%s", m[1], log)
+		}
+		reasons[m[1]] = strings.ReplaceAll(m[2], `\"`, `"`)
+	}
+	unsupported := values(mfs, "xdp_scrape_collector_unsupported", "collector")
+	for name, ok := range values(mfs, "xdp_scrape_collector_success", "collector") {
+		row := name
+		if optIn != "" {
+			row = name + " (--collector." + name + ")"
+		}
+		switch {
+		case ok == 1 && unsupported[name] == 0:
+			sup.Collectors[row] = "works"
+		case ok == 1 && unsupported[name] == 1:
+			if reasons[name] == "" {
+				t.Errorf("collector %s is unsupported but logged no reason at INFO:\n%s", name, log)
+			}
+			sup.Collectors[row] = "unsupported: " + reasons[name]
+		default:
+			t.Errorf("collector %s failed on %s; log:\n%s", name, sup.Kernel, log)
+			sup.Collectors[row] = "failed"
+		}
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			t.Errorf("the exporter logged an error on %s: %s", sup.Kernel, line)
+		}
+	}
+	return mfs, log
+}
+
+// TestExactCounts sends exactly frames frames into a two-queue veth whose
+// DUT end runs the rxq collector's XDP_DROP program, and checks every BPF
+// collector against that number: rxq per queue and CPU, the NAPI
+// histogram's work sum, and the bpf collector's listing of the program.
+func TestExactCounts(t *testing.T) {
+	pair := vethtest.Pair(t, 2)
+	dut := pair.Host.Name
+	e := exportertest.Run(t, exportertest.FreeAddr(t),
+		"--collector.rxq", "--collector.rxq.device="+dut, "--collector.rxq.action=drop")
+	vethtest.SendExactly(t, pair, frames)
+
+	var rxq, work float64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mfs := parse(t, e.Scrape(t))
+		rxq = sum(mfs, "xdp_rxq_packets_total", "device", dut)
+		work = sum(mfs, "xdp_napi_poll_work", "device", dut)
+		if rxq == frames && work == frames || time.Now().After(deadline) {
+			if got := values(mfs, "xdp_bpf_prog_info", "device")[dut]; got != 1 {
+				t.Errorf("the bpf collector does not list the rxq program on %s; log:\n%s", dut, e.Stderr)
+			}
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if rxq != frames {
+		t.Errorf("xdp_rxq_packets_total for %s = %v, want %d", dut, rxq, frames)
+	}
+	if work != frames {
+		t.Errorf("xdp_napi_poll_work_sum for %s = %v, want %d", dut, work, frames)
+	}
+}
+
+// TestXDPExceptionsExact attaches a program that aborts every frame and
+// checks that the default exporter's xdp collector counts each one.
+func TestXDPExceptionsExact(t *testing.T) {
+	// Two queues, one per sending CPU: with one, both CPUs fill the same
+	// 256-frame ring, and when its NAPI runs on the other CPU, veth drops
+	// frames at transmit before any XDP program sees them.
+	pair := vethtest.Pair(t, 2)
+	vethtest.AttachVerdict(t, pair, vethns.XDPAborted)
+	e := exportertest.Run(t, exportertest.FreeAddr(t))
+	vethtest.SendExactly(t, pair, frames)
+	var got float64
+	deadline := time.Now().Add(10 * time.Second)
+	for got != frames && time.Now().Before(deadline) {
+		got = e.Sum(t, "xdp_exceptions_total", "device", pair.Host.Name, "action", "ABORTED")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got != frames {
+		var series []string
+		for _, line := range strings.Split(e.Scrape(t), "\n") {
+			if strings.HasPrefix(line, "xdp_exceptions_total") || strings.HasPrefix(line, "xdp_monitor_") {
+				series = append(series, line)
+			}
+		}
+		veth := vethtest.EthtoolS(t, "", pair.Host.Name)
+		t.Fatalf("xdp_exceptions_total{action=\"ABORTED\"} for %s = %v, want %d; veth counted %d XDP drops; series:\n%s\nlog:\n%s",
+			pair.Host.Name, got, frames, veth["rx_queue_0_xdp_drops"]+veth["rx_queue_1_xdp_drops"], strings.Join(series, "\n"), e.Stderr)
+	}
+}
+
+// TestMemlock runs the exporter as a service manager would start it with
+// the distribution's default RLIMIT_MEMLOCK of 64 KiB. Kernels before 5.11
+// charge BPF maps to that limit: with CAP_SYS_RESOURCE the exporter lifts
+// it and every BPF collector works; without, they fail and the log names
+// the limit as the cause. Later kernels do not charge it, and everything
+// works either way.
+func TestMemlock(t *testing.T) {
+	testenv.Privileged(t)
+	for _, tool := range []string{"prlimit", "capsh"} { // util-linux, libcap2-bin
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.Unavailable(t, "%s not installed (make deps)", tool)
+			return
+		}
+	}
+	charged := chargesMemlock(t)
+	for _, tc := range []struct {
+		name     string
+		wrap     []string
+		mayLift  bool
+		wantFail bool
+	}{
+		{"with CAP_SYS_RESOURCE", nil, true, false},
+		{"without CAP_SYS_RESOURCE", []string{"capsh", "--drop=cap_sys_resource", "--", "-c", `exec "$0" "$@"`}, false, charged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := exportertest.FreeAddr(t)
+			args := append([]string{"prlimit", "--memlock=65536:65536"}, tc.wrap...)
+			args = append(args, exportertest.Build(t), "--web.listen-address="+addr)
+			e := exportertest.Start(t, addr, exec.Command(args[0], args[1:]...))
+			mfs := parse(t, e.Scrape(t))
+			success := values(mfs, "xdp_scrape_collector_success", "collector")
+			log := e.Stderr.String()
+			for _, c := range []string{"xdp", "napi"} {
+				failed := success[c] == 0
+				if failed != tc.wantFail {
+					t.Errorf("collector %s success %v with memlock 64 KiB, want failure=%v; log:\n%s", c, success[c], tc.wantFail, log)
+				}
+			}
+			if tc.wantFail && !strings.Contains(log, "RLIMIT_MEMLOCK is 64 KiB and this kernel (before 5.11) charges BPF memory to it") {
+				t.Errorf("the failure does not name RLIMIT_MEMLOCK as the cause:\n%s", log)
+			}
+			if strings.Contains(log, "BPF not permitted") && !tc.wantFail {
+				t.Errorf("BPF refused where it should work:\n%s", log)
+			}
+		})
+	}
+}
+
+// chargesMemlock reports whether this kernel charges BPF maps to
+// RLIMIT_MEMLOCK: a map made with the limit at zero fails with EPERM only
+// where it is charged (the probe cilium/ebpf's rlimit package makes).
+func chargesMemlock(t *testing.T) bool {
+	t.Helper()
+	var old unix.Rlimit
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, nil, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: 0, Max: old.Max}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if err := unix.Prlimit(0, unix.RLIMIT_MEMLOCK, &old, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil {
+		m.Close()
+		return false
+	}
+	if !errors.Is(err, unix.EPERM) {
+		t.Fatalf("probing memlock charging: %v", err)
+	}
+	return true
+}
+
+// release is the running kernel's uname -r.
+func release(t *testing.T) string {
+	t.Helper()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+func parse(t testing.TB, body string) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing the scrape: %v\n%s", err, body)
+	}
+	return mfs
+}
+
+// values maps the value of label to the sample's value, for a family
+// whose samples that label tells apart.
+func values(mfs map[string]*dto.MetricFamily, family, label string) map[string]float64 {
+	v := map[string]float64{}
+	for _, m := range mfs[family].GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == label {
+				v[lp.GetValue()] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			}
+		}
+	}
+	return v
+}
+
+// sum adds up the samples (a histogram's sum) of family where label is
+// value.
+func sum(mfs map[string]*dto.MetricFamily, family, label, value string) float64 {
+	var s float64
+	for _, m := range mfs[family].GetMetric() {
+		if exportertest.Matches(m, label, value) {
+			s += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetHistogram().GetSampleSum()
+		}
+	}
+	return s
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TestDropReasonsExact runs the lab's two scenarios without XDP, each
+// with frames frames, under the exporter with its drop collector: the
+// Linux baseline (`iptables -t raw -j DROP`) must count every frame as
+// NETFILTER_DROP on the DUT, and the whole receive path to a UDP port
+// with no socket every frame as NO_SOCKET. Before 5.17 the collector must
+// say unsupported.
+func TestDropReasonsExact(t *testing.T) {
+	testenv.Privileged(t)
+	lb := lab.ForTest(vethns.UniqueID())
+	testenv.Check(t, lb.Up(1), "bringing the lab up")
+	t.Cleanup(func() {
+		if err := lb.Down(); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	e := exportertest.Run(t, exportertest.FreeAddr(t), "--collector.drop")
+	if testenv.KernelBefore(t, 5, 17) {
+		mfs := parse(t, e.Scrape(t))
+		if values(mfs, "xdp_scrape_collector_unsupported", "collector")["drop"] != 1 ||
+			values(mfs, "xdp_scrape_collector_success", "collector")["drop"] != 1 {
+			t.Errorf("before 5.17 the drop collector must report unsupported, not fail; log:\n%s", e.Stderr)
+		}
+		return
+	}
+	for _, tc := range []struct {
+		scenario lab.Scenario
+		reason   string
+	}{{lab.Linux, "NETFILTER_DROP"}, {lab.NoSocket, "NO_SOCKET"}} {
+		t.Run(string(tc.scenario), func(t *testing.T) {
+			before := e.Sum(t, "xdp_skb_drops_total", "device", lb.DUT, "reason", tc.reason)
+			res, err := lb.Run(context.Background(), lab.RunConfig{Scenario: tc.scenario, Queues: 1,
+				Count: frames, Size: trafficgen.MinFrameSize})
+			testenv.Check(t, err, "lab run")
+			if res.Sent < frames || res.Received != res.Sent {
+				t.Fatalf("sent %d (asked %d), DUT received %d", res.Sent, frames, res.Received)
+			}
+			var got float64
+			deadline := time.Now().Add(10 * time.Second)
+			for got != float64(res.Sent) && time.Now().Before(deadline) {
+				got = e.Sum(t, "xdp_skb_drops_total", "device", lb.DUT, "reason", tc.reason) - before
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got != float64(res.Sent) {
+				var series []string
+				for _, line := range strings.Split(e.Scrape(t), "\n") {
+					if strings.HasPrefix(line, "xdp_skb_drops") {
+						series = append(series, line)
+					}
+				}
+				t.Fatalf("xdp_skb_drops_total{device=%q,reason=%q} rose by %v, want %d; series:\n%s",
+					lb.DUT, tc.reason, got, res.Sent, strings.Join(series, "\n"))
+			}
+		})
+	}
+}

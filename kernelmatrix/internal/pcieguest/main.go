@@ -1,0 +1,209 @@
+// Command pcieguest is the guest half of kernels.TestPCIeTopology: inside
+// a QEMU guest built with two NUMA nodes and NICs behind PCIe root ports,
+// it runs the exporter, injects AER errors into a root port through the
+// kernel's aer_inject, moves a NIC's RX IRQ between CPUs of the two nodes
+// with traffic on it, and writes a scrape after each step to -out. The
+// test on the host checks the scrapes against the topology it built.
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+)
+
+func main() {
+	exporter := flag.String("exporter", "", "the xdp_exporter binary")
+	out := flag.String("out", "", "directory for the scrapes")
+	inject := flag.String("inject", "", "PCI address of the root port to inject correctable errors into")
+	errorsN := flag.Int("errors", 0, "correctable errors (Bad TLP) to inject")
+	rx := flag.String("rx", "", "the NIC that receives, under the rxq collector")
+	tx := flag.String("tx", "", "the NIC that sends to it")
+	frames := flag.Uint64("frames", 500, "frames per CPU step")
+	flag.Parse()
+	if err := run(*exporter, *out, *inject, *errorsN, *rx, *tx, *frames); err != nil {
+		fmt.Fprintln(os.Stderr, "pcieguest:", err)
+		os.Exit(1)
+	}
+}
+
+const addr = "127.0.0.1:19739"
+
+func run(exporter, out, inject string, errorsN int, rx, tx string, frames uint64) error {
+	cmd := exec.Command(exporter, "--web.listen-address="+addr, "--collector.disable-defaults",
+		"--collector.pcie", "--collector.rxq", "--collector.rxq.device="+rx, "--collector.rxq.action=drop")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(unix.SIGTERM)
+		_ = cmd.Wait()
+	}()
+	if err := waitUp(); err != nil {
+		return err
+	}
+	if _, err := scrape(out, "initial"); err != nil {
+		return err
+	}
+	if err := injectCorrectable(inject, errorsN); err != nil {
+		return err
+	}
+	time.Sleep(500 * time.Millisecond) // the AER handler runs in a work queue
+	body, err := scrape(out, "aer")
+	if err != nil {
+		return err
+	}
+	irq, err := rxIRQ(body, rx)
+	if err != nil {
+		return err
+	}
+	for _, cpu := range []int{0, 1} {
+		if err := os.WriteFile(fmt.Sprintf("/proc/irq/%s/smp_affinity_list", irq), []byte(strconv.Itoa(cpu)), 0o644); err != nil {
+			return err
+		}
+		// x86 moves an IRQ when it next fires: a few frames first.
+		if err := send(tx, rx, 20); err != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+		if _, err := scrape(out, fmt.Sprintf("cpu%d-before", cpu)); err != nil {
+			return err
+		}
+		if err := send(tx, rx, frames); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond)
+		if _, err := scrape(out, fmt.Sprintf("cpu%d-after", cpu)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitUp() error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/")
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the exporter did not answer: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// scrape writes /metrics to out/name.prom and returns it.
+func scrape(out, name string) (string, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	return string(b), os.WriteFile(filepath.Join(out, name+".prom"), b, 0o644)
+}
+
+// injectCorrectable writes n Bad TLP errors (PCI_ERR_COR_BAD_TLP) for
+// the device at addr to /dev/aer_inject (struct aer_error_inj of
+// drivers/pci/pcie/aer_inject.c). The kernel handles each as a real AER
+// interrupt and refuses the next with EBUSY while one is in flight.
+func injectCorrectable(addr string, n int) error {
+	var domain, bus, dev, fn uint32
+	if _, err := fmt.Sscanf(addr, "%x:%x:%x.%x", &domain, &bus, &dev, &fn); err != nil {
+		return fmt.Errorf("PCI address %q: %w", addr, err)
+	}
+	f, err := os.OpenFile("/dev/aer_inject", os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rec := make([]byte, 32)
+	rec[0], rec[1], rec[2] = byte(bus), byte(dev), byte(fn)
+	binary.LittleEndian.PutUint32(rec[8:], 1<<6) // cor_status: Bad TLP
+	binary.LittleEndian.PutUint32(rec[28:], domain)
+	for i := 0; i < n; i++ {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, err := f.Write(rec)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+				return fmt.Errorf("injecting error %d of %d: %w", i+1, n, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// rxIRQ is the IRQ the exporter names for queue 0 of dev.
+func rxIRQ(scrape, dev string) (string, error) {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(strings.NewReader(scrape))
+	if err != nil {
+		return "", err
+	}
+	for _, m := range mfs["xdp_pcie_rx_queue_numa_remote_ratio"].GetMetric() {
+		l := map[string]string{}
+		for _, lp := range m.GetLabel() {
+			l[lp.GetName()] = lp.GetValue()
+		}
+		if l["device"] == dev && l["queue"] == "0" {
+			return l["irq"], nil
+		}
+	}
+	return "", fmt.Errorf("the exporter names no IRQ for queue 0 of %s", dev)
+}
+
+// send sends n frames from tx to rx's MAC through AF_PACKET, paced so
+// the emulated NIC's ring never overflows.
+func send(tx, rx string, n uint64) error {
+	from, err := net.InterfaceByName(tx)
+	if err != nil {
+		return err
+	}
+	to, err := net.InterfaceByName(rx)
+	if err != nil {
+		return err
+	}
+	g, err := trafficgen.New()
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	sent, err := g.Run(context.Background(), trafficgen.Config{NS: netns.None(), Ifindex: from.Index, SrcMAC: from.HardwareAddr,
+		DstMAC: to.HardwareAddr, Count: n, Rate: 2000, CPUs: []int{0}})
+	if err != nil {
+		return err
+	}
+	if sent < n {
+		return fmt.Errorf("sent %d of %d frames", sent, n)
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/vm"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+)
+
+// The topology TestPCIeTopology asks QEMU for, on a q35 guest whose CPU 0
+// and CPU 1 are NUMA nodes 0 and 1:
+//   - eth3: a virtio-net NIC behind root port 0000:40:00.0 of a PCIe
+//     expander bus on node 1 (pxb-pcie numa_node=1); QEMU's root port
+//     advertises 16 GT/s x32 by default;
+//   - eth2: a virtio-net NIC behind root port 0000:00:10.0 on the main bus
+//     (no node), whose link QEMU is told to make 2.5 GT/s x1.
+//
+// Both NICs sit on a hub of their own: what eth2 sends, eth3 receives.
+var pcieTopology = []string{
+	"-device", "pxb-pcie,id=pxb1,bus_nr=64,numa_node=1,bus=pcie.0,addr=0x0f",
+	"-device", "pcie-root-port,id=rp1,bus=pxb1,chassis=1,slot=1",
+	"-netdev", "hubport,id=pcie2,hubid=1", "-device", "virtio-net-pci,netdev=pcie2,bus=rp1",
+	"-device", "pcie-root-port,id=rp2,bus=pcie.0,addr=0x10,chassis=2,slot=2,x-speed=2_5,x-width=1",
+	"-netdev", "hubport,id=pcie3,hubid=1", "-device", "virtio-net-pci,netdev=pcie3,bus=rp2",
+}
+
+const (
+	pcieFrames = 500 // per CPU step
+	aerErrors  = 5
+)
+
+// TestPCIeTopology boots Debian's 6.12 with pcieTopology and runs
+// kernelmatrix/internal/pcieguest there: the exporter's pcie collector must report the
+// topology QEMU was told to build (addresses, NUMA nodes, each port's
+// link), count exactly the correctable errors injected into eth3's root
+// port through the kernel's aer_inject, and follow eth3's RX IRQ as it
+// moves from CPU 0 (remote from eth3's node) to CPU 1 (local), with the
+// rxq collector's per-CPU packets on the CPU the IRQ was moved to.
+//
+// QEMU 7.2's virtio-net advertises 2.5 GT/s x1, so no port setting can
+// train its link below what both ends can do: xdp_pcie_link_degraded is
+// 0 here, and the degraded case is in the collector's fixtures.
+func TestPCIeTopology(t *testing.T) {
+	testenv.Privileged(t)
+	if err := vm.Available(); err != nil {
+		testenv.Unavailable(t, "PCIe topology guest: %v", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	k, err := vm.Fetch(ctx, "trixie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := buildStatic(t, func(dir string) [][]string {
+		return [][]string{
+			{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"},
+			{"go", "build", "-o", filepath.Join(dir, "pcieguest"), "./kernelmatrix/internal/pcieguest"},
+		}
+	})
+	out := t.TempDir()
+	script := fmt.Sprintf("export %s=packet\nmodprobe aer_inject\n"+
+		"%s/pcieguest -exporter %s/xdp_exporter -out \"$XDPVM_OUT\" -inject 0000:40:00.0 -errors %d -rx eth3 -tx eth2 -frames %d\n",
+		trafficgen.MethodEnv, bin, bin, aerErrors, pcieFrames)
+	var console strings.Builder
+	err = vm.Run(ctx, vm.Config{Kernel: k, Script: script, Out: out, Console: &console, NUMA: true, Devices: pcieTopology})
+	logHarness(t, console.String())
+	if err != nil {
+		t.Fatalf("%v\nguest console:\n%s\nthe pcie series the guest saw:\n%s", err, console.String(), pcieSeries(out))
+	}
+	read := func(name string) map[string]*dto.MetricFamily {
+		b, err := os.ReadFile(filepath.Join(out, name+".prom"))
+		if err != nil {
+			t.Fatalf("%s: %v\nguest console:\n%s", name, err, console.String())
+		}
+		return parse(t, string(b))
+	}
+
+	initial := read("initial")
+	checkPCIeLinks(t, initial)
+
+	aer := read("aer")
+	l := []string{"device", "eth3", "hop", "1", "pci_address", "0000:40:00.0", "type", "correctable", "error", "BadTLP"}
+	if got := sample(aer, "xdp_pcie_aer_errors_total", l...) - sample(initial, "xdp_pcie_aer_errors_total", l...); got != aerErrors {
+		t.Errorf("the root port's BadTLP count rose by %v after %d injected errors:\n%s", got, aerErrors, series(aer, "xdp_pcie_aer_errors_total"))
+	}
+
+	t.Logf("eth3 at %s on node 1, behind %s; %d Bad TLP injected into the root port, counted %v",
+		"0000:41:00.0", "0000:40:00.0", aerErrors, sample(aer, "xdp_pcie_aer_errors_total", l...)-sample(initial, "xdp_pcie_aer_errors_total", l...))
+	for _, cpu := range []string{"0", "1"} {
+		checkIRQMove(t, cpu, read("cpu"+cpu+"-before"), read("cpu"+cpu+"-after"))
+	}
+}
+
+// checkPCIeLinks checks the guest's first scrape: each NIC's address and
+// node, its link and its root port's, and which CPUs are remote from it.
+func checkPCIeLinks(t *testing.T, initial map[string]*dto.MetricFamily) {
+	t.Helper()
+	for _, d := range []struct{ dev, addr, node string }{{"eth3", "0000:41:00.0", "1"}, {"eth2", "0000:01:00.0", "-1"}} {
+		if got := sample(initial, "xdp_pcie_device_info", "device", d.dev, "pci_address", d.addr, "numa_node", d.node); got != 1 {
+			t.Errorf("%s: no device_info at %s on node %s:\n%s", d.dev, d.addr, d.node, series(initial, "xdp_pcie_device_info"))
+		}
+	}
+	for _, h := range []struct {
+		dev, hop, addr         string
+		speed, maxSpeed        float64
+		width, maxWidth        float64
+		bandwidthBytesPerSecnd float64
+	}{
+		{"eth3", "0", "0000:41:00.0", 2.5e9, 2.5e9, 1, 1, 2.5e9 * 0.8 / 8},
+		{"eth3", "1", "0000:40:00.0", 2.5e9, 16e9, 1, 32, 2.5e9 * 0.8 / 8},
+		{"eth2", "0", "0000:01:00.0", 2.5e9, 2.5e9, 1, 1, 2.5e9 * 0.8 / 8},
+		{"eth2", "1", "0000:00:10.0", 2.5e9, 2.5e9, 1, 1, 2.5e9 * 0.8 / 8},
+	} {
+		l := []string{"device", h.dev, "hop", h.hop, "pci_address", h.addr}
+		for fam, want := range map[string]float64{
+			"xdp_pcie_link_speed_transfers_per_second":     h.speed,
+			"xdp_pcie_link_max_speed_transfers_per_second": h.maxSpeed,
+			"xdp_pcie_link_width_lanes":                    h.width,
+			"xdp_pcie_link_max_width_lanes":                h.maxWidth,
+			"xdp_pcie_link_bandwidth_bytes_per_second":     h.bandwidthBytesPerSecnd,
+		} {
+			if got := sample(initial, fam, l...); got != want {
+				t.Errorf("%s{%s} = %v, want %v:\n%s", fam, strings.Join(l, ","), got, want, series(initial, fam))
+			}
+		}
+	}
+	for _, dev := range []string{"eth2", "eth3"} {
+		if got := sample(initial, "xdp_pcie_link_degraded", "device", dev, "hop", "0"); got != 0 {
+			t.Errorf("%s's x1 link to a port that can do x1 or more is degraded: %v", dev, got)
+		}
+	}
+	for cpu, want := range map[string]float64{"0": 1, "1": 0} {
+		if got := sample(initial, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu); got != want {
+			t.Errorf("CPU %s remote from eth3 (node 1): %v, want %v", cpu, got, want)
+		}
+	}
+	if s := series(initial, "xdp_pcie_cpu_numa_remote"); strings.Contains(s, `device="eth2"`) {
+		t.Errorf("eth2 has no NUMA node, yet its CPUs are classified:\n%s", s)
+	}
+}
+
+// checkIRQMove checks the scrapes before and after frames sent with
+// eth3's RX IRQ on cpu: the rxq collector counted them there, and the
+// pcie collector's remote ratio and share follow the IRQ (CPU 0 is remote
+// from eth3's node, CPU 1 local).
+func checkIRQMove(t *testing.T, cpu string, before, after map[string]*dto.MetricFamily) {
+	t.Helper()
+	other, remote := "1", 1.0
+	if cpu == "1" {
+		other, remote = "0", 0
+	}
+	delta := func(cpu string) float64 {
+		return sample(after, "xdp_rxq_packets_total", "device", "eth3", "cpu", cpu) - sample(before, "xdp_rxq_packets_total", "device", "eth3", "cpu", cpu)
+	}
+	on, off := delta(cpu), delta(other)
+	if on < pcieFrames || off != 0 {
+		t.Errorf("IRQ on CPU %s: eth3's XDP packets %v there and %v on CPU %s, want at least %d and 0", cpu, on, off, other, pcieFrames)
+	}
+	if got := sample(after, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "eth3", "queue", "0", "effective_cpus", cpu); got != remote {
+		t.Errorf("IRQ on CPU %s: queue 0's remote ratio %v, want %v:\n%s", cpu, got, remote, series(after, "xdp_pcie_rx_queue_numa_remote_ratio"))
+	}
+	share := (on*sample(after, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu) +
+		off*sample(after, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", other)) / (on + off)
+	if share != remote {
+		t.Errorf("IRQ on CPU %s: remote share of eth3's XDP packets %v, want %v", cpu, share, remote)
+	}
+	t.Logf("eth3's RX IRQ on CPU %s: %v XDP packets there, %v on CPU %s; remote share %v", cpu, on, off, other, share)
+}
+
+// sample is the value of the one sample of family whose labels include
+// the pairs given; -1 when there is none or more than one.
+func sample(mfs map[string]*dto.MetricFamily, family string, labels ...string) float64 {
+	v, n := exportertest.Match(mfs, family, labels...)
+	if n != 1 {
+		return -1
+	}
+	return v
+}
+
+// series lists a family's samples, for failure messages.
+func series(mfs map[string]*dto.MetricFamily, family string) string {
+	var b strings.Builder
+	for _, m := range mfs[family].GetMetric() {
+		fmt.Fprintf(&b, "  %v\n", m)
+	}
+	return b.String()
+}
+
+// pcieSeries collects the pcie collector's lines of every scrape the
+// guest wrote, for a failure message.
+func pcieSeries(dir string) string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.prom"))
+	var b strings.Builder
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "== %s\n", filepath.Base(f))
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "xdp_pcie_") || strings.HasPrefix(line, "xdp_scrape_collector_success") {
+				b.WriteString(line + "\n")
+			}
+		}
+	}
+	return b.String()
+}
