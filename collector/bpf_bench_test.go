@@ -125,7 +125,9 @@ func (r statsRunner) measure(on bool) statsSample {
 	testenv.Check(r.b, err, "BPF_ENABLE_STATS")
 	defer fd.Close()
 	s, counted := r.run()
-	if counted != statsRepeat {
+	// More runs than asked is a run that a signal interrupted and
+	// cilium/ebpf started over (runEach in bpf/rxq's tests).
+	if counted < statsRepeat {
 		r.b.Fatalf("statistics on, yet the kernel counted %d of %d runs", counted, statsRepeat)
 	}
 	return s
