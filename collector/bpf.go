@@ -17,19 +17,19 @@ import (
 )
 
 var (
-	bpfProgInfo = newFamily("bpf", "prog_info",
+	bpfProgInfo = newFamily("bpf", "bpf_prog_info",
 		"An XDP program attached to a device: mode and program id from rtnetlink (RTM_GETLINK IFLA_XDP_DRV/SKB/HW_PROG_ID), "+
 			"name and tag from BPF_OBJ_GET_INFO_BY_FD, link_id of the bpf_link holding it (empty when attached without a link). Always 1.",
 		Gauge, "device", "mode", "prog_id", "name", "tag", "link_id")
-	bpfProgRuns = newFamily("bpf", "prog_runs_total",
+	bpfProgRuns = newFamily("bpf", "bpf_prog_runs_total",
 		"Times the XDP program ran (bpf_prog_info.run_cnt), over every device it is attached to. "+
 			"The kernel counts only while BPF stats are enabled: see xdp_bpf_stats_enabled.",
 		Counter, "prog_id", "name")
-	bpfProgRunSeconds = newFamily("bpf", "prog_run_seconds_total",
+	bpfProgRunSeconds = newFamily("bpf", "bpf_prog_run_seconds_total",
 		"Time the XDP program spent running (bpf_prog_info.run_time_ns), over every device it is attached to. "+
 			"The kernel counts only while BPF stats are enabled: see xdp_bpf_stats_enabled.",
 		Counter, "prog_id", "name")
-	bpfStatsEnabled = newFamily("bpf", "stats_enabled",
+	bpfStatsEnabled = newFamily("bpf", "bpf_stats_enabled",
 		"1 when the kernel collects BPF run counts and run time because of this source: "+
 			`source="sysctl" is kernel.bpf_stats_enabled, source="exporter" is a BPF_ENABLE_STATS fd held by this exporter `+
 			"(--collector.bpf.enable-stats). Another process holding such an fd is not visible here.",

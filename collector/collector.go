@@ -69,13 +69,6 @@ const (
 func procRoot(path string) string { return cmp.Or(path, defaultProcFS) }
 func sysRoot(path string) string  { return cmp.Or(path, defaultSysFS) }
 
-// Filter is what a collector's --collector.NAME.metrics-include/-exclude
-// and device-include/-exclude select. The zero value selects everything.
-type Filter struct {
-	Families familyFilter
-	Devices  deviceFilter
-}
-
 // Registration describes a collector: its name (used in --collector.NAME and
 // in the collector label), whether it runs by default, and a function that
 // declares its own flags under --collector.NAME.* and returns the builder
@@ -99,11 +92,7 @@ type Registration struct {
 	DeviceExclude string
 	// MetricsExclude is the default of --collector.NAME.metrics-exclude.
 	MetricsExclude string
-	// OwnMetricsInclude says the collector declares metrics-include
-	// itself, with a meaning of its own (ethtool's untyped stats); its
-	// families are then selected by metrics-exclude alone.
-	OwnMetricsInclude bool
-	Flags             func(f *FlagSet) Builder
+	Flags          func(f *FlagSet) Builder
 }
 
 var registrations = map[string]Registration{}
@@ -160,10 +149,8 @@ func (f *FlagSet) Given(flags ...string) []string {
 // that builds its Filter from their parsed values.
 func (f *FlagSet) filterFlags(r Registration) func() (Filter, error) {
 	var none *regexp.Regexp // a flag the collector does not have
-	includeFlag, devInclude, devExclude := &none, &none, &none
-	if !r.OwnMetricsInclude {
-		includeFlag = f.Flag("metrics-include", "Regexp of the collector's metric families to build, matched against the name without xdp_ and the collector's name (METRICS.md gives each; anchored); empty: all.").Default("").Regexp()
-	}
+	devInclude, devExclude := &none, &none
+	includeFlag := f.Flag("metrics-include", "Regexp of the collector's metric families to build, matched against the name without xdp_ and the collector's name (METRICS.md gives each; anchored); empty: all.").Default("").Regexp()
 	exclude := f.Flag("metrics-exclude", "Regexp of the collector's metric families not to build (anchored, matched as metrics-include is), applied after metrics-include.").Default(r.MetricsExclude).Regexp()
 	if r.DeviceLabel {
 		devInclude = f.Flag("device-include", "Regexp of devices to report (anchored, matched against the device label; empty: all).").Default("").Regexp()
@@ -279,11 +266,11 @@ func (s *Selection) ScrapeCapabilities() []int {
 
 // Build constructs every enabled collector. A collector whose constructor
 // fails is logged once, here, and kept so that every scrape still reports
-// it: one that this host cannot support (ErrUnsupported: a kernel built
-// without the feature) at INFO, with xdp_scrape_collector_unsupported 1
-// and success 1; one that failed otherwise (a missing capability, a
-// refused program) at ERROR, with success 0. Neither prevents the others
-// from running.
+// it: one that this host cannot support (its error is
+// errors.ErrUnsupported: a kernel built without the feature) at INFO,
+// with xdp_scrape_collector_unsupported 1 and success 1; one that failed
+// otherwise (a missing capability, a refused program) at ERROR, with
+// success 0. Neither prevents the others from running.
 func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
 	out := map[string]Collector{}
 	for _, name := range s.Enabled() {
@@ -298,7 +285,7 @@ func (s *Selection) Build(logger *slog.Logger) map[string]Collector {
 			c, err = b(logger.With("collector", name), shared)
 		}
 		switch {
-		case errors.Is(err, ErrUnsupported):
+		case err != nil && unsupportedOnly(err):
 			logger.Info("collector not supported on this host; it reports xdp_scrape_collector_unsupported 1",
 				"collector", name, "reason", err)
 			c = Unavailable(err)
@@ -318,39 +305,37 @@ func (s *Selection) shared(name string) (Shared, error) {
 	return Shared{Filter: filter, ProcFS: *s.procFS, SysFS: *s.sysFS}, err
 }
 
-// ErrUnavailable marks an error that was already reported at startup; the
-// scrape logs it only at debug level.
-var ErrUnavailable = errors.New("collector unavailable")
-
-// ErrUnsupported marks what this host's kernel does not have (a config
-// option, a netlink family, a tracepoint): not a failure. A collector, or
-// a part of one, whose error is made by Unsupported reports success 1 and
-// xdp_scrape_collector_unsupported 1; errors.Is(err, ErrUnsupported)
-// tells it.
-var ErrUnsupported = errors.New("not supported on this host")
-
-// Unsupported returns an error, formatted as fmt.Errorf does (so %w keeps
-// its cause), that says this host lacks what it describes.
-func Unsupported(format string, args ...any) error {
-	return &unsupportedError{err: fmt.Errorf(format, args...)}
+// unsupportedOnly reports whether err says only that this host lacks
+// something: every error joined in it (errors.Join, or several %w) is
+// errors.ErrUnsupported, which readers wrap for what the kernel does not
+// have. One part that is not makes err a failure.
+func unsupportedOnly(err error) bool {
+	if errors.Is(err, errors.ErrUnsupported) {
+		if multi, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, part := range multi.Unwrap() {
+				if !unsupportedOnly(part) {
+					return false
+				}
+			}
+			return true
+		}
+		if wrapped := errors.Unwrap(err); wrapped != nil && wrapped != errors.ErrUnsupported {
+			return unsupportedOnly(wrapped)
+		}
+		return true
+	}
+	return false
 }
 
-type unsupportedError struct{ err error }
-
-func (e *unsupportedError) Error() string        { return ErrUnsupported.Error() + ": " + e.err.Error() }
-func (e *unsupportedError) Unwrap() error        { return e.err }
-func (e *unsupportedError) Is(target error) bool { return target == ErrUnsupported }
-
+// unavailable is a collector whose constructor failed: it reports that
+// error on every Update.
 type unavailable struct{ err error }
 
 // Unavailable returns a collector that reports err on every Update.
 func Unavailable(err error) Collector { return unavailable{err: err} }
 
 func (u unavailable) Update(context.Context, *LinkSnapshot, chan<- prometheus.Metric) error {
-	if errors.Is(u.err, ErrUnsupported) {
-		return u.err
-	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, u.err)
+	return u.err
 }
 
 func (unavailable) Close() error { return nil }

@@ -15,19 +15,19 @@ import (
 )
 
 var (
-	cpuSeconds = newFamily("cpu", "seconds_total",
+	cpuSeconds = newFamily("cpu", "cpu_seconds_total",
 		"Seconds each CPU spent in each mode, from the cpuN lines of /proc/stat (USER_HZ ticks / USER_HZ). user includes guest time, nice includes guest_nice, as the kernel counts them.",
 		Counter, "cpu", "mode")
-	cpuSoftirqs = newFamily("cpu", "softirqs_total",
+	cpuSoftirqs = newFamily("cpu", "cpu_softirqs_total",
 		"Softirq vectors raised on each CPU, from /proc/softirqs (NET_RX and NET_TX unless --collector.cpu.softirqs.all).",
 		Counter, "cpu", "vector")
-	softnetProcessed = newCollectorFamily("cpu", "softnet", "processed_total",
+	softnetProcessed = newFamily("cpu", "softnet_processed_total",
 		"Packets processed by the CPU's backlog/NAPI receive path, column 1 of /proc/net/softnet_stat, kept as a 64-bit total across the kernel counter's 32-bit wraps.",
 		Counter, "cpu")
-	softnetDropped = newCollectorFamily("cpu", "softnet", "dropped_total",
+	softnetDropped = newFamily("cpu", "softnet_dropped_total",
 		"Packets dropped because the CPU's input backlog was full (netdev_max_backlog), column 2 of /proc/net/softnet_stat.",
 		Counter, "cpu")
-	softnetTimesSqueezed = newCollectorFamily("cpu", "softnet", "times_squeezed_total",
+	softnetTimesSqueezed = newFamily("cpu", "softnet_times_squeezed_total",
 		"NET_RX softirq runs that ended with work left because the budget (netdev_budget, netdev_budget_usecs) ran out, column 3 of /proc/net/softnet_stat.",
 		Counter, "cpu")
 )

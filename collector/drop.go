@@ -11,6 +11,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/drop"
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
+	"github.com/xdp-exporter/xdp_exporter/bpf/tracing"
 	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
@@ -31,10 +32,10 @@ func init() {
 }
 
 var (
-	skbDrops = newCollectorFamily("drop", "skb", "drops_total",
+	skbDrops = newFamily("drop", "skb_drops_total",
 		"Packets (skbs) the kernel freed as dropped (skb:kfree_skb), by the device the skb was on (empty when it had none) and the kernel's drop reason (enum skb_drop_reason without its SKB_DROP_REASON_ prefix, a subsystem's own name, or the number where the kernel's BTF names none).",
 		Counter, "device", "reason")
-	skbDropUntracked = newCollectorFamily("drop", "skb", "drops_untracked_total",
+	skbDropUntracked = newFamily("drop", "skb_drops_untracked_total",
 		"Dropped skbs not counted in xdp_skb_drops_total because every slot probed for their device and reason was taken (the table holds 2048 pairs; see docs/collectors/drop.md).",
 		Counter)
 )
@@ -57,14 +58,11 @@ type dropCollector struct {
 }
 
 func NewDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
-	kernel, err := kernelBTF("drop")
+	kernel, err := tracing.KernelBTF()
 	if err != nil {
 		return nil, err
 	}
 	reasons, err := drop.NewReasons(kernel, btf.LoadKernelModuleSpec)
-	if errors.Is(err, drop.ErrNoReasons) {
-		return nil, Unsupported("%w", err)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +72,7 @@ func NewDropCollector(cfg DropConfig, logger *slog.Logger) (Collector, error) {
 	}
 	objs, err := drop.New(logger)
 	if err != nil {
-		return nil, tracingErr("drop", err)
+		return nil, bpfDenied("drop", needsBPF, err)
 	}
 	return &dropCollector{Objects: objs, cfg: cfg, netns: netns, reasons: reasons}, nil
 }

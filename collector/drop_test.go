@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"errors"
 	"log/slog"
 	"net"
 	"testing"
@@ -23,7 +22,7 @@ func newTestDrop(t *testing.T) (Collector, bool) {
 	testenv.Privileged(t)
 	c, err := NewDropCollector(DropConfig{}, slog.New(slog.DiscardHandler))
 	if testenv.KernelBefore(t, 5, 17) {
-		if !errors.Is(err, ErrUnsupported) {
+		if !unsupportedOnly(err) {
 			t.Fatalf("before 5.17 the drop collector must be unsupported, got %v", err)
 		}
 		t.Log(err)

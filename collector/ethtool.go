@@ -21,28 +21,28 @@ import (
 
 func init() {
 	register(Registration{
-		Name:              "ethtool",
-		Help:              "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl",
-		DefaultEnabled:    true,
-		Requires:          "Linux; no capability for the values shown here (the ethtool get ioctls are unprivileged). Each ioctl takes the RTNL lock.",
-		DeviceLabel:       true,
-		DeviceExclude:     "lo",
-		OwnMetricsInclude: true,
+		Name:           "ethtool",
+		Help:           "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl",
+		DefaultEnabled: true,
+		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls are unprivileged). Each ioctl takes the RTNL lock.",
+		DeviceLabel:    true,
+		DeviceExclude:  "lo",
+		MetricsExclude: DefaultEthtoolMetricsExclude,
 		Flags: func(f *FlagSet) Builder {
-			metrics := f.Flag("metrics-include", "Regexp (anchored) of the untyped driver stats to expose, matched against stat_<name> for device-wide and queue_stat_<name> for per-queue stats. Curated families are on unless metrics-exclude names them.").Default(DefaultEthtoolMetricsInclude).Regexp()
 			sum := f.Flag("sum-queues", "Regexp (anchored) of the curated per-queue families to sum into one series per device (queue=\"\"), matched as metrics-exclude is; empty: every queue its own series.").Default(DefaultEthtoolSumQueues).Regexp()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return NewEthtoolCollector(EthtoolConfig{Filter: shared.Filter, MetricsInclude: *metrics, SumQueues: *sum}, logger)
+				return NewEthtoolCollector(EthtoolConfig{Filter: shared.Filter, SumQueues: *sum}, logger)
 			}
 		},
 	})
 }
 
-// DefaultEthtoolMetricsInclude exposes every device-wide stat but not the
-// per-queue untyped ones, which are 90% of the series on a many-queue NIC;
-// the per-queue signals that matter (XDP verdicts, page cache/pool, CQE
-// compression) are curated families and always on.
-const DefaultEthtoolMetricsInclude = "stat_.*"
+// DefaultEthtoolMetricsExclude leaves out the per-queue driver stats that
+// have no curated family (queue_stat_<stat>), which are 90% of the series
+// on a many-queue NIC; the per-queue signals that matter (XDP verdicts,
+// page cache/pool, CQE compression, packets per queue) are curated
+// families. --collector.ethtool.metrics-exclude="" brings them back.
+const DefaultEthtoolMetricsExclude = "queue_stat_.*"
 
 // DefaultEthtoolSumQueues sums two curated families per device by
 // default:
@@ -64,23 +64,21 @@ const DefaultEthtoolSumQueues = "rx_page_pool_.*|xdp_xmit_failures_total"
 // the kernel's work with building metrics.
 const ethtoolParallelism = 4
 
-// EthtoolConfig configures the ethtool collector. Nil regexps mean: every
-// untyped stat, no family excluded, no queue summed.
+// EthtoolConfig configures the ethtool collector. A nil SumQueues sums no
+// queue.
 type EthtoolConfig struct {
-	// Filter's metrics-exclude applies to the curated families and the
-	// untyped stats alike.
+	// Filter selects the curated families and the driver stats without
+	// one (stat_<stat>, queue_stat_<stat>) alike.
 	Filter
-	MetricsInclude *regexp.Regexp
-	SumQueues      *regexp.Regexp
+	SumQueues *regexp.Regexp
 }
 
 type ethtoolCollector struct {
-	src     ethtoolSource
-	filter  deviceFilter
-	metrics *regexp.Regexp
-	fams    familyFilter
-	sum     *regexp.Regexp
-	logger  *slog.Logger
+	src    ethtoolSource
+	filter deviceFilter
+	fams   familyFilter
+	sum    *regexp.Regexp
+	logger *slog.Logger
 
 	mu      sync.Mutex
 	devices map[int]*ethtoolDev // by ifindex
@@ -102,7 +100,6 @@ func newEthtoolCollector(cfg EthtoolConfig, src ethtoolSource, logger *slog.Logg
 	return &ethtoolCollector{
 		src:     src,
 		filter:  cfg.Devices,
-		metrics: anchor(cfg.MetricsInclude),
 		fams:    cfg.Families,
 		sum:     anchor(cfg.SumQueues),
 		logger:  logger,

@@ -120,8 +120,7 @@ func TestEthtoolVethChurn(t *testing.T) {
 	testenv.Privileged(t)
 	prefix := "xc" + vethns.UniqueID()
 	c, err := NewEthtoolCollector(EthtoolConfig{
-		Filter:         Filter{Devices: newDeviceFilter(regexp.MustCompile(prefix+".*"), nil)},
-		MetricsInclude: regexp.MustCompile(".*"),
+		Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(prefix+".*"), nil)},
 	}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +235,7 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 	// as the peer has TX queues.
 	channels(pair.Namespace, pair.Peer.Name, 8, 1)
 	vethtest.AttachVerdict(t, pair, vethns.XDPDrop)
-	cfg := EthtoolConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(dev)), nil)}, MetricsInclude: regexp.MustCompile(".*")}
+	cfg := EthtoolConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(dev)), nil)}}
 	cached, err := NewEthtoolCollector(cfg, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "ethtool collector")
 	defer cached.Close()

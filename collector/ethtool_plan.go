@@ -133,16 +133,14 @@ func (c *ethtoolCollector) target(dev string, st ethtoolname.Stat, hasPerQueue m
 		c.logger.Debug("ethtool stat has no usable characters; not exported", "device", dev, "stat", st.Name)
 		return ethtoolTarget{}, false
 	}
-	suffix := "stat_" + name
-	labels := []string{dev}
+	fam, labels := ethtoolStat, []string{dev}
 	if st.PerQueue {
-		suffix = "queue_" + suffix
-		labels = append(labels, st.Queue)
+		fam, labels = ethtoolQueueStat, append(labels, st.Queue)
 	}
-	if c.metrics != nil && !c.metrics.MatchString(suffix) || c.fams.excludesName(suffix) {
+	if !c.fams.keepsMember(fam, name) {
 		return ethtoolTarget{}, false
 	}
-	return ethtoolTarget{c.untypedDesc(suffix, st.PerQueue), prometheus.UntypedValue, 1, labels, false}, true
+	return ethtoolTarget{c.untypedDesc(fam, name), prometheus.UntypedValue, 1, labels, false}, true
 }
 
 // sample is the series t of the stats at indexes: their sum, or where
@@ -178,23 +176,21 @@ func labelsFor(dev, queue, extra string, withQueue bool) []string {
 	return l
 }
 
-// untypedDesc returns the shared descriptor of xdp_ethtool_<suffix>. Its
-// HELP depends only on the name, so two drivers feeding one family agree.
-func (c *ethtoolCollector) untypedDesc(suffix string, perQueue bool) *prometheus.Desc {
+// untypedDesc returns the shared descriptor of the member stat of fam
+// (ethtoolStat or ethtoolQueueStat). Its HELP depends only on the name,
+// so two drivers feeding one family agree.
+func (c *ethtoolCollector) untypedDesc(fam *Family, stat string) *prometheus.Desc {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d, ok := c.descs[suffix]; ok {
+	key := fam.Name + stat
+	if d, ok := c.descs[key]; ok {
 		return d
 	}
-	var d *prometheus.Desc
-	name := prometheus.BuildFQName(Namespace, "ethtool", suffix)
-	if perQueue {
-		d = prometheus.NewDesc(name, fmt.Sprintf("Per-queue ethtool -S driver stat %q with the queue number moved to the queue label (untyped: drivers do not say whether a stat is a counter or a gauge).",
-			suffix[len("queue_stat_"):]), []string{"device", "queue"}, nil)
-	} else {
-		d = prometheus.NewDesc(name, fmt.Sprintf("ethtool -S driver stat %q, name sanitised (untyped: drivers do not say whether a stat is a counter or a gauge).",
-			suffix[len("stat_"):]), []string{"device"}, nil)
+	help := fmt.Sprintf("ethtool -S driver stat %q, name sanitised (untyped: drivers do not say whether a stat is a counter or a gauge).", stat)
+	if fam == ethtoolQueueStat {
+		help = fmt.Sprintf("Per-queue ethtool -S driver stat %q with the queue number moved to the queue label (untyped: drivers do not say whether a stat is a counter or a gauge).", stat)
 	}
-	c.descs[suffix] = d
+	d := fam.RunTimeDesc(stat, help)
+	c.descs[key] = d
 	return d
 }

@@ -15,12 +15,15 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
-func fixtureCollector(t testing.TB, src ethtoolSource, metricsInclude string, logger *slog.Logger) *ethtoolCollector {
+// fixtureCollector is the ethtool collector on src with the families
+// that --collector.ethtool.metrics-include and -exclude select.
+func fixtureCollector(t testing.TB, src ethtoolSource, include, exclude string, logger *slog.Logger) *ethtoolCollector {
 	t.Helper()
-	cfg := EthtoolConfig{}
-	if metricsInclude != "" {
-		cfg.MetricsInclude = regexp.MustCompile(metricsInclude)
+	fams, err := newFamilyFilter("ethtool", regexp.MustCompile(include), regexp.MustCompile(exclude))
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg := EthtoolConfig{Filter: Filter{Families: fams}}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -125,7 +128,7 @@ var ethtoolFixtureWants = []ethtoolFixtureWant{
 // stat lands in the expected family with the expected labels and value.
 func TestEthtoolFixtures(t *testing.T) {
 	src := loadFixtures(t, "mlx5", "i40e", "ice", "ixgbe", "bnxt", "virtio_net", "veth")
-	c := fixtureCollector(t, src, ".*", nil)
+	c := fixtureCollector(t, src, "", "", nil)
 	mfs := gather(t, c)
 
 	for _, w := range ethtoolFixtureWants {
@@ -164,9 +167,9 @@ func TestEthtoolFixtures(t *testing.T) {
 	}
 }
 
-func TestEthtoolDefaultMetricsInclude(t *testing.T) {
+func TestEthtoolDefaultMetricsExclude(t *testing.T) {
 	src := loadFixtures(t, "mlx5")
-	mfs := gather(t, fixtureCollector(t, src, DefaultEthtoolMetricsInclude, nil))
+	mfs := gather(t, fixtureCollector(t, src, "", DefaultEthtoolMetricsExclude, nil))
 	value(t, mfs, "xdp_ethtool_stat_rx_prio0_packets", "device", "mlx5")
 	value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "mlx5", "queue", "0", "action", "drop")
 	for name := range mfs {
@@ -174,10 +177,13 @@ func TestEthtoolDefaultMetricsInclude(t *testing.T) {
 			t.Errorf("%s exported by default", name)
 		}
 	}
-	mfs = gather(t, fixtureCollector(t, src, "queue_stat_ch_.*", nil))
+	mfs = gather(t, fixtureCollector(t, src, "queue_stat_ch_.*", "", nil))
 	value(t, mfs, "xdp_ethtool_queue_stat_ch_arm", "device", "mlx5", "queue", "0")
 	if _, ok := mfs["xdp_ethtool_stat_rx_prio0_packets"]; ok {
 		t.Error("metrics-include queue_stat_ch_.* exported a device-wide stat")
+	}
+	if _, ok := mfs["xdp_ethtool_rx_xdp_packets_total"]; ok {
+		t.Error("metrics-include queue_stat_ch_.* exported a curated family")
 	}
 }
 
@@ -185,7 +191,7 @@ func TestEthtoolOddNamesAndCollisions(t *testing.T) {
 	var logs exportertest.Log
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	src := loadFixtures(t, "odd")
-	c := fixtureCollector(t, src, ".*", logger)
+	c := fixtureCollector(t, src, "", "", logger)
 	for range 3 {
 		mfs := gather(t, c)
 		for fam, want := range map[string]float64{
@@ -228,7 +234,7 @@ func TestEthtool20000Stats(t *testing.T) {
 	src := newFixtureSource(map[string]*fixtureDev{"big": d})
 	// The pedantic registry rejects duplicate series; promlint is left out
 	// here because its duplicate check is quadratic in a family's size.
-	list, err := pedantic(t, fixtureCollector(t, src, ".*", nil))
+	list, err := pedantic(t, fixtureCollector(t, src, "", "", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +250,7 @@ func TestEthtool20000Stats(t *testing.T) {
 // per scrape, and that a changed stat count is picked up.
 func TestEthtoolCache(t *testing.T) {
 	src := loadFixtures(t, "veth", "mlx5")
-	c := fixtureCollector(t, src, ".*", nil)
+	c := fixtureCollector(t, src, "", "", nil)
 	for range 3 {
 		gather(t, c)
 	}
@@ -285,7 +291,7 @@ func (s countChangingSource) Stats(name string, n int, dst []uint64) ([]uint64, 
 
 func TestEthtoolStatsChangedMidScrape(t *testing.T) {
 	src := loadFixtures(t, "veth")
-	c := fixtureCollector(t, countChangingSource{src}, ".*", nil)
+	c := fixtureCollector(t, countChangingSource{src}, "", "", nil)
 	for range 2 {
 		mfs := gather(t, c)
 		value(t, mfs, "xdp_ethtool_driver_info", "device", "veth")
@@ -301,7 +307,7 @@ func TestEthtoolStatsChangedMidScrape(t *testing.T) {
 func TestEthtoolVanishedDevice(t *testing.T) {
 	src := loadFixtures(t, "veth", "mlx5")
 	src.gone["mlx5"] = true
-	c := fixtureCollector(t, src, ".*", nil)
+	c := fixtureCollector(t, src, "", "", nil)
 	ch := make(chan prometheus.Metric, 1000)
 	if err := c.Update(context.Background(), NewLinkSnapshot(), ch); err != nil {
 		t.Fatalf("a vanished interface failed the scrape: %v", err)
@@ -384,13 +390,13 @@ func bigFixture(driver string, queues, perQueue, devWide int) *fixtureDev {
 // the exporter's own cost per scrape; the kernel's share is in
 // TestCompareNodeExporter.
 func BenchmarkEthtoolScrape(b *testing.B) {
-	for _, include := range []string{DefaultEthtoolMetricsInclude, ".*"} {
-		b.Run("metrics-include="+include, func(b *testing.B) {
+	for _, exclude := range []string{DefaultEthtoolMetricsExclude, ""} {
+		b.Run("metrics-exclude="+exclude, func(b *testing.B) {
 			devs := map[string]*fixtureDev{}
 			for i := range 3 {
 				devs[fmt.Sprintf("mlx5p%d", i)] = bigFixture("mlx5_core", 64, 37, 132)
 			}
-			c := fixtureCollector(b, newFixtureSource(devs), include, nil)
+			c := fixtureCollector(b, newFixtureSource(devs), "", exclude, nil)
 			ch := make(chan prometheus.Metric, 8192)
 			done := make(chan int)
 			go func() {

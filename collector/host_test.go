@@ -329,7 +329,7 @@ func seedXDP(t testing.TB, c *xdpCollector, progs []ebpf.ProgramID) {
 
 // hostFlags are the collector flags of one whole-host run.
 type hostFlags struct {
-	ethtoolSumQueues, netdevExclude string
+	ethtoolSumQueues, ethtoolExclude, netdevExclude string
 }
 
 // commandLineHostFlags are the flags of an exporter started without any:
@@ -343,7 +343,8 @@ func commandLineHostFlags(t testing.TB) hostFlags {
 		t.Fatal(err)
 	}
 	value := func(flag string) string { return app.GetFlag(flag).Model().Value.String() }
-	return hostFlags{ethtoolSumQueues: value("collector.ethtool.sum-queues"), netdevExclude: value("collector.netdev.metrics-exclude")}
+	return hostFlags{ethtoolSumQueues: value("collector.ethtool.sum-queues"), ethtoolExclude: value("collector.ethtool.metrics-exclude"),
+		netdevExclude: value("collector.netdev.metrics-exclude")}
 }
 
 // hostSet builds every default collector over the fixture host with flags,
@@ -364,6 +365,10 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
 	sys, proc := hostSysfs(t)
 	nd := newHostNetdev(t)
 	netdevFams, err := newFamilyFilter("netdev", nil, re(flags.netdevExclude))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ethtoolFams, err := newFamilyFilter("ethtool", nil, re(flags.ethtoolExclude))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +397,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
 	set := NewSet(map[string]Collector{
 		"bpf":     bpfc,
 		"cpu":     cpu,
-		"ethtool": newEthtoolCollector(EthtoolConfig{MetricsInclude: re(DefaultEthtoolMetricsInclude), SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), slog.New(slog.DiscardHandler)),
+		"ethtool": newEthtoolCollector(EthtoolConfig{Filter: Filter{Families: ethtoolFams}, SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), slog.New(slog.DiscardHandler)),
 		"napi":    napi,
 		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcFS: proc}, slog.New(slog.DiscardHandler), nd),
 		"pcie":    pcie,

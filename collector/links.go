@@ -2,12 +2,10 @@ package collector
 
 import (
 	"errors"
-	"regexp"
 	"strconv"
 	"sync"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 
 	"github.com/xdp-exporter/xdp_exporter/collector/internal/labelvalue"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
@@ -131,48 +129,4 @@ func dumpLinks() (*Links, error) {
 	out := newLinks(links)
 	out.partial = errors.Is(err, rtnl.ErrDumpInterrupted)
 	return out, err
-}
-
-// deviceFilter is the device filter policy of every collector that has
-// --collector.NAME.device-include/-exclude: both are regexps matched
-// against the whole device label ("eth0" does not select "veth0"), include
-// first (empty: every device), then exclude.
-type deviceFilter struct{ include, exclude *regexp.Regexp }
-
-func newDeviceFilter(include, exclude *regexp.Regexp) deviceFilter {
-	return deviceFilter{include: anchor(include), exclude: anchor(exclude)}
-}
-
-// anchor makes a user's regexp match whole names. An empty regexp stays
-// nil (no filter).
-func anchor(re *regexp.Regexp) *regexp.Regexp {
-	if re == nil || re.String() == "" {
-		return nil
-	}
-	return regexp.MustCompile("^(?:" + re.String() + ")$")
-}
-
-// selects reports whether the filter keeps label. Series of no device
-// (label "": an orphaned page pool, an unbound AF_XDP socket, a dropped
-// skb without one) are kept unless device-include names the devices
-// wanted.
-func (f deviceFilter) selects(label string) bool {
-	if label == "" {
-		return f.include == nil
-	}
-	if f.include != nil && !f.include.MatchString(label) {
-		return false
-	}
-	return f.exclude == nil || !f.exclude.MatchString(label)
-}
-
-// kernelBTF loads the running kernel's BTF, which the tp_btf programs of
-// the xdp and napi collectors are typed and relocated against; without it
-// the error says so once, instead of every program failing on its own.
-func kernelBTF(collector string) (*btf.Spec, error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return nil, Unsupported("kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the %s collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF: %w", collector, err)
-	}
-	return spec, nil
 }

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"errors"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -92,7 +91,7 @@ func deviceNamingCollectors(t *testing.T, logger *slog.Logger) map[string]Collec
 	collectors := map[string]Collector{"ethtool": eth, "bpf": bp, "xdp": xd, "napi": np}
 	// Before Linux 6.3 there is no netdev family, and nothing of it to label.
 	nd, err := dialNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
-	if !errors.Is(err, ErrUnsupported) || !testenv.KernelBefore(t, 6, 3) {
+	if !unsupportedOnly(err) || !testenv.KernelBefore(t, 6, 3) {
 		testenv.Check(t, err, "netdev collector")
 		collectors["netdev"] = nd
 	}

@@ -1,14 +1,12 @@
 package collector
 
 import (
-	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
+
 	"github.com/xdp-exporter/xdp_exporter/collector/internal/labelvalue"
 )
 
@@ -23,7 +21,7 @@ const (
 	Histogram Type = "histogram"
 )
 
-// Family is one documented metric family. Every fixed family the exporter
+// Family is one documented metric family. Every family the exporter
 // emits is declared through newFamily, which makes the catalogue the single
 // source for both the descriptors and METRICS.md.
 type Family struct {
@@ -32,30 +30,42 @@ type Family struct {
 	Type      Type
 	Labels    []string
 	Collector string
-	desc      *prometheus.Desc
+	// desc is nil for a family named at run time (RunTime).
+	desc *prometheus.Desc
 }
 
 var catalogue []*Family
 
-// newFamily declares the family NAMESPACE_[subsystem_]name. collector names
-// the owning collector in METRICS.md; the subsystem usually equals it.
-func newFamily(subsystem, name, help string, typ Type, labels ...string) *Family {
-	return newCollectorFamily(subsystem, subsystem, name, help, typ, labels...)
-}
+// runTimeName is the part of a family name that a collector fills in at
+// run time: xdp_ethtool_stat_<stat> is every driver stat without a
+// curated family, its name from the driver's string set.
+const runTimeName = "<stat>"
 
-// newCollectorFamily is newFamily for a family whose subsystem differs from
-// the collector that emits it.
-func newCollectorFamily(collector, subsystem, name, help string, typ Type, labels ...string) *Family {
+// newFamily declares the family xdp_NAME of collector (empty for the
+// scrape's own families). A name ending in <stat> declares a family
+// named at run time: its samples are built with RunTimeDesc.
+func newFamily(collector, name, help string, typ Type, labels ...string) *Family {
 	f := &Family{
-		Name:      prometheus.BuildFQName(Namespace, subsystem, name),
+		Name:      Namespace + "_" + name,
 		Help:      help,
 		Type:      typ,
 		Labels:    labels,
 		Collector: collector,
 	}
-	f.desc = prometheus.NewDesc(f.Name, help, labels, nil)
+	if !f.RunTime() {
+		f.desc = prometheus.NewDesc(f.Name, help, labels, nil)
+	}
 	catalogue = append(catalogue, f)
 	return f
+}
+
+// RunTime reports whether the family's names are completed at run time.
+func (f *Family) RunTime() bool { return strings.HasSuffix(f.Name, runTimeName) }
+
+// RunTimeDesc is the descriptor of one member of a run-time family: the
+// family's name with stat in place of <stat>, help its HELP.
+func (f *Family) RunTimeDesc(stat, help string) *prometheus.Desc {
+	return prometheus.NewDesc(strings.TrimSuffix(f.Name, runTimeName)+stat, help, f.Labels, nil)
 }
 
 // Desc returns the family's descriptor.
@@ -96,97 +106,9 @@ func (f *Family) ShortName() string {
 	return strings.TrimPrefix(s, f.Collector+"_")
 }
 
-// familyFilter is the family policy of --collector.NAME.metrics-include
-// and -exclude, decided once per family when the collector is built: a
-// scrape asks a map, not a regexp, and builds no sample of a family it
-// drops. The zero value keeps every family.
-type familyFilter struct {
-	off     map[*Family]bool
-	exclude *regexp.Regexp // for names built at run time
-}
-
-// newFamilyFilter selects the families of collector whose ShortName the
-// anchored include matches (nil: all) and exclude does not. A non-empty
-// regexp that matches none of the collector's families is an error: it is
-// a typo that would otherwise filter nothing, or everything, in silence
-// (unless the collector builds family names at run time).
-func newFamilyFilter(collector string, include, exclude *regexp.Regexp) (familyFilter, error) {
-	in, out := anchor(include), anchor(exclude)
-	var names []string
-	inHit, outHit, patterns := false, false, false
-	f := familyFilter{off: map[*Family]bool{}, exclude: out}
-	for _, fam := range Catalogue() {
-		if fam.Collector != collector {
-			continue
-		}
-		if fam.desc == nil {
-			patterns = true
-			continue
-		}
-		short := fam.ShortName()
-		names = append(names, short)
-		kept := in == nil || in.MatchString(short)
-		dropped := out != nil && out.MatchString(short)
-		inHit, outHit = inHit || kept, outHit || dropped
-		if !kept || dropped {
-			f.off[fam] = true
-		}
-	}
-	if patterns {
-		// Names built at run time (ethtool's untyped stats) may match
-		// what no declared family does.
-		return f, nil
-	}
-	for _, c := range []struct {
-		flag string
-		re   *regexp.Regexp
-		hit  bool
-	}{{"metrics-include", in, inHit}, {"metrics-exclude", out, outHit}} {
-		if c.re != nil && !c.hit {
-			return familyFilter{}, fmt.Errorf("--collector.%s.%s matches none of the collector's families (%s)",
-				collector, c.flag, strings.Join(names, ", "))
-		}
-	}
-	return f, nil
-}
-
-// excludesName reports whether metrics-exclude names a family built at run
-// time, by its ShortName.
-func (f familyFilter) excludesName(short string) bool {
-	return f.exclude != nil && f.exclude.MatchString(short)
-}
-
-// keeps reports whether fam's samples are built.
-func (f familyFilter) keeps(fam *Family) bool { return !f.off[fam] }
-
-// send builds and sends one sample of fam unless the filter drops the
-// family.
-func (f familyFilter) send(ch chan<- prometheus.Metric, fam *Family, value float64, labelValues ...string) {
-	if !f.off[fam] {
-		ch <- fam.Must(value, labelValues...)
-	}
-}
-
-// sendCreated is send for a counter whose series are created at run time
-// (a program, a queue x CPU cell, a drop reason, an errno): the sample
-// carries the time seen first saw the series.
-func (f familyFilter) sendCreated(ch chan<- prometheus.Metric, fam *Family, seen *created.Tracker, value float64, labelValues ...string) {
-	if !f.off[fam] {
-		ch <- fam.MustCreated(value, seen.Time(fam.Name+"\xff"+strings.Join(labelValues, "\xff")), labelValues...)
-	}
-}
-
 // Catalogue returns every declared family sorted by name.
 func Catalogue() []*Family {
 	out := append([]*Family(nil), catalogue...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-// PatternFamily documents a family whose name is built at run time (the
-// untyped ethtool stats): Name holds a pattern such as xdp_ethtool_<stat>.
-func PatternFamily(collector, pattern, help string, typ Type, labels ...string) *Family {
-	f := &Family{Name: pattern, Help: help, Type: typ, Labels: labels, Collector: collector}
-	catalogue = append(catalogue, f)
-	return f
 }

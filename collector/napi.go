@@ -19,31 +19,31 @@ import (
 )
 
 var (
-	napiPollWork = newFamily("napi", "poll_work",
+	napiPollWork = newFamily("napi", "napi_poll_work",
 		"Packets processed per NAPI poll (the work argument of the napi:napi_poll tracepoint), with a bucket at every value 0..64, per device and execution context: idle, ksoftirqd, threaded, other (see docs/collectors/napi.md). _sum is packets, _count is polls.",
 		Histogram, "device", "context")
-	napiBudgetExhausted = newFamily("napi", "polls_budget_exhausted_total",
+	napiBudgetExhausted = newFamily("napi", "napi_polls_budget_exhausted_total",
 		"NAPI polls that used their whole budget (napi:napi_poll work == budget): the device had more packets than one poll may take.",
 		Counter, "device", "context")
-	napiOverBudget = newFamily("napi", "polls_over_budget_total",
+	napiOverBudget = newFamily("napi", "napi_polls_over_budget_total",
 		"NAPI polls whose work exceeded their budget (napi:napi_poll work > budget), a driver bug the kernel logs once.",
 		Counter, "device", "context")
-	napiUntracked = newFamily("napi", "polls_untracked_total",
+	napiUntracked = newFamily("napi", "napi_polls_untracked_total",
 		"NAPI polls not counted in xdp_napi_poll_work because every slot probed for their device and context was taken (the table holds 128 pairs; see docs/collectors/napi.md).",
 		Counter)
-	napiTracepointAttached = newFamily("napi", "tracepoint_attached",
+	napiTracepointAttached = newFamily("napi", "napi_tracepoint_attached",
 		"1 if the napi collector's program on this tracepoint is attached, 0 if the kernel refused it (its counters are then absent).",
 		Gauge, "tracepoint")
-	napiRecursionMisses = newFamily("napi", "program_recursion_misses_total",
+	napiRecursionMisses = newFamily("napi", "napi_program_recursion_misses_total",
 		"Times the kernel skipped the napi collector's program on this tracepoint because a BPF program was already running on that CPU (bpf_prog_info.recursion_misses): events its counters missed.",
 		Counter, "tracepoint")
-	softirqEntries = newCollectorFamily("napi", "softirq", "entries_total",
+	softirqEntries = newFamily("napi", "softirq_entries_total",
 		"Softirq handler runs (irq:softirq_entry) per CPU and vector, as /proc/softirqs counts them.",
 		Counter, "cpu", "vector")
-	softirqRaises = newCollectorFamily("napi", "softirq", "raises_total",
+	softirqRaises = newFamily("napi", "softirq_raises_total",
 		"Softirq raises (irq:softirq_raise) per CPU and vector; raises of an already pending vector collapse into one run.",
 		Counter, "cpu", "vector")
-	softirqSeconds = newCollectorFamily("napi", "softirq", "seconds_total",
+	softirqSeconds = newFamily("napi", "softirq_seconds_total",
 		"Time from irq:softirq_entry to irq:softirq_exit per CPU and vector, including any hard interrupts taken meanwhile.",
 		Counter, "cpu", "vector")
 )
@@ -130,7 +130,7 @@ func newNapiCollector(cfg NapiConfig, logger *slog.Logger, spec *ebpf.Collection
 	}
 	c.netns = netns
 	if c.Objects, err = napi.New(spec, cfg.Softirq, cfg.ForeignIdle, logger); err != nil {
-		return nil, tracingErr("napi", err)
+		return nil, bpfDenied("napi", needsBPF, err)
 	}
 	return c, nil
 }

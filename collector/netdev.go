@@ -87,9 +87,6 @@ func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (Collector, error
 
 func dialNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*netdevCollector, error) {
 	conn, err := netdev.Dial()
-	if errors.Is(err, netdev.ErrNoFamily) {
-		return nil, Unsupported("%w", err)
-	}
 	if err != nil {
 		return nil, err
 	}

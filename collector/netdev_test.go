@@ -3,7 +3,6 @@ package collector
 import (
 	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -37,7 +36,7 @@ func newLiveNetdev(t testing.TB, cfg NetdevConfig) *netdevCollector {
 // unsupported, and the test, which needs the family, ends there.
 func checkNetdev(t testing.TB, err error) {
 	t.Helper()
-	if errors.Is(err, ErrUnsupported) && testenv.KernelBefore(t, 6, 3) {
+	if unsupportedOnly(err) && testenv.KernelBefore(t, 6, 3) {
 		t.Skipf("Linux before 6.3 has no netdev generic netlink family, and the collector says so: %v", err)
 	}
 	testenv.Check(t, err, "netdev generic netlink family")

@@ -33,34 +33,34 @@ func init() {
 }
 
 var (
-	pcieDeviceInfo = newFamily("pcie", "device_info",
+	pcieDeviceInfo = newFamily("pcie", "pcie_device_info",
 		"A network device backed by a PCI function: its address and NUMA node (-1: the platform gives none).",
 		Gauge, "device", "pci_address", "numa_node")
-	pcieLinkSpeed = newFamily("pcie", "link_speed_transfers_per_second",
+	pcieLinkSpeed = newFamily("pcie", "pcie_link_speed_transfers_per_second",
 		"Current PCIe link speed (current_link_speed), per hop from the NIC's function (hop 0) up through each bridge to the root port.",
 		Gauge, "device", "hop", "pci_address")
-	pcieLinkMaxSpeed = newFamily("pcie", "link_max_speed_transfers_per_second",
+	pcieLinkMaxSpeed = newFamily("pcie", "pcie_link_max_speed_transfers_per_second",
 		"Maximum PCIe link speed the function supports (max_link_speed), per hop.",
 		Gauge, "device", "hop", "pci_address")
-	pcieLinkWidth = newFamily("pcie", "link_width_lanes",
+	pcieLinkWidth = newFamily("pcie", "pcie_link_width_lanes",
 		"Current PCIe link width in lanes (current_link_width), per hop.",
 		Gauge, "device", "hop", "pci_address")
-	pcieLinkMaxWidth = newFamily("pcie", "link_max_width_lanes",
+	pcieLinkMaxWidth = newFamily("pcie", "pcie_link_max_width_lanes",
 		"Maximum PCIe link width in lanes (max_link_width), per hop.",
 		Gauge, "device", "hop", "pci_address")
-	pcieLinkBandwidth = newFamily("pcie", "link_bandwidth_bytes_per_second",
+	pcieLinkBandwidth = newFamily("pcie", "pcie_link_bandwidth_bytes_per_second",
 		"Theoretical bandwidth of the link as trained, per direction: lanes x transfer rate x the generation's encoding (8b/10b up to 5 GT/s, 128b/130b at 8 to 32 GT/s, 242/256 flits at 64 GT/s) / 8, per hop.",
 		Gauge, "device", "hop", "pci_address")
-	pcieLinkDegraded = newFamily("pcie", "link_degraded",
+	pcieLinkDegraded = newFamily("pcie", "pcie_link_degraded",
 		"1 if the link trained below what both its ends can do (current speed or width below the lower of the two ends' maximum), else 0. A link joins an even hop (the NIC, or a switch's upstream port) to the port above it, the next hop.",
 		Gauge, "device", "hop", "pci_address")
-	pcieAERErrors = newFamily("pcie", "aer_errors_total",
+	pcieAERErrors = newFamily("pcie", "pcie_aer_errors_total",
 		"PCIe Advanced Error Reporting errors by type (correctable, nonfatal, fatal) and error name, as the kernel lists them in aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal (totals left out), per hop of the NIC's path that has AER.",
 		Counter, "device", "hop", "pci_address", "type", "error")
-	pcieRxQueueRemote = newFamily("pcie", "rx_queue_numa_remote_ratio",
+	pcieRxQueueRemote = newFamily("pcie", "pcie_rx_queue_numa_remote_ratio",
 		"Share of the CPUs the RX queue's IRQ runs on (effective affinity) that are on another NUMA node than the NIC: 0 all local, 1 all remote. Only for NICs with a NUMA node.",
 		Gauge, "device", "queue", "irq", "effective_cpus")
-	pcieCPURemote = newFamily("pcie", "cpu_numa_remote",
+	pcieCPURemote = newFamily("pcie", "pcie_cpu_numa_remote",
 		"1 if the CPU is on another NUMA node than the NIC, else 0; for NICs with a NUMA node on hosts with more than one node. Join with per-CPU packet rates for the share processed remotely.",
 		Gauge, "device", "cpu")
 )
@@ -89,7 +89,7 @@ func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	cfg.SysFS = sysRoot(cfg.SysFS)
 	cfg.ProcFS = procRoot(cfg.ProcFS)
 	if err := pci.CheckBus(cfg.SysFS); err != nil {
-		return nil, Unsupported("no PCI bus in sysfs (%s/bus/pci): %w", cfg.SysFS, err)
+		return nil, err
 	}
 	c := &pcieCollector{cfg: cfg, logger: logger}
 	// Without the family the drivers' IRQ names stand in.

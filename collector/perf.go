@@ -16,46 +16,46 @@ import (
 )
 
 var (
-	perfCycles = newFamily("perf", "cycles_total",
+	perfCycles = newFamily("perf", "perf_cycles_total",
 		"CPU cycles counted on the CPU (perf event cycles, PERF_COUNT_HW_CPU_CYCLES), scaled for multiplexing. IPC = rate(instructions)/rate(cycles).",
 		Counter, "cpu")
-	perfInstructions = newFamily("perf", "instructions_total",
+	perfInstructions = newFamily("perf", "perf_instructions_total",
 		"Instructions retired on the CPU (perf event instructions, PERF_COUNT_HW_INSTRUCTIONS), scaled for multiplexing; same group as cycles.",
 		Counter, "cpu")
-	perfCacheReferences = newFamily("perf", "cache_references_total",
+	perfCacheReferences = newFamily("perf", "perf_cache_references_total",
 		"Last-level cache references on the CPU as the PMU defines them (perf event cache-references, PERF_COUNT_HW_CACHE_REFERENCES), scaled for multiplexing.",
 		Counter, "cpu")
-	perfCacheMisses = newFamily("perf", "cache_misses_total",
+	perfCacheMisses = newFamily("perf", "perf_cache_misses_total",
 		"Last-level cache misses on the CPU (perf event cache-misses, PERF_COUNT_HW_CACHE_MISSES), scaled for multiplexing; same group as cache_references.",
 		Counter, "cpu")
-	perfLLCLoads = newFamily("perf", "llc_loads_total",
+	perfLLCLoads = newFamily("perf", "perf_llc_loads_total",
 		"Last-level cache read accesses (perf event LLC-loads, PERF_TYPE_HW_CACHE LL/READ/ACCESS), scaled for multiplexing.",
 		Counter, "cpu")
-	perfLLCLoadMisses = newFamily("perf", "llc_load_misses_total",
+	perfLLCLoadMisses = newFamily("perf", "perf_llc_load_misses_total",
 		"Last-level cache read misses (perf event LLC-load-misses, PERF_TYPE_HW_CACHE LL/READ/MISS), scaled for multiplexing; same group as llc_loads.",
 		Counter, "cpu")
-	perfCPUClock = newFamily("perf", "cpu_clock_seconds_total",
+	perfCPUClock = newFamily("perf", "perf_cpu_clock_seconds_total",
 		"Time the per-CPU cpu-clock software event counted (PERF_COUNT_SW_CPU_CLOCK): wall time while the event is enabled.",
 		Counter, "cpu")
-	perfTaskClock = newFamily("perf", "task_clock_seconds_total",
+	perfTaskClock = newFamily("perf", "perf_task_clock_seconds_total",
 		"Time the per-CPU task-clock software event counted (PERF_COUNT_SW_TASK_CLOCK).",
 		Counter, "cpu")
-	perfContextSwitches = newFamily("perf", "context_switches_total",
+	perfContextSwitches = newFamily("perf", "perf_context_switches_total",
 		"Context switches on the CPU (perf event context-switches, PERF_COUNT_SW_CONTEXT_SWITCHES).",
 		Counter, "cpu")
-	perfCPUMigrations = newFamily("perf", "cpu_migrations_total",
+	perfCPUMigrations = newFamily("perf", "perf_cpu_migrations_total",
 		"Tasks migrated to the CPU (perf event cpu-migrations, PERF_COUNT_SW_CPU_MIGRATIONS).",
 		Counter, "cpu")
-	perfPageFaults = newFamily("perf", "page_faults_total",
+	perfPageFaults = newFamily("perf", "perf_page_faults_total",
 		"Page faults on the CPU (perf event page-faults, PERF_COUNT_SW_PAGE_FAULTS).",
 		Counter, "cpu")
-	perfGroupEnabled = newFamily("perf", "group_enabled_seconds_total",
+	perfGroupEnabled = newFamily("perf", "perf_group_enabled_seconds_total",
 		"time_enabled of the event group on the CPU (perf_event_open read_format): how long it was enabled.",
 		Counter, "cpu", "group")
-	perfGroupRunning = newFamily("perf", "group_running_seconds_total",
+	perfGroupRunning = newFamily("perf", "perf_group_running_seconds_total",
 		"time_running of the event group on the CPU (perf_event_open read_format): how long it was on the PMU; running/enabled < 1 means the counts were multiplexed and scaled.",
 		Counter, "cpu", "group")
-	perfEventAvailable = newFamily("perf", "event_available",
+	perfEventAvailable = newFamily("perf", "perf_event_available",
 		"1 if the perf event was opened on every selected CPU, 0 if the host does not support it or it was refused (see the startup log).",
 		Gauge, "event")
 )

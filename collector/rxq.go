@@ -17,30 +17,30 @@ import (
 )
 
 var (
-	rxqPackets = newFamily("rxq", "packets_total",
+	rxqPackets = newFamily("rxq", "rxq_packets_total",
 		"Packets an XDP program returned, by RX queue (rx_queue_index), the CPU that ran it and its verdict (action): "+
 			"the per-RXQ:CPU counts of samples/bpf xdp_rxq_info. Attach mode counts in the exporter's own program, "+
 			"whose verdict is --collector.rxq.action; observe mode (--collector.rxq.observe) counts the verdicts of the "+
 			"programs already attached, through an fexit program on each (action aborted, drop, pass, tx, redirect, "+
 			"or unknown for any other return value). A queue/CPU/verdict cell appears at its first packet.",
 		Counter, "device", "queue", "cpu", "action")
-	rxqBytes = newFamily("rxq", "bytes_total",
+	rxqBytes = newFamily("rxq", "rxq_bytes_total",
 		"Bytes (data_end - data, without FCS) of the packets of xdp_rxq_packets_total, by RX queue, CPU and verdict; "+
 			"observe mode reads them when the program returns, after any head or tail adjustment it made.",
 		Counter, "device", "queue", "cpu", "action")
-	rxqIssues = newFamily("rxq", "issues_total",
+	rxqIssues = newFamily("rxq", "rxq_issues_total",
 		"Packets that could not be counted per queue, the issue-pps of samples/bpf xdp_rxq_info: "+
 			`reason="queue_out_of_range" (rx_queue_index beyond the device's RX queue count when counting began) or, `+
 			`with --collector.rxq.check-ifindex, "ifindex_mismatch" (ctx->ingress_ifindex is not the device).`,
 		Counter, "device", "reason")
-	rxqInfo = newFamily("rxq", "info",
+	rxqInfo = newFamily("rxq", "rxq_info",
 		"The rxq XDP program attached to a device (attach mode): its verdict, attach mode, whether it reads packet data, and its BPF program id.",
 		Gauge, "device", "action", "mode", "read", "prog_id")
-	rxqObserved = newFamily("rxq", "observed_info",
+	rxqObserved = newFamily("rxq", "rxq_observed_info",
 		"An XDP program observe mode counts (--collector.rxq.observe): the device, attach mode and id of the program "+
 			"an fexit program watches. Its counts go on in xdp_rxq_packets_total across a replacement; this series names the program now counted.",
 		Gauge, "device", "mode", "prog_id")
-	rxqUnobservable = newFamily("rxq", "unobservable_info",
+	rxqUnobservable = newFamily("rxq", "rxq_unobservable_info",
 		"An XDP program observe mode cannot count, with the reason: no_btf (loaded without BTF), offloaded (runs on the NIC), "+
 			"not_permitted (the kernel refused the fexit program: lockdown, a security module, or a kernel that refuses tracing programs), "+
 			"not_supported (no BPF trampoline), busy (EBUSY: no trampoline on this program, e.g. libxdp's dispatcher on 5.10-6.12), "+

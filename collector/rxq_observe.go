@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
+	"github.com/xdp-exporter/xdp_exporter/bpf/tracing"
 	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
 )
 
@@ -32,7 +33,7 @@ type rxqObserver struct {
 
 func newRxqObserver(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 	// The observer reads struct xdp_buff through CO-RE relocations.
-	if _, err := kernelBTF("rxq"); err != nil {
+	if _, err := tracing.KernelBTF(); err != nil {
 		return nil, err
 	}
 	return &rxqObserver{cfg: cfg, logger: logger, tracker: rxqobserve.NewTracker()}, nil

@@ -46,6 +46,10 @@ type Set struct {
 	// goroutine and one thread, not one per scrape.
 	mu       sync.Mutex
 	inflight map[string]*call
+	// logged is, per collector, the failure last logged at ERROR: a
+	// failure that repeats is logged at debug level until the collector
+	// succeeds or fails otherwise.
+	logged map[string]string
 }
 
 // call is one Update in progress, shared by the scrapes that arrive while
@@ -56,9 +60,16 @@ type Set struct {
 // whole.
 type call = sharedrun.Run[prometheus.Metric, result]
 
-// NewSet wraps the built collectors.
+// NewSet wraps the built collectors. The failure of a collector whose
+// constructor failed (Unavailable) was logged by Build.
 func NewSet(collectors map[string]Collector, logger *slog.Logger) *Set {
-	return &Set{collectors: collectors, logger: logger, inflight: map[string]*call{}}
+	s := &Set{collectors: collectors, logger: logger, inflight: map[string]*call{}, logged: map[string]string{}}
+	for name, c := range collectors {
+		if u, ok := c.(unavailable); ok {
+			s.logged[name] = u.err.Error()
+		}
+	}
+	return s
 }
 
 // update returns the Update of collector name in progress, starting one
@@ -244,21 +255,13 @@ func run(ctx context.Context, links *LinkSnapshot, c Collector, add func(prometh
 
 func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result, series int) {
 	success, unsupported := 1.0, 0.0
-	if r.err != nil {
-		level := slog.LevelError
-		if errors.Is(r.err, ErrUnsupported) {
-			unsupported = 1
-		}
-		if unsupportedOnly(r.err) {
-			level = slog.LevelDebug
-		} else {
-			success = 0
-			if errors.Is(r.err, ErrUnavailable) {
-				level = slog.LevelDebug
-			}
-		}
-		sc.set.logger.Log(context.Background(), level, "collector failed", "collector", name, "err", r.err)
+	if r.err != nil && errors.Is(r.err, errors.ErrUnsupported) {
+		unsupported = 1
 	}
+	if r.err != nil && !unsupportedOnly(r.err) {
+		success = 0
+	}
+	sc.set.log(name, r.err, success == 0)
 	// A collector that fails part-way, or misses the deadline, keeps what
 	// it sent (forward), as node_exporter does: success 0 says the set
 	// may be incomplete.
@@ -268,22 +271,25 @@ func (sc scrape) report(ch chan<- prometheus.Metric, name string, r result, seri
 	ch <- scrapeUnsupported.Must(unsupported, name)
 }
 
-// unsupportedOnly reports whether every error joined in err was made by
-// Unsupported: then nothing failed, the host only lacks something.
-func unsupportedOnly(err error) bool {
-	if _, ok := err.(*unsupportedError); ok {
-		return true
+// log logs a scrape's error of collector name: a failure at ERROR the
+// first time it is seen, every repeat and what the host does not support
+// (said at INFO when the collector was built) at debug level.
+func (s *Set) log(name string, err error, failed bool) {
+	s.mu.Lock()
+	repeat := failed && s.logged[name] == err.Error()
+	switch {
+	case err == nil:
+		delete(s.logged, name)
+	case failed:
+		s.logged[name] = err.Error()
 	}
-	switch e := err.(type) {
-	case interface{ Unwrap() []error }:
-		for _, part := range e.Unwrap() {
-			if !unsupportedOnly(part) {
-				return false
-			}
-		}
-		return true
-	case interface{ Unwrap() error }:
-		return unsupportedOnly(e.Unwrap())
+	s.mu.Unlock()
+	if err == nil {
+		return
 	}
-	return false
+	level := slog.LevelDebug
+	if failed && !repeat {
+		level = slog.LevelError
+	}
+	s.logger.Log(context.Background(), level, "collector failed", "collector", name, "err", err)
 }

@@ -1,10 +1,13 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // The fakes below test the framework, not a kernel source: they stand for
@@ -323,4 +327,77 @@ func TestJoinedScrapesOwnDeadlines(t *testing.T) {
 		t.Errorf("the 4 ms scrape: success %v, want 0 (its own deadline passed)", got)
 	}
 	<-goneDone
+}
+
+// TestScrapeUnsupportedOrFailed: what the host lacks (errors.ErrUnsupported,
+// however wrapped) is success 1 and unsupported 1; a failure joined to it
+// is success 0, whichever way the errors are put together.
+func TestScrapeUnsupportedOrFailed(t *testing.T) {
+	lacks := fmt.Errorf("%w: the kernel has no tracepoint xdp:x", errors.ErrUnsupported)
+	refused := errors.New("tracepoints not attached: xdp:y")
+	for _, tc := range []struct {
+		name                 string
+		err                  error
+		success, unsupported float64
+	}{
+		{"nil", nil, 1, 0},
+		{"unsupported", lacks, 1, 1},
+		{"wrapped", fmt.Errorf("collector: %w", fmt.Errorf("%w (cause: %v)", lacks, unix.ENOENT)), 1, 1},
+		{"joined unsupported", errors.Join(lacks, fmt.Errorf("%w: also", errors.ErrUnsupported)), 1, 1},
+		{"joined with a failure", errors.Join(lacks, refused), 0, 1},
+		{"wrapped join with a failure", fmt.Errorf("reading: %w", errors.Join(refused, lacks)), 0, 1},
+		{"two %w, one a failure", fmt.Errorf("%w: %w", lacks, unix.ENOENT), 0, 1},
+		{"failure", refused, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := NewSet(map[string]Collector{"c": fake{name: "c", err: tc.err}}, slog.New(slog.DiscardHandler))
+			mfs := gatherSet(t, context.Background(), set)
+			if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "c"); got != tc.success {
+				t.Errorf("success %v, want %v", got, tc.success)
+			}
+			if got := value(t, mfs, "xdp_scrape_collector_unsupported", "collector", "c"); got != tc.unsupported {
+				t.Errorf("unsupported %v, want %v", got, tc.unsupported)
+			}
+		})
+	}
+}
+
+// flaky fails with the error it holds at each Update.
+type flaky struct{ err *error }
+
+func (f flaky) Update(context.Context, *LinkSnapshot, chan<- prometheus.Metric) error { return *f.err }
+func (flaky) Close() error                                                            { return nil }
+
+// TestScrapeLogsFailureOnce: a failure is logged at ERROR when it first
+// appears and at debug while it repeats; after a success, or with another
+// error, it is logged at ERROR again. A collector whose constructor
+// failed was logged by Build: its scrapes log at debug.
+func TestScrapeLogsFailureOnce(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var err error
+	built := errors.New("loading the program: permission denied")
+	set := NewSet(map[string]Collector{"c": flaky{&err}, "dead": Unavailable(built)}, logger)
+	a, b := errors.New("ETHTOOL_GSTATS: input/output error"), errors.New("ETHTOOL_GSTATS: no buffer space")
+	for _, e := range []error{a, a, a, nil, a, b, b} {
+		err = e
+		gatherSet(t, context.Background(), set)
+	}
+	errorsOf := func(collector string) (n int) {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, "level=ERROR") && strings.Contains(line, "collector="+collector+" ") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := errorsOf("c"); n != 3 {
+		t.Errorf("%d ERROR lines for c, want 3 (a, a after the success, b):\n%s", n, logs.String())
+	}
+	if n := errorsOf("dead"); n != 0 {
+		t.Errorf("%d ERROR lines at scrape time for a collector Build reported:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), "level=DEBUG"); n != 3+7 {
+		t.Errorf("%d DEBUG lines, want 10 (three repeats of c, all seven of dead):\n%s", n, logs.String())
+	}
 }

@@ -15,7 +15,7 @@ import (
 var topFixture = flag.Bool("top.fixture", false, "rewrite "+topFixturePath+" from the collectors")
 
 // topFixturePath is the scrape cmd/xdp-top/internal/top's render benchmark reads.
-var topFixturePath = filepath.Join("..", "internal", "top", "testdata", "mlx5-128cpu.prom")
+var topFixturePath = filepath.Join("..", "cmd", "xdp-top", "internal", "top", "testdata", "mlx5-128cpu.prom")
 
 // TestTopFixture renders, through the exporter's own ethtool and cpu
 // collectors, the scrape of a 128-CPU host with two 64-queue mlx5 ports
@@ -28,9 +28,13 @@ func TestTopFixture(t *testing.T) {
 	for _, d := range []string{"mlx5p0", "mlx5p1"} {
 		devs[d] = bigFixture("mlx5_core", 64, 37, 132)
 	}
+	fams, err := newFamilyFilter("ethtool", nil, regexp.MustCompile(DefaultEthtoolMetricsExclude))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ethtool := newEthtoolCollector(EthtoolConfig{
-		MetricsInclude: regexp.MustCompile(DefaultEthtoolMetricsInclude),
-		SumQueues:      regexp.MustCompile(DefaultEthtoolSumQueues),
+		Filter:    Filter{Families: fams},
+		SumQueues: regexp.MustCompile(DefaultEthtoolSumQueues),
 	}, newFixtureSource(devs), slog.New(slog.DiscardHandler))
 	mfs, err := pedantic(t, ethtool, newCPUForTest(t, CPUConfig{ProcFS: "testdata/proc/128cpu"}))
 	if err != nil {

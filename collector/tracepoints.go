@@ -11,19 +11,6 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/bpf/tracing"
 )
 
-// tracingErr is the collector's error for a tracing.Load that failed: a
-// kernel without BTF or without any of the tracepoints is unsupported
-// here, a refusal names its causes (bpfDenied).
-func tracingErr(collector string, err error) error {
-	switch {
-	case errors.Is(err, tracing.ErrNoBTF):
-		return Unsupported("kernel BTF (/sys/kernel/btf/vmlinux) unavailable; the %s collector's tp_btf programs need a kernel built with CONFIG_DEBUG_INFO_BTF: %w", collector, err)
-	case errors.Is(err, tracing.ErrNoTracepoint):
-		return Unsupported("none of the %s collector's tracepoints exists in this kernel", collector)
-	}
-	return bpfDenied(collector, needsBPF, err)
-}
-
 // sendAttached sends one gauge per tracepoint tried: 1 attached, 0 not.
 func sendAttached(ch chan<- prometheus.Metric, fams familyFilter, f *Family, set *tracing.Set) {
 	for tp, ok := range set.Attached {
@@ -31,16 +18,16 @@ func sendAttached(ch chan<- prometheus.Metric, fams familyFilter, f *Family, set
 	}
 }
 
-// missingTracepoints names the tracepoints that did not attach:
-// ErrUnsupported for those the kernel lacks, ErrUnavailable (a failure,
-// logged at start-up) for those it refused; nil when all attached.
+// missingTracepoints names the tracepoints that did not attach: not
+// supported for those the kernel lacks, a failure for those it refused;
+// nil when all attached.
 func missingTracepoints(set *tracing.Set) error {
 	var errs []error
 	if len(set.Absent) > 0 {
-		errs = append(errs, Unsupported("the kernel has no tracepoint %s", strings.Join(set.Absent, ", ")))
+		errs = append(errs, fmt.Errorf("%w: the kernel has no tracepoint %s", errors.ErrUnsupported, strings.Join(set.Absent, ", ")))
 	}
 	if len(set.Failed) > 0 {
-		errs = append(errs, fmt.Errorf("%w: tracepoints not attached: %s", ErrUnavailable, strings.Join(set.Failed, ", ")))
+		errs = append(errs, fmt.Errorf("tracepoints not attached: %s", strings.Join(set.Failed, ", ")))
 	}
 	return errors.Join(errs...)
 }

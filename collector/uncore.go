@@ -3,6 +3,7 @@ package collector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 
@@ -12,13 +13,13 @@ import (
 )
 
 var (
-	uncoreDDIO  = newFamily("uncore", "ddio_requests_total", "Device requests to memory inserted in the socket's CHA TOR (ItoM and ItoMCacheNear: full-line writes; PCIRdCur: reads) that hit or missed the LLC, summed over the CHA boxes, scaled for multiplexing. The ItoM miss share is the DDIO miss ratio.", Counter, "socket", "request", "result")
-	uncoreIIO   = newFamily("uncore", "iio_bytes_total", "Bytes of an IIO stack (a PCIe root complex) by direction (inbound: device reads and writes of memory; outbound: CPU MMIO reads and writes of devices) and op, perf iostat's figures from the IIO DATA_REQ events, scaled for multiplexing.", Counter, "socket", "iio", "root_bus", "direction", "op")
-	uncoreFree  = newFamily("uncore", "iio_free_running_bytes_total", "Bytes the IIO stack's port sent to the CPU (in) or received from it (out), from the kernel's free-running bandwidth counters (bw_in_portN, bw_out_portN) and their scale.", Counter, "socket", "iio", "root_bus", "port", "direction")
-	uncoreOn    = newFamily("uncore", "enabled_seconds_total", "Time the socket's uncore event groups of the kind were enabled, summed over the boxes.", Counter, "socket", "pmu", "group")
-	uncoreRun   = newFamily("uncore", "running_seconds_total", "Time the socket's uncore event groups counted, summed over the boxes; below enabled, the kernel multiplexed them and the counts are scaled.", Counter, "socket", "pmu", "group")
-	uncoreDev   = newFamily("uncore", "iio_device_info", "The IIO stack a network device's PCI function is behind: the stack whose root bus (die<N> mapping) is the device's.", Gauge, "device", "socket", "iio", "root_bus")
-	uncoreAvail = newFamily("uncore", "event_available", "1 if the uncore event (perf's JSON name; iio_free_running for the bandwidth counters) was opened on every box, 0 if a box refused it: its family is missing.", Gauge, "event")
+	uncoreDDIO  = newFamily("uncore", "uncore_ddio_requests_total", "Device requests to memory inserted in the socket's CHA TOR (ItoM and ItoMCacheNear: full-line writes; PCIRdCur: reads) that hit or missed the LLC, summed over the CHA boxes, scaled for multiplexing. The ItoM miss share is the DDIO miss ratio.", Counter, "socket", "request", "result")
+	uncoreIIO   = newFamily("uncore", "uncore_iio_bytes_total", "Bytes of an IIO stack (a PCIe root complex) by direction (inbound: device reads and writes of memory; outbound: CPU MMIO reads and writes of devices) and op, perf iostat's figures from the IIO DATA_REQ events, scaled for multiplexing.", Counter, "socket", "iio", "root_bus", "direction", "op")
+	uncoreFree  = newFamily("uncore", "uncore_iio_free_running_bytes_total", "Bytes the IIO stack's port sent to the CPU (in) or received from it (out), from the kernel's free-running bandwidth counters (bw_in_portN, bw_out_portN) and their scale.", Counter, "socket", "iio", "root_bus", "port", "direction")
+	uncoreOn    = newFamily("uncore", "uncore_enabled_seconds_total", "Time the socket's uncore event groups of the kind were enabled, summed over the boxes.", Counter, "socket", "pmu", "group")
+	uncoreRun   = newFamily("uncore", "uncore_running_seconds_total", "Time the socket's uncore event groups counted, summed over the boxes; below enabled, the kernel multiplexed them and the counts are scaled.", Counter, "socket", "pmu", "group")
+	uncoreDev   = newFamily("uncore", "uncore_iio_device_info", "The IIO stack a network device's PCI function is behind: the stack whose root bus (die<N> mapping) is the device's.", Gauge, "device", "socket", "iio", "root_bus")
+	uncoreAvail = newFamily("uncore", "uncore_event_available", "1 if the uncore event (perf's JSON name; iio_free_running for the bandwidth counters) was opened on every box, 0 if a box refused it: its family is missing.", Gauge, "event")
 )
 
 var uncoreKinds = map[string]*Family{uncore.SampleDDIO: uncoreDDIO, uncore.SampleIIO: uncoreIIO, uncore.SampleFreeRunning: uncoreFree,
@@ -48,10 +49,8 @@ func NewUncoreCollector(logger *slog.Logger, shared Shared) (Collector, error) {
 		return nil, err
 	}
 	h, err := uncore.Open(shared.SysFS, model)
-	if errors.Is(err, uncore.ErrNoPMU) || errors.Is(err, uncore.ErrNoEvents) {
-		return nil, Unsupported("%s: %w", cpu, err)
-	} else if err != nil {
-		return nil, err
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cpu, err)
 	}
 	if model == nil {
 		logger.Info("CPU model not in the uncore event table: only the free-running IIO bandwidth is exported", "cpu", cpu)

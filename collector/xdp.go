@@ -44,65 +44,65 @@ func init() {
 }
 
 var (
-	xdpExceptions = newCollectorFamily("xdp", "", "exceptions_total",
+	xdpExceptions = newFamily("xdp", "exceptions_total",
 		"XDP exceptions (xdp:xdp_exception): a program returned XDP_ABORTED or an invalid action, or the driver failed an XDP_TX/XDP_REDIRECT.",
 		Counter, "device", "prog_id", "action")
-	xdpRedirectErrors = newCollectorFamily("xdp", "", "redirect_errors_total",
+	xdpRedirectErrors = newFamily("xdp", "redirect_errors_total",
 		"Failed XDP redirects by errno (xdp:xdp_redirect_err, xdp:xdp_redirect_map_err on kernels that have it).",
 		Counter, "device", "prog_id", "errno")
-	xdpDeviceExceptions = newCollectorFamily("xdp", "device", "exceptions_total",
+	xdpDeviceExceptions = newFamily("xdp", "device_exceptions_total",
 		"XDP exceptions of xdp_exceptions_total summed per device and action over every program that ran there, "+
 			"including programs since replaced or unloaded: one series that goes on across reloads, for alerts on increase() per device.",
 		Counter, "device", "action")
-	xdpDeviceRedirectErrors = newCollectorFamily("xdp", "device", "redirect_errors_total",
+	xdpDeviceRedirectErrors = newFamily("xdp", "device_redirect_errors_total",
 		"Failed XDP redirects of xdp_redirect_errors_total summed per device and errno over every program that ran there, "+
 			"including programs since replaced or unloaded: one series that goes on across reloads.",
 		Counter, "device", "errno")
-	xdpRedirects = newCollectorFamily("xdp", "", "redirects_total",
+	xdpRedirects = newFamily("xdp", "redirects_total",
 		"Successful XDP redirects (xdp:xdp_redirect, xdp:xdp_redirect_map); only with --collector.xdp.redirect-success.",
 		Counter, "device", "prog_id")
 
-	xdpDevmapPackets = newCollectorFamily("xdp", "devmap_xmit", "packets_total",
+	xdpDevmapPackets = newFamily("xdp", "devmap_xmit_packets_total",
 		"Frames sent by devmap/redirect bulk transmit (xdp:xdp_devmap_xmit sent).", Counter, "from_device", "to_device")
-	xdpDevmapDrops = newCollectorFamily("xdp", "devmap_xmit", "drops_total",
+	xdpDevmapDrops = newFamily("xdp", "devmap_xmit_drops_total",
 		"Frames dropped by devmap/redirect bulk transmit (xdp:xdp_devmap_xmit drops).", Counter, "from_device", "to_device")
-	xdpDevmapErrors = newCollectorFamily("xdp", "devmap_xmit", "errors_total",
+	xdpDevmapErrors = newFamily("xdp", "devmap_xmit_errors_total",
 		"Bulk transmits whose ndo_xdp_xmit returned an error (xdp:xdp_devmap_xmit err != 0).", Counter, "from_device", "to_device")
-	xdpDevmapBulks = newCollectorFamily("xdp", "devmap_xmit", "bulks_total",
+	xdpDevmapBulks = newFamily("xdp", "devmap_xmit_bulks_total",
 		"Bulk transmits (xdp:xdp_devmap_xmit events); packets/bulks is xdp_monitor's bulk-average.", Counter, "from_device", "to_device")
 
-	xdpBulkTxPackets = newCollectorFamily("xdp", "bulk_tx", "packets_total",
+	xdpBulkTxPackets = newFamily("xdp", "bulk_tx_packets_total",
 		"Frames sent by a driver's XDP_TX bulk flush (xdp:xdp_bulk_tx sent; veth).", Counter, "device")
-	xdpBulkTxDrops = newCollectorFamily("xdp", "bulk_tx", "drops_total",
+	xdpBulkTxDrops = newFamily("xdp", "bulk_tx_drops_total",
 		"Frames dropped by a driver's XDP_TX bulk flush (xdp:xdp_bulk_tx drops).", Counter, "device")
-	xdpBulkTxErrors = newCollectorFamily("xdp", "bulk_tx", "errors_total",
+	xdpBulkTxErrors = newFamily("xdp", "bulk_tx_errors_total",
 		"XDP_TX bulk flushes that returned an error (xdp:xdp_bulk_tx err != 0).", Counter, "device")
-	xdpBulkTxBulks = newCollectorFamily("xdp", "bulk_tx", "bulks_total",
+	xdpBulkTxBulks = newFamily("xdp", "bulk_tx_bulks_total",
 		"XDP_TX bulk flushes (xdp:xdp_bulk_tx events).", Counter, "device")
 
-	xdpEnqueuePackets = newCollectorFamily("xdp", "cpumap_enqueue", "packets_total",
+	xdpEnqueuePackets = newFamily("xdp", "cpumap_enqueue_packets_total",
 		"Frames enqueued to a cpumap CPU (xdp:xdp_cpumap_enqueue processed).", Counter, "map_id", "to_cpu")
-	xdpEnqueueDrops = newCollectorFamily("xdp", "cpumap_enqueue", "drops_total",
+	xdpEnqueueDrops = newFamily("xdp", "cpumap_enqueue_drops_total",
 		"Frames dropped enqueueing to a cpumap CPU, queue full (xdp:xdp_cpumap_enqueue drops).", Counter, "map_id", "to_cpu")
-	xdpEnqueueBulks = newCollectorFamily("xdp", "cpumap_enqueue", "bulks_total",
+	xdpEnqueueBulks = newFamily("xdp", "cpumap_enqueue_bulks_total",
 		"Bulk enqueues to a cpumap CPU (xdp:xdp_cpumap_enqueue events).", Counter, "map_id", "to_cpu")
 
-	xdpKthreadPackets = newCollectorFamily("xdp", "cpumap_kthread", "packets_total",
+	xdpKthreadPackets = newFamily("xdp", "cpumap_kthread_packets_total",
 		"Frames processed by the cpumap kthread (xdp:xdp_cpumap_kthread processed).", Counter, "map_id", "cpu")
-	xdpKthreadDrops = newCollectorFamily("xdp", "cpumap_kthread", "drops_total",
+	xdpKthreadDrops = newFamily("xdp", "cpumap_kthread_drops_total",
 		"Frames dropped by the cpumap kthread (xdp:xdp_cpumap_kthread drops).", Counter, "map_id", "cpu")
-	xdpKthreadSched = newCollectorFamily("xdp", "cpumap_kthread", "sched_total",
+	xdpKthreadSched = newFamily("xdp", "cpumap_kthread_sched_total",
 		"cpumap kthread polls that yielded the CPU (xdp:xdp_cpumap_kthread sched).", Counter, "map_id", "cpu")
-	xdpKthreadPolls = newCollectorFamily("xdp", "cpumap_kthread", "polls_total",
+	xdpKthreadPolls = newFamily("xdp", "cpumap_kthread_polls_total",
 		"cpumap kthread polls (xdp:xdp_cpumap_kthread events).", Counter, "map_id", "cpu")
-	xdpKthreadActions = newCollectorFamily("xdp", "cpumap_kthread", "actions_total",
+	xdpKthreadActions = newFamily("xdp", "cpumap_kthread_actions_total",
 		"Verdicts of the cpumap entry's XDP program run by the kthread (xdp:xdp_cpumap_kthread xdp_stats pass/drop/redirect).",
 		Counter, "map_id", "cpu", "action")
 
-	xdpTracepointAttached = newCollectorFamily("xdp", "monitor", "tracepoint_attached",
+	xdpTracepointAttached = newFamily("xdp", "monitor_tracepoint_attached",
 		"1 if the xdp collector's program is attached to this tracepoint, 0 if the running kernel lacks it or its prototype differs.",
 		Gauge, "tracepoint")
-	xdpMapFull = newCollectorFamily("xdp", "monitor", "map_full_events_total",
+	xdpMapFull = newFamily("xdp", "monitor_map_full_events_total",
 		"Tracepoint events not counted because the collector's map for them was full (its max_entries bounds the series).",
 		Counter, "map")
 )
@@ -153,7 +153,7 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 	}
 	mon, err := xdpmon.New(spec, xdpmon.Options{Xmit: cfg.Xmit, RedirectSuccess: cfg.RedirectSuccess, ForeignIdle: cfg.ForeignIdle}, logger)
 	if err != nil {
-		return nil, tracingErr("xdp", err)
+		return nil, bpfDenied("xdp", needsBPF, err)
 	}
 	return &xdpCollector{Monitor: mon, netns: uint32(netns), devices: cfg.Devices, fams: cfg.Families}, nil
 }

@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strconv"
 
@@ -39,7 +38,7 @@ var xskStatNames = [xskdiag.NumStats]struct{ field, metric, help string }{
 
 var xskStats [xskdiag.NumStats]*Family
 
-var xskRingEntries = newFamily("xsk", "ring_entries",
+var xskRingEntries = newFamily("xsk", "xsk_ring_entries",
 	"Size in descriptors of an AF_XDP socket's ring (rx, tx, and its UMEM's fill and completion rings), "+
 		"from sock_diag XDP_DIAG_RX_RING, XDP_DIAG_TX_RING, XDP_DIAG_UMEM_FILL_RING and XDP_DIAG_UMEM_COMPLETION_RING; "+
 		"a ring the socket has not set up has no series.",
@@ -47,7 +46,7 @@ var xskRingEntries = newFamily("xsk", "ring_entries",
 
 func init() {
 	for i, s := range xskStatNames {
-		xskStats[i] = newFamily("xsk", s.metric, "AF_XDP socket "+s.help+", from sock_diag XDP_DIAG_STATS.",
+		xskStats[i] = newFamily("xsk", "xsk_"+s.metric, "AF_XDP socket "+s.help+", from sock_diag XDP_DIAG_STATS.",
 			Counter, "device", "queue", "inode")
 	}
 }
@@ -74,9 +73,6 @@ func NewXSKCollector(cfg XSKConfig, logger *slog.Logger) (Collector, error) {
 
 func newXSKCollector(cfg XSKConfig, logger *slog.Logger) (*xskCollector, error) {
 	conn, err := xskdiag.Dial()
-	if errors.Is(err, xskdiag.ErrNotSupported) {
-		return nil, Unsupported("%w", err)
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -48,7 +49,7 @@ func supportTable(results map[string]Support) string {
 			if !ok {
 				state = "not built"
 			}
-			state = strings.TrimPrefix(state, "unsupported: not supported on this host: ")
+			state = strings.TrimPrefix(state, "unsupported: "+errors.ErrUnsupported.Error()+": ")
 			if !strings.HasPrefix(state, "works") && !strings.HasPrefix(state, "failed") && ok {
 				state = "unsupported: " + state
 			}

@@ -10,8 +10,9 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// ErrNoReasons: the kernel has no enum skb_drop_reason.
-var ErrNoReasons = errors.New("the kernel has no enum skb_drop_reason")
+// ErrNoReasons: the kernel has no enum skb_drop_reason, not supported
+// here (errors.ErrUnsupported).
+var ErrNoReasons = fmt.Errorf("%w: the kernel has no enum skb_drop_reason", errors.ErrUnsupported)
 
 // Reasons names drop reasons as the running kernel does. The core
 // reasons are enum skb_drop_reason of vmlinux. Since Linux 6.6 the upper

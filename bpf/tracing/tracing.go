@@ -54,12 +54,25 @@ type Set struct {
 	Absent, Failed []string
 }
 
+// What a kernel lacks is not supported here (errors.ErrUnsupported), not a
+// failure.
 var (
-	// ErrNoBTF: the kernel has no BTF, which tp_btf programs need.
-	ErrNoBTF = errors.New("no kernel BTF")
+	// ErrNoBTF: the kernel has no BTF, which tp_btf and fexit programs
+	// and CO-RE relocations need.
+	ErrNoBTF = fmt.Errorf("%w: kernel BTF (/sys/kernel/btf/vmlinux) unavailable; tp_btf and fexit programs need a kernel built with CONFIG_DEBUG_INFO_BTF", errors.ErrUnsupported)
 	// ErrNoTracepoint: the kernel has none of the set's tracepoints.
-	ErrNoTracepoint = errors.New("none of the tracepoints exists in this kernel")
+	ErrNoTracepoint = fmt.Errorf("%w: none of the tracepoints exists in this kernel", errors.ErrUnsupported)
 )
+
+// KernelBTF loads the running kernel's BTF, or returns ErrNoBTF with its
+// cause: the one check of it.
+func KernelBTF() (*btf.Spec, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("%w (%v)", ErrNoBTF, err)
+	}
+	return spec, nil
+}
 
 // Load creates spec's maps and attaches every program in progs whose
 // tracepoint is in group (xdp, napi, irq: the tracefs group, which tp_btf
@@ -67,9 +80,9 @@ var (
 // or EACCES in the chain), when the kernel has no BTF (ErrNoBTF), or when
 // no program attached (ErrNoTracepoint when the kernel has none of them).
 func Load(logger *slog.Logger, spec *ebpf.CollectionSpec, progs []Program, group func(prog string) string) (_ *Set, err error) {
-	kernel, err := btf.LoadKernelSpec()
+	kernel, err := KernelBTF()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoBTF, err)
+		return nil, err
 	}
 	s := &Set{Maps: map[string]*ebpf.Map{}, Attached: map[string]bool{}}
 	defer func() {

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,14 +63,28 @@ func TestFunctionLength(t *testing.T) {
 	}
 }
 
-// TestCollectorSize holds collector/ to the framework and one small file
-// per collector: under 4,500 lines of non-test code, no file over 400.
+// frameworkFiles are the files of collector/ that belong to no one
+// collector: registration and flags, the scrape, the catalogue, the
+// filters, the link snapshot, and the helpers the BPF collectors share.
+var frameworkFiles = []string{"collector.go", "scrape.go", "metric.go", "filter.go", "links.go", "permission.go", "tracepoints.go"}
+
+// frameworkLimit bounds the framework: node_exporter's collector.go is
+// about 250 lines; ours adds single-flight scrapes until the latest
+// deadline, filters applied before series are built, one link dump per
+// scrape and the catalogue METRICS.md is rendered from. Growing past it
+// is a reason to simplify, not to move code out of collector/.
+const frameworkLimit = 1100
+
+// TestCollectorSize holds collector/ to small files, each collector's
+// own or the framework's, and the framework to frameworkLimit lines.
+// Collectors may be as many as there are sources: their total is not
+// capped, so a new one never pushes code out of the collector.
 func TestCollectorSize(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(root, "collector", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	total := 0
+	framework, seen := 0, 0
 	for _, p := range paths {
 		if strings.HasSuffix(p, "_test.go") {
 			continue
@@ -79,13 +94,19 @@ func TestCollectorSize(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := strings.Count(string(b), "\n")
-		total += n
 		if n > 400 {
 			t.Errorf("%s: %d lines, more than 400", p, n)
 		}
+		if slices.Contains(frameworkFiles, filepath.Base(p)) {
+			framework += n
+			seen++
+		}
 	}
-	if total >= 4500 {
-		t.Errorf("collector/ has %d lines of non-test code, want under 4,500", total)
+	if seen != len(frameworkFiles) {
+		t.Errorf("%d of the framework files %v exist: a renamed file must be renamed here", seen, frameworkFiles)
 	}
-	t.Logf("collector/: %d lines of non-test code", total)
+	if framework > frameworkLimit {
+		t.Errorf("the framework (%s) has %d lines, more than %d", strings.Join(frameworkFiles, ", "), framework, frameworkLimit)
+	}
+	t.Logf("collector/ framework: %d lines", framework)
 }

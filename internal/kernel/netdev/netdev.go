@@ -407,8 +407,9 @@ type Source interface {
 	Close() error
 }
 
-// ErrNoFamily is a kernel without the family (before Linux 6.3).
-var ErrNoFamily = errors.New(`the kernel has no "netdev" generic netlink family (needs Linux 6.3 or later)`)
+// ErrNoFamily is a kernel without the family (before Linux 6.3): not
+// supported here (errors.ErrUnsupported).
+var ErrNoFamily = fmt.Errorf(`%w: the kernel has no "netdev" generic netlink family (needs Linux 6.3 or later)`, errors.ErrUnsupported)
 
 // Conn opens a socket per dump. A dump that fails part-way (EBUSY while
 // interfaces come and go) leaves its remaining replies queued on the
@@ -429,7 +430,7 @@ func Dial() (*Conn, error) {
 	defer conn.Close()
 	fam, err := conn.GetFamily(FamilyName)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %w", ErrNoFamily, err)
+		return nil, fmt.Errorf("%w (%v)", ErrNoFamily, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resolving generic netlink family %q: %w", FamilyName, err)

@@ -14,6 +14,7 @@ package pci
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -360,9 +361,16 @@ func RxQueueIRQs(procIRQ string, nic *NIC, ifindex uint32, ifname string, known 
 	return out
 }
 
-// CheckBus fails where sysfs under sysRoot has no PCI bus (a VM without
-// one, a container without /sys).
+// ErrNoBus is a host without a PCI bus (a VM without one, a container
+// without /sys): not supported here (errors.ErrUnsupported).
+var ErrNoBus = fmt.Errorf("%w: no PCI bus in sysfs", errors.ErrUnsupported)
+
+// CheckBus returns ErrNoBus, naming the path, where sysfs under sysRoot
+// has no PCI bus.
 func CheckBus(sysRoot string) error {
-	_, err := os.Stat(filepath.Join(sysRoot, "bus", "pci"))
-	return err
+	path := filepath.Join(sysRoot, "bus", "pci")
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%w (%s: %v)", ErrNoBus, path, err)
+	}
+	return nil
 }

@@ -68,7 +68,7 @@ type Reading struct {
 // ErrNoEvents is returned by Open where the host has uncore PMUs but
 // nothing this package can count on them: a model not in its table and
 // no free-running IIO counters.
-var ErrNoEvents = errors.New("no uncore event to count")
+var ErrNoEvents = fmt.Errorf("%w: no uncore event to count", errors.ErrUnsupported)
 
 // Host holds the uncore counters open on this host: opened once, read at
 // every scrape, nothing on the packet path.

@@ -41,7 +41,8 @@ type PMU struct {
 // ErrNoPMU is returned by Discover on a host whose kernel registered no
 // Intel uncore PMU: a VM, a desktop or non-Intel CPU, a kernel without
 // CONFIG_PERF_EVENTS_INTEL_UNCORE.
-var ErrNoPMU = errors.New("no Intel uncore PMU (uncore_cha_*, uncore_iio_*) in sysfs")
+// It is not supported here (errors.ErrUnsupported).
+var ErrNoPMU = fmt.Errorf("%w: no Intel uncore PMU (uncore_cha_*, uncore_iio_*) in sysfs", errors.ErrUnsupported)
 
 // Discover lists the CHA, IIO and free-running IIO PMUs under
 // sys/bus/event_source/devices, sorted by kind and box.
@@ -49,7 +50,7 @@ func Discover(sys string) ([]*PMU, error) {
 	root := filepath.Join(sys, "bus", "event_source", "devices")
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoPMU, err)
+		return nil, fmt.Errorf("%w (%v)", ErrNoPMU, err)
 	}
 	var out []*PMU
 	for _, e := range entries {

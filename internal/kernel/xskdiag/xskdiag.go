@@ -63,15 +63,17 @@ type Source interface {
 	Close() error
 }
 
-// ErrNotSupported is a kernel without AF_XDP socket diag.
-var ErrNotSupported = errors.New("AF_XDP socket diag (needs CONFIG_XDP_SOCKETS_DIAG / module xsk_diag)")
+// ErrNotSupported is a kernel without AF_XDP socket diag: not supported
+// here (errors.ErrUnsupported).
+var ErrNotSupported = fmt.Errorf("%w: the kernel has no AF_XDP socket diag (needs CONFIG_XDP_SOCKETS_DIAG / module xsk_diag)", errors.ErrUnsupported)
 
 // Conn is the kernel's Source: a sock_diag netlink socket.
 type Conn struct{ conn *netlink.Conn }
 
 // Dial opens a sock_diag socket and runs one dump to find out whether the
 // kernel answers for AF_XDP: without CONFIG_XDP_SOCKETS_DIAG it answers
-// ENOENT, and errors.Is(err, ErrNotSupported).
+// ENOENT, and errors.Is(err, ErrNotSupported), the kernel's answer in
+// its message.
 func Dial() (*Conn, error) {
 	conn, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, nil)
 	if err != nil {
@@ -81,7 +83,7 @@ func Dial() (*Conn, error) {
 	if _, err := c.execute(); err != nil {
 		conn.Close()
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, fmt.Errorf("%w: %w", ErrNotSupported, err)
+			return nil, fmt.Errorf("%w (%v)", ErrNotSupported, err)
 		}
 		return nil, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
 	}
