@@ -155,9 +155,10 @@ func TestNetdevExcludedDumpNotMade(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, src, _ := replayCollector(t, NetdevConfig{Filter: Filter{Families: fams}, PerQueueStats: true}, nil)
+		v := testNetdev()
+		c, _ := valuesCollector(NetdevConfig{Filter: Filter{Families: fams}, PerQueueStats: true}, v)
 		mfs := gather(t, c)
-		asked, has := src.calls[netdev.CmdPagePoolStatsGet], mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
+		asked, has := v.calls[netdev.CmdPagePoolStatsGet], mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
 		if exclude == "" && (asked == 0 || !has) {
 			t.Errorf("without exclusions: page-pool-stats-get asked %d times, alloc_fast reported: %v", asked, has)
 		}

@@ -14,8 +14,6 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/cilium/ebpf"
-	"github.com/mdlayher/genetlink"
-	"github.com/mdlayher/netlink"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -25,6 +23,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci/pcitest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
@@ -115,132 +114,55 @@ func hostEthtool(t testing.TB) *fixtureSource {
 	return newFixtureSource(devs)
 }
 
-// hostNetdev answers the netdev family's dumps for the fixture host the way
-// the kernel fills them (net/core/netdev-genl.c, page_pool_user.c) for
-// mlx5 as of Linux 6.18: per RX queue packets, bytes, alloc-fail, the
-// four hw-gro and three csum counters ("net/mlx5e: Report RX csum netdev
-// stats"), per TX queue packets, bytes, hw-gso packets and bytes and
-// csum-none; a NAPI with its IRQ per channel; a page pool per RX queue
-// with CONFIG_PAGE_POOL_STATS.
-type hostNetdev struct {
-	replies map[string][]genetlink.Message
-}
-
+// hostNetdev is the netdev family's answer for the fixture host as the
+// kernel fills it (net/core/netdev-genl.c, page_pool_user.c) for mlx5 as
+// of Linux 6.18: per RX queue packets, bytes, alloc-fail, the four hw-gro
+// and three csum counters ("net/mlx5e: Report RX csum netdev stats"), per
+// TX queue packets, bytes, hw-gso packets and bytes and csum-none; a NAPI
+// with its IRQ per channel; a page pool per RX queue with
+// CONFIG_PAGE_POOL_STATS.
 var (
 	hostRxQstats = []string{"rx-packets", "rx-bytes", "rx-alloc-fail", "rx-hw-gro-packets", "rx-hw-gro-bytes",
 		"rx-hw-gro-wire-packets", "rx-hw-gro-wire-bytes", "rx-csum-complete", "rx-csum-unnecessary", "rx-csum-none"}
 	hostTxQstats = []string{"tx-packets", "tx-bytes", "tx-hw-gso-packets", "tx-hw-gso-bytes", "tx-csum-none"}
 )
 
-func qstatAttr(t testing.TB, name string) uint16 {
-	for i, n := range netdev.QstatNames {
-		if n == name {
-			return uint16(netdev.AQstatsFirstStat + i)
+func newHostNetdev() *netdevValues {
+	v := &netdevValues{devs: []netdev.Dev{{Ifindex: 1, HasRxMetadata: true, HasXSKFeatures: true}}}
+	counts := func(names []string, q int) map[string]uint64 {
+		out := map[string]uint64{}
+		for i, name := range names {
+			out[name] = uint64(1000*q + i)
 		}
+		return out
 	}
-	t.Fatalf("no qstat %s", name)
-	return 0
-}
-
-func newHostNetdev(t testing.TB) *hostNetdev {
-	r := map[string][]genetlink.Message{}
-	add := func(key string, cmd uint8, fill func(ae *netlink.AttributeEncoder)) {
-		r[key] = append(r[key], genlMsg(t, cmd, fill))
-	}
-	add("dev", netdev.CmdDevGet, func(ae *netlink.AttributeEncoder) {
-		ae.Uint32(netdev.ADevIfindex, 1)
-		ae.Uint64(netdev.ADevXDPFeatures, 0)
-		ae.Uint64(netdev.ADevXDPRxMetadataFeatures, 0)
-		ae.Uint64(netdev.ADevXSKFeatures, 0)
-	})
 	for _, n := range hostNICs {
-		add("dev", netdev.CmdDevGet, func(ae *netlink.AttributeEncoder) {
-			ae.Uint32(netdev.ADevIfindex, n.ifindex)
-			ae.Uint64(netdev.ADevXDPFeatures, 0x5f) // all but hw-offload
-			ae.Uint32(netdev.ADevXDPZCMaxSegs, 1)
-			ae.Uint64(netdev.ADevXDPRxMetadataFeatures, 0x7)
-			ae.Uint64(netdev.ADevXSKFeatures, 0x3)
-		})
-		for _, scope := range []string{"qstats", "qstats-queue"} {
+		v.devs = append(v.devs, netdev.Dev{Ifindex: n.ifindex, XDPFeatures: 0x5f, // all but hw-offload
+			XDPZCMaxSegs: 1, HasZCMaxSegs: true, XDPRxMetadata: 0x7, HasRxMetadata: true, XSKFeatures: 0x3, HasXSKFeatures: true})
+		for typ, names := range [][]string{hostRxQstats, hostTxQstats} {
+			v.qstats = append(v.qstats, qstatsOf(n.ifindex, false, 0, 0, counts(names, 0)))
 			for q := range hostQueues {
-				for typ, names := range [][]string{hostRxQstats, hostTxQstats} {
-					add(scope, netdev.CmdQstatsGet, func(ae *netlink.AttributeEncoder) {
-						ae.Uint32(netdev.AQstatsIfindex, n.ifindex)
-						if scope == "qstats-queue" {
-							ae.Uint32(netdev.AQstatsQueueType, uint32(typ))
-							ae.Uint32(netdev.AQstatsQueueID, uint32(q))
-						}
-						for i, name := range names {
-							putUint(ae, qstatAttr(t, name), uint64(1000*q+i))
-						}
-					})
-				}
-				if scope == "qstats" {
-					break // one device-scope reply per device
-				}
+				v.queueQstats = append(v.queueQstats, qstatsOf(n.ifindex, true, uint32(typ), uint32(q), counts(names, q)))
 			}
 		}
 		for q := range uint32(hostQueues) {
-			add("napi", netdev.CmdNapiGet, func(ae *netlink.AttributeEncoder) {
-				ae.Uint32(netdev.ANapiID, n.napi+q)
-				ae.Uint32(netdev.ANapiIfindex, n.ifindex)
-				ae.Uint32(netdev.ANapiIRQ, n.irqBase+q)
-				ae.Uint32(netdev.ANapiDeferHardIRQs, 0)
-				putUint(ae, netdev.ANapiGROFlushTimeout, 0)
-			})
+			v.napis = append(v.napis, netdev.Napi{Ifindex: n.ifindex, ID: n.napi + q, IRQ: n.irqBase + q, HasIRQ: true,
+				HasDeferHardIRQs: true, HasGROFlushTimeout: true})
 			for typ := range uint32(2) {
-				add("queue", netdev.CmdQueueGet, func(ae *netlink.AttributeEncoder) {
-					ae.Uint32(netdev.AQueueID, q)
-					ae.Uint32(netdev.AQueueType, typ)
-					ae.Uint32(netdev.AQueueNapiID, n.napi+q)
-					ae.Uint32(netdev.AQueueIfindex, n.ifindex)
-				})
+				v.queues = append(v.queues, netdev.Queue{Ifindex: n.ifindex, ID: q, QueueType: typ, NapiID: n.napi + q})
 			}
 			pool := uint64(n.ifindex)*100 + uint64(q)
-			add("page-pool", netdev.CmdPagePoolGet, func(ae *netlink.AttributeEncoder) {
-				putUint(ae, netdev.APagePoolID, pool)
-				ae.Uint32(netdev.APagePoolIfindex, n.ifindex)
-				putUint(ae, netdev.APagePoolNapiID, uint64(n.napi+q))
-				putUint(ae, netdev.APagePoolInflight, 1024)
-				putUint(ae, netdev.APagePoolInflightMem, 1024*4096)
-			})
-			add("page-pool-stats", netdev.CmdPagePoolStatsGet, func(ae *netlink.AttributeEncoder) {
-				ae.Nested(netdev.APagePoolStatsInfo, func(nae *netlink.AttributeEncoder) error {
-					putUint(nae, netdev.APagePoolID, pool)
-					nae.Uint32(netdev.APagePoolIfindex, n.ifindex)
-					return nil
-				})
-				for i := range netdev.PagePoolStatNames {
-					putUint(ae, uint16(netdev.APagePoolStatsAllocFast+i), uint64(i)*7)
-				}
-			})
+			v.pools = append(v.pools, netdev.PagePool{ID: pool, Ifindex: n.ifindex, NapiID: uint64(n.napi + q),
+				Inflight: 1024, InflightMem: 1024 * 4096})
+			stats := netdev.PoolStats{ID: pool, Ifindex: n.ifindex}
+			for i := range stats.Values {
+				stats.Values[i], stats.Present[i] = uint64(i)*7, true
+			}
+			v.poolStats = append(v.poolStats, stats)
 		}
 	}
-	return &hostNetdev{replies: r}
+	return v
 }
-
-func (h *hostNetdev) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
-	switch cmd {
-	case netdev.CmdDevGet:
-		return h.replies["dev"], nil
-	case netdev.CmdQstatsGet:
-		if len(attrs) > 0 {
-			return h.replies["qstats-queue"], nil
-		}
-		return h.replies["qstats"], nil
-	case netdev.CmdNapiGet:
-		return h.replies["napi"], nil
-	case netdev.CmdQueueGet:
-		return h.replies["queue"], nil
-	case netdev.CmdPagePoolGet:
-		return h.replies["page-pool"], nil
-	case netdev.CmdPagePoolStatsGet:
-		return h.replies["page-pool-stats"], nil
-	}
-	return nil, fmt.Errorf("hostNetdev: command %d", cmd)
-}
-
-func (h *hostNetdev) Close() error { return nil }
 
 // hostSysfs writes the fixture host's sysfs and /proc/irq: each port on a
 // Gen4 x16 link to its socket's root port, with AER, on its socket's NUMA
@@ -249,7 +171,7 @@ func hostSysfs(t testing.TB) (sys, proc string) {
 	root := t.TempDir()
 	sys, proc = filepath.Join(root, "sys"), filepath.Join(root, "proc")
 	irq := filepath.Join(proc, "irq")
-	write := func(path, content string) { writeTreeFile(t, path, content) }
+	write := func(path, content string) { pcitest.WriteFile(t, path, content) }
 	write(filepath.Join(sys, "bus", "pci", "drivers_autoprobe"), "1\n")
 	for node := range hostCPUs / hostNodeCPUs {
 		write(filepath.Join(sys, "devices", "system", "node", fmt.Sprintf("node%d", node), "cpulist"),
@@ -265,16 +187,16 @@ func hostSysfs(t testing.TB) (sys, proc string) {
 			write(filepath.Join(dir, "max_link_width"), "16\n")
 		}
 		write(filepath.Join(nic, "numa_node"), strconv.Itoa(n.node)+"\n")
-		write(filepath.Join(nic, "aer_dev_correctable"), aerCorrectable)
-		write(filepath.Join(nic, "aer_dev_nonfatal"), aerNonFatal)
-		write(filepath.Join(nic, "aer_dev_fatal"), aerFatal)
+		write(filepath.Join(nic, "aer_dev_correctable"), pcitest.AERCorrectable)
+		write(filepath.Join(nic, "aer_dev_nonfatal"), pcitest.AERNonFatal)
+		write(filepath.Join(nic, "aer_dev_fatal"), pcitest.AERFatal)
 		write(filepath.Join(nic, "net", n.name, "ifindex"), fmt.Sprintf("%d\n", n.ifindex))
 		rel, err := filepath.Rel(filepath.Join(sys, "class", "net"), filepath.Join(nic, "net", n.name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		symlinkTree(t, rel, filepath.Join(sys, "class", "net", n.name))
-		symlinkTree(t, "../../../"+n.pci, filepath.Join(nic, "net", n.name, "device"))
+		pcitest.Symlink(t, rel, filepath.Join(sys, "class", "net", n.name))
+		pcitest.Symlink(t, "../../../"+n.pci, filepath.Join(nic, "net", n.name, "device"))
 		for q := range uint32(hostQueues) {
 			i := strconv.FormatUint(uint64(n.irqBase+q), 10)
 			cpu := strconv.Itoa(n.node*hostNodeCPUs + int(q))
@@ -285,12 +207,6 @@ func hostSysfs(t testing.TB) (sys, proc string) {
 	}
 	return sys, proc
 }
-
-// noSockets is a sock_diag that finds no AF_XDP socket.
-type noSockets struct{}
-
-func (noSockets) Dump() ([]netlink.Message, error) { return nil, nil }
-func (noSockets) Close() error                     { return nil }
 
 // seedNapi claims a slot per device and context in the napi collector's
 // table, as a poll would, and counts polls in it.
@@ -363,7 +279,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
 		progs = append(progs, ebpf.ProgramID(id))
 	}
 	sys, proc := hostSysfs(t)
-	nd := newHostNetdev(t)
+	nd := newHostNetdev()
 	netdevFams, err := newFamilyFilter("netdev", nil, re(flags.netdevExclude))
 	if err != nil {
 		t.Fatal(err)
@@ -402,7 +318,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
 		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcFS: proc}, slog.New(slog.DiscardHandler), nd),
 		"pcie":    pcie,
 		"xdp":     xdp,
-		"xsk":     &xskCollector{logger: slog.New(slog.DiscardHandler), src: noSockets{}},
+		"xsk":     &xskCollector{logger: slog.New(slog.DiscardHandler), src: xskSockets(nil)},
 	}, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		if err := set.Close(); err != nil {

@@ -71,7 +71,7 @@ type NetdevConfig struct {
 type netdevCollector struct {
 	cfg    NetdevConfig
 	logger *slog.Logger
-	src    netdev.Source
+	src    netdev.Reader
 
 	mu sync.Mutex
 	// unsupported holds commands the kernel refused with EOPNOTSUPP (an
@@ -86,14 +86,14 @@ func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (Collector, error
 }
 
 func dialNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*netdevCollector, error) {
-	conn, err := netdev.Dial()
+	r, err := netdev.Open()
 	if err != nil {
 		return nil, err
 	}
-	return newNetdevCollector(cfg, logger, conn), nil
+	return newNetdevCollector(cfg, logger, r), nil
 }
 
-func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdev.Source) *netdevCollector {
+func newNetdevCollector(cfg NetdevConfig, logger *slog.Logger, src netdev.Reader) *netdevCollector {
 	cfg.ProcFS = procRoot(cfg.ProcFS)
 	return &netdevCollector{cfg: cfg,
 		logger: logger, src: src, unsupported: map[uint8]bool{}}
@@ -105,7 +105,7 @@ func (c *netdevCollector) Close() error { return c.src.Close() }
 // netdevGet runs one command through fetch; ok is false when the
 // command is not supported here (logged once, not an error afterwards) or
 // failed before any reply.
-func netdevGet[T any](c *netdevCollector, cmd uint8, fetch func(netdev.Source) ([]T, error)) (got []T, ok bool, err error) {
+func netdevGet[T any](c *netdevCollector, cmd uint8, fetch func(netdev.Reader) ([]T, error)) (got []T, ok bool, err error) {
 	c.mu.Lock()
 	skip := c.unsupported[cmd]
 	c.mu.Unlock()
@@ -160,7 +160,7 @@ func (c *netdevCollector) Update(ctx context.Context, snap *LinkSnapshot, ch cha
 }
 
 func (c *netdevCollector) updateDevs(ch chan<- prometheus.Metric, links *Links) error {
-	devs, ok, err := netdevGet(c, netdev.CmdDevGet, netdev.Devs)
+	devs, ok, err := netdevGet(c, netdev.CmdDevGet, netdev.Reader.Devs)
 	if !ok {
 		return err
 	}
@@ -197,13 +197,13 @@ func (c *netdevCollector) emitFlags(ch chan<- prometheus.Metric, fam *Family, bi
 }
 
 func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links) error {
-	stats, ok, err := netdevGet(c, netdev.CmdQstatsGet, func(src netdev.Source) ([]netdev.Qstats, error) { return netdev.QstatsOf(src, false) })
+	stats, ok, err := netdevGet(c, netdev.CmdQstatsGet, func(r netdev.Reader) ([]netdev.Qstats, error) { return r.Qstats(false) })
 	if !ok {
 		return err
 	}
 	errs := []error{err}
 	if c.cfg.PerQueueStats {
-		more, _, err := netdevGet(c, netdev.CmdQstatsGet, func(src netdev.Source) ([]netdev.Qstats, error) { return netdev.QstatsOf(src, true) })
+		more, _, err := netdevGet(c, netdev.CmdQstatsGet, func(r netdev.Reader) ([]netdev.Qstats, error) { return r.Qstats(true) })
 		errs = append(errs, err)
 		stats = append(stats, more...)
 	}
@@ -233,7 +233,7 @@ func (c *netdevCollector) updateQstats(ch chan<- prometheus.Metric, links *Links
 
 func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
-	napis, _, err := netdevGet(c, netdev.CmdNapiGet, netdev.Napis)
+	napis, _, err := netdevGet(c, netdev.CmdNapiGet, netdev.Reader.Napis)
 	errs = append(errs, err)
 	byID := make(map[uint32]*netdev.Napi, len(napis))
 	for i := range napis {
@@ -260,7 +260,7 @@ func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 		}
 	}
 
-	queues, ok, err := netdevGet(c, netdev.CmdQueueGet, netdev.Queues)
+	queues, ok, err := netdevGet(c, netdev.CmdQueueGet, netdev.Reader.Queues)
 	errs = append(errs, err)
 	if !ok {
 		return errors.Join(errs...)
@@ -295,7 +295,7 @@ func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 
 func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Links) error {
 	var errs []error
-	pools, ok, err := netdevGet(c, netdev.CmdPagePoolGet, netdev.PagePools)
+	pools, ok, err := netdevGet(c, netdev.CmdPagePoolGet, netdev.Reader.PagePools)
 	errs = append(errs, err)
 	if !ok {
 		return errors.Join(errs...)
@@ -324,7 +324,7 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 	if !slices.ContainsFunc(netdevPagePoolStats[:], c.cfg.Families.keeps) {
 		return errors.Join(errs...) // no family wants the dump
 	}
-	stats, ok, err := netdevGet(c, netdev.CmdPagePoolStatsGet, netdev.PagePoolStats)
+	stats, ok, err := netdevGet(c, netdev.CmdPagePoolStatsGet, netdev.Reader.PagePoolStats)
 	errs = append(errs, err)
 	if !ok {
 		return errors.Join(errs...)

@@ -6,37 +6,19 @@ import (
 
 	"github.com/mdlayher/genetlink"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
 )
 
-// fuzzNetdevSource answers each dump with the fuzz input's messages of that
-// command, as the kernel tags its replies; the queue-scope qstats request
-// gets none (the per-queue replies arrive with the device-scope ones).
-type fuzzNetdevSource struct{ msgs []genetlink.Message }
-
-func (s fuzzNetdevSource) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
-	if attrs != nil {
-		return nil, nil
-	}
-	var out []genetlink.Message
-	for _, m := range s.msgs {
-		if m.Header.Command == cmd {
-			out = append(out, m)
-		}
-	}
-	return out, nil
-}
-
-func (fuzzNetdevSource) Close() error { return nil }
-
 // FuzzNetdevDecode feeds netlink replies of the netdev family (struct
-// nlmsghdr, struct genlmsghdr, attributes, as the kernel sends them) to the
-// collector: whatever the attributes hold, nothing panics and every metric
-// it sends can be written out. The reader's own FuzzDecode holds the
-// decoders to one value per message.
+// nlmsghdr, struct genlmsghdr, attributes, as the kernel sends them)
+// through the reader's decoders to the collector: whatever the attributes
+// hold, nothing panics and every metric it sends can be written out. The
+// reader's own FuzzDecode holds the decoders to one value per message;
+// both start from the reader's recorded replies.
 func FuzzNetdevDecode(f *testing.F) {
-	seeds, err := nltest.ReadDir(netdevReplies)
+	seeds, err := nltest.ReadDir("../internal/kernel/netdev/testdata/replies")
 	nltest.AddSeeds(f, seeds, err)
 	procFS := f.TempDir()
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -44,8 +26,23 @@ func FuzzNetdevDecode(f *testing.F) {
 		if !ok {
 			return
 		}
-		c := onLinks{newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcFS: procFS}, slog.New(slog.DiscardHandler),
-			fuzzNetdevSource{msgs}), fixtureLinks()}
+		of := func(cmd uint8) []genetlink.Message {
+			var out []genetlink.Message
+			for _, m := range msgs {
+				if m.Header.Command == cmd {
+					out = append(out, m)
+				}
+			}
+			return out
+		}
+		v := &netdevValues{}
+		v.devs, _ = netdev.DecodeDevs(of(netdev.CmdDevGet))
+		v.qstats, _ = netdev.DecodeQstats(of(netdev.CmdQstatsGet))
+		v.queues, _ = netdev.DecodeQueues(of(netdev.CmdQueueGet))
+		v.napis, _ = netdev.DecodeNapis(of(netdev.CmdNapiGet))
+		v.pools, _ = netdev.DecodePagePools(of(netdev.CmdPagePoolGet))
+		v.poolStats, _ = netdev.DecodePagePoolStats(of(netdev.CmdPagePoolStatsGet))
+		c := onLinks{newNetdevCollector(NetdevConfig{PerQueueStats: true, ProcFS: procFS}, slog.New(slog.DiscardHandler), v), eth0Links()}
 		ms, _ := collect(c)
 		writeAll(t, ms)
 	})
@@ -56,7 +53,7 @@ func FuzzNetdevDecode(f *testing.F) {
 // panic, one socket per message when decoding succeeds, and the collector
 // sends every stat of every socket that has XDP_DIAG_STATS.
 func FuzzXDPDiag(f *testing.F) {
-	seeds, err := nltest.Seeds(hexFixture(f, xskFixturePath))
+	seeds, err := nltest.Seeds(hexFixture(f, "../internal/kernel/xskdiag/testdata/xdp-diag.hex"))
 	nltest.AddSeeds(f, seeds, err)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		msgs, ok := nltest.Split(raw)
@@ -77,7 +74,7 @@ func FuzzXDPDiag(f *testing.F) {
 				want += len(xskStatNames) + len(s.Rings)
 			}
 		}
-		c := onLinks{&xskCollector{logger: slog.New(slog.DiscardHandler), src: replayXSK{msgs}}, fixtureLinks()}
+		c := onLinks{&xskCollector{logger: slog.New(slog.DiscardHandler), src: xskSockets(socks)}, eth0Links()}
 		ms, err := collect(c)
 		if err != nil {
 			t.Fatalf("update: %v", err)

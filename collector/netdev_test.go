@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
@@ -200,101 +202,188 @@ func TestNetdevLiveUnsupported(t *testing.T) {
 	t.Logf("log:\n%s", log.String())
 }
 
-// replayCollector builds the collector on the fixtures; override swaps a
-// request's file (or, with "", makes the command unsupported).
-func replayCollector(t testing.TB, cfg NetdevConfig, override map[string]string) (Collector, *replaySource, *bytes.Buffer) {
-	src := &replaySource{dir: netdevReplies, override: override}
+// netdevValues is a netdev.Reader of typed values. A command in
+// unsupported fails as on a kernel without it (EOPNOTSUPP); calls counts
+// what was asked.
+type netdevValues struct {
+	devs                []netdev.Dev
+	qstats, queueQstats []netdev.Qstats
+	queues              []netdev.Queue
+	napis               []netdev.Napi
+	pools               []netdev.PagePool
+	poolStats           []netdev.PoolStats
+	unsupported         map[uint8]bool
+	calls               map[uint8]int
+}
+
+func netdevAnswer[T any](v *netdevValues, cmd uint8, values []T) ([]T, error) {
+	if v.calls == nil {
+		v.calls = map[uint8]int{}
+	}
+	v.calls[cmd]++
+	if v.unsupported[cmd] {
+		return nil, fmt.Errorf("%s: %w", netdev.CmdNames[cmd], unix.EOPNOTSUPP)
+	}
+	return values, nil
+}
+
+func (v *netdevValues) Devs() ([]netdev.Dev, error) { return netdevAnswer(v, netdev.CmdDevGet, v.devs) }
+func (v *netdevValues) Qstats(perQueue bool) ([]netdev.Qstats, error) {
+	if perQueue {
+		return netdevAnswer(v, netdev.CmdQstatsGet, v.queueQstats)
+	}
+	return netdevAnswer(v, netdev.CmdQstatsGet, v.qstats)
+}
+func (v *netdevValues) Queues() ([]netdev.Queue, error) {
+	return netdevAnswer(v, netdev.CmdQueueGet, v.queues)
+}
+func (v *netdevValues) Napis() ([]netdev.Napi, error) {
+	return netdevAnswer(v, netdev.CmdNapiGet, v.napis)
+}
+func (v *netdevValues) PagePools() ([]netdev.PagePool, error) {
+	return netdevAnswer(v, netdev.CmdPagePoolGet, v.pools)
+}
+func (v *netdevValues) PagePoolStats() ([]netdev.PoolStats, error) {
+	return netdevAnswer(v, netdev.CmdPagePoolStatsGet, v.poolStats)
+}
+func (*netdevValues) Close() error { return nil }
+
+// qstatsOf is a Qstats with the named values present.
+func qstatsOf(ifindex uint32, perQueue bool, typ, queue uint32, values map[string]uint64) netdev.Qstats {
+	s := netdev.Qstats{Ifindex: ifindex, PerQueue: perQueue, QueueType: typ, QueueID: queue}
+	for i, name := range netdev.QstatNames {
+		if v, ok := values[name]; ok {
+			s.Values[i], s.Present[i] = v, true
+		}
+	}
+	return s
+}
+
+// testNetdev is eth0 (ifindex 4) of a two-channel NIC whose driver links
+// each queue to a NAPI with its IRQ (netif_napi_set_irq), with a page pool
+// per RX queue and an orphaned pool (its netdev gone), and lo.
+func testNetdev() *netdevValues {
+	v := &netdevValues{
+		devs: []netdev.Dev{{Ifindex: 1, HasRxMetadata: true}, {Ifindex: 4, XDPFeatures: 0x2b | 1<<40, XDPZCMaxSegs: 1, HasZCMaxSegs: true}},
+		qstats: []netdev.Qstats{qstatsOf(4, false, 0, 0, map[string]uint64{
+			"rx-packets": 10361, "rx-bytes": 199297415, "tx-packets": 9471, "tx-bytes": 970481, "rx-hw-drops": 17, "tx-stop": 0})},
+		queueQstats: []netdev.Qstats{
+			qstatsOf(4, true, 0, 0, map[string]uint64{"rx-packets": 6000, "rx-bytes": 100000000}),
+			qstatsOf(4, true, 0, 1, map[string]uint64{"rx-packets": 4361, "rx-bytes": 99297415}),
+			qstatsOf(4, true, 1, 0, map[string]uint64{"tx-packets": 9471}),
+		},
+		pools: []netdev.PagePool{
+			{ID: 7, NapiID: 8193, Inflight: 1024, InflightMem: 1024 * 4096, Ifindex: 4},
+			{ID: 8, NapiID: 8194, Inflight: 1536, InflightMem: 1536 * 4096, Ifindex: 4},
+			{ID: 3, Inflight: 2, InflightMem: 2 * 4096, Detached: true},
+		},
+		poolStats: []netdev.PoolStats{
+			{ID: 7, Ifindex: 4, Values: [...]uint64{52341234, 1024, 0, 3, 812, 0, 50011223, 120, 2330011, 4, 12}},
+			{ID: 8, Ifindex: 4, Values: [...]uint64{7_000_000_000, 1536, 0, 1, 2, 0, 6_999_000_000, 0, 998_000, 0, 0}},
+		},
+	}
+	for i := range v.poolStats {
+		for j := range v.poolStats[i].Present {
+			v.poolStats[i].Present[j] = true
+		}
+	}
+	for q, irq := range []uint32{41, 42} {
+		napi := 8193 + uint32(q)
+		v.napis = append(v.napis, netdev.Napi{Ifindex: 4, ID: napi, IRQ: irq, HasIRQ: true,
+			DeferHardIRQs: 2, HasDeferHardIRQs: true, GROFlushTimeoutNs: 200_000, HasGROFlushTimeout: true})
+		for typ := range uint32(2) {
+			v.queues = append(v.queues, netdev.Queue{Ifindex: 4, ID: uint32(q), QueueType: typ, NapiID: napi})
+		}
+	}
+	v.queues = append(v.queues, netdev.Queue{Ifindex: 1, ID: 0, QueueType: 0})
+	return v
+}
+
+// valuesCollector is the netdev collector on v, with IRQ affinity from
+// procFS, seeing eth0Links.
+func valuesCollector(cfg NetdevConfig, v *netdevValues) (Collector, *bytes.Buffer) {
 	var log bytes.Buffer
-	c := newNetdevCollector(cfg, slog.New(slog.NewTextHandler(&log, nil)), src)
-	return onLinks{c, fixtureLinks()}, src, &log
+	return onLinks{newNetdevCollector(cfg, slog.New(slog.NewTextHandler(&log, nil)), v), eth0Links()}, &log
 }
 
-// TestNetdevReplayCaptured decodes the replies captured from this VM's kernel.
-func TestNetdevReplayCaptured(t *testing.T) {
-	c, _, _ := replayCollector(t, NetdevConfig{PerQueueStats: true}, nil)
-	mfs := gather(t, c)
-	// The values below are the ones in the captured hex (see the files).
-	for name, want := range map[string]float64{
-		"xdp_netdev_qstats_rx_packets_total": 0x2879, "xdp_netdev_qstats_rx_bytes_total": 0x0be10987,
-		"xdp_netdev_qstats_tx_packets_total": 0x24ff, "xdp_netdev_qstats_tx_bytes_total": 0x0ecef1,
-		"xdp_netdev_qstats_tx_stop_total": 0, "xdp_netdev_qstats_tx_wake_total": 0,
-	} {
-		if v := value(t, mfs, name, "device", "eth0"); v != want {
-			t.Errorf("%s = %v, want %v", name, v, want)
-		}
-	}
-	if v := value(t, mfs, "xdp_netdev_queue_rx_packets_total", "device", "eth0", "queue", "0", "type", "rx"); v != 0x2879 {
-		t.Errorf("eth0 rx queue 0 packets = %v", v)
-	}
-	if _, ok := mfs["xdp_netdev_qstats_rx_hw_drops_total"]; ok {
-		t.Error("virtio_net does not report rx-hw-drops, yet a series appeared")
-	}
-	for feature, want := range map[string]float64{"basic": 1, "redirect": 1, "ndo-xmit": 0, "xsk-zerocopy": 1, "rx-sg": 1} {
-		if v := value(t, mfs, "xdp_netdev_xdp_feature", "device", "eth0", "feature", feature); v != want {
-			t.Errorf("eth0 feature %s = %v, want %v", feature, v, want)
-		}
-	}
-	if v := value(t, mfs, "xdp_netdev_queue_info", "device", "eth0", "queue", "0", "type", "rx", "napi_id", "257", "irq", ""); v != 1 {
-		t.Errorf("eth0 queue_info = %v", v)
-	}
-	if _, ok := mfs["xdp_netdev_page_pool_inflight_pages"]; !ok {
-		t.Error("page pool fixture not decoded")
-	}
-}
-
-// TestNetdevReplayConstructed decodes the constructed page-pool and IRQ
-// replies and joins queues to IRQ affinity from a fake /proc/irq.
-func TestNetdevReplayConstructed(t *testing.T) {
+// fakeProcIRQ writes /proc/irq/N/{smp,effective}_affinity_list.
+func fakeProcIRQ(t *testing.T, affinity map[string][2]string) string {
 	procFS := t.TempDir()
-	procIRQ := filepath.Join(procFS, "irq")
-	for irq, cpus := range map[string][2]string{"41": {"0-3", "2"}, "42": {"0-3", "2"}} {
-		if err := os.MkdirAll(filepath.Join(procIRQ, irq), 0o755); err != nil {
+	for irq, cpus := range affinity {
+		dir := filepath.Join(procFS, "irq", irq)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(procIRQ, irq, "smp_affinity_list"), []byte(cpus[0]+"\n"), 0o644)
-		os.WriteFile(filepath.Join(procIRQ, irq, "effective_affinity_list"), []byte(cpus[1]+"\n"), 0o644)
+		for file, v := range map[string]string{"smp_affinity_list": cpus[0], "effective_affinity_list": cpus[1]} {
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(v+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	c, _, _ := replayCollector(t, NetdevConfig{ProcFS: procFS},
-		map[string]string{"napi-get": "napi-get-irq", "queue-get": "queue-get-irq"})
-	mfs := gather(t, c)
+	return procFS
+}
 
-	for _, q := range constructedIRQs {
-		queue, napi, irq := strconv.Itoa(int(q.queue)), strconv.Itoa(int(q.napi)), strconv.Itoa(int(q.irq))
-		if v := value(t, mfs, "xdp_netdev_queue_info", "device", "eth0", "queue", queue, "type", "rx",
-			"napi_id", napi, "irq", irq, "cpus", "0-3", "effective_cpus", "2"); v != 1 {
-			t.Errorf("queue %s info = %v", queue, v)
-		}
-		if v := value(t, mfs, "xdp_netdev_napi_gro_flush_timeout_seconds", "napi_id", napi); v != 200e-6 {
-			t.Errorf("gro flush timeout = %v", v)
+// TestNetdevMetrics maps every command's values: qstats per device and
+// per queue (only those the driver reports), XDP features (and a bit no
+// name is known for), queues joined to their NAPI, IRQ and its CPUs, page
+// pools with and without a device.
+func TestNetdevMetrics(t *testing.T) {
+	v := testNetdev()
+	c, _ := valuesCollector(NetdevConfig{PerQueueStats: true, ProcFS: fakeProcIRQ(t, map[string][2]string{"41": {"0-3", "2"}, "42": {"0-3", "3"}})}, v)
+	mfs := gather(t, c)
+	for name, want := range map[string]float64{
+		"xdp_netdev_qstats_rx_packets_total": 10361, "xdp_netdev_qstats_rx_bytes_total": 199297415,
+		"xdp_netdev_qstats_tx_packets_total": 9471, "xdp_netdev_qstats_rx_hw_drops_total": 17, "xdp_netdev_qstats_tx_stop_total": 0,
+	} {
+		if got := value(t, mfs, name, "device", "eth0"); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	for _, p := range constructedPools {
-		id := strconv.FormatUint(p.id, 10)
-		dev := fixtureNames[p.ifindex]
-		if p.ifindex == 0 {
-			dev = ""
+	if _, ok := mfs["xdp_netdev_qstats_rx_alloc_fail_total"]; ok {
+		t.Error("a qstat the driver does not report has a series")
+	}
+	if got := value(t, mfs, "xdp_netdev_queue_rx_packets_total", "device", "eth0", "queue", "1", "type", "rx"); got != 4361 {
+		t.Errorf("eth0 rx queue 1 packets = %v", got)
+	}
+	for feature, want := range map[string]float64{"basic": 1, "redirect": 1, "ndo-xmit": 0, "xsk-zerocopy": 1, "rx-sg": 1, "0x10000000000": 1} {
+		if got := value(t, mfs, "xdp_netdev_xdp_feature", "device", "eth0", "feature", feature); got != want {
+			t.Errorf("eth0 feature %s = %v, want %v", feature, got, want)
 		}
-		if v := value(t, mfs, "xdp_netdev_page_pool_inflight_pages", "pool_id", id, "device", dev); v != float64(p.inflight) {
-			t.Errorf("pool %s inflight = %v, want %v", id, v, p.inflight)
+	}
+	if _, n := exportertest.Match(mfs, "xdp_netdev_xsk_feature", "device", "lo"); n != 0 {
+		t.Error("lo reports xsk features it has no attribute for")
+	}
+	for q, cpu := range []string{"2", "3"} {
+		queue, napi, irq := strconv.Itoa(q), strconv.Itoa(8193+q), strconv.Itoa(41+q)
+		if got := value(t, mfs, "xdp_netdev_queue_info", "device", "eth0", "queue", queue, "type", "rx",
+			"napi_id", napi, "irq", irq, "cpus", "0-3", "effective_cpus", cpu); got != 1 {
+			t.Errorf("queue %s info = %v", queue, got)
 		}
-		if v := value(t, mfs, "xdp_netdev_page_pool_inflight_bytes", "pool_id", id); v != float64(p.inflight*4096) {
-			t.Errorf("pool %s inflight bytes = %v", id, v)
+		if got := value(t, mfs, "xdp_netdev_napi_gro_flush_timeout_seconds", "napi_id", napi); got != 200e-6 {
+			t.Errorf("gro flush timeout = %v", got)
 		}
-		detached := 0.0
-		if p.detached != 0 {
-			detached = 1
+	}
+	if got := value(t, mfs, "xdp_netdev_queue_info", "device", "lo", "queue", "0", "napi_id", "", "irq", ""); got != 1 {
+		t.Errorf("lo queue info = %v", got)
+	}
+	for _, p := range v.pools {
+		id, dev := strconv.FormatUint(p.ID, 10), ""
+		if p.Ifindex != 0 {
+			dev = "eth0"
 		}
-		if v := value(t, mfs, "xdp_netdev_page_pool_detached", "pool_id", id); v != detached {
-			t.Errorf("pool %s detached = %v", id, v)
+		if got := value(t, mfs, "xdp_netdev_page_pool_inflight_pages", "pool_id", id, "device", dev); got != float64(p.Inflight) {
+			t.Errorf("pool %s inflight = %v, want %v", id, got, p.Inflight)
 		}
-		if p.ifindex == 0 {
-			continue
+		if got := value(t, mfs, "xdp_netdev_page_pool_detached", "pool_id", id); got != boolValue(p.Detached) {
+			t.Errorf("pool %s detached = %v", id, got)
 		}
-		napi := strconv.FormatUint(p.napi, 10)
+	}
+	for _, s := range v.poolStats {
+		id := strconv.FormatUint(s.ID, 10)
 		for i, stat := range netdev.PagePoolStatNames {
 			name := "xdp_netdev_page_pool_" + metricStem(stat) + "_total"
-			if v := value(t, mfs, name, "pool_id", id, "napi_id", napi, "device", dev); v != float64(p.stats[i]) {
-				t.Errorf("pool %s %s = %v, want %v", id, stat, v, p.stats[i])
+			if got := value(t, mfs, name, "pool_id", id, "device", "eth0"); got != float64(s.Values[i]) {
+				t.Errorf("pool %s %s = %v, want %v", id, stat, got, s.Values[i])
 			}
 		}
 	}
@@ -304,7 +393,9 @@ func TestNetdevReplayConstructed(t *testing.T) {
 // kernel without CONFIG_PAGE_POOL_STATS: it is logged once, asked once, and
 // never fails the scrape.
 func TestNetdevUnsupportedOnce(t *testing.T) {
-	c, src, log := replayCollector(t, NetdevConfig{}, map[string]string{"page-pool-stats-get": ""})
+	v := testNetdev()
+	v.unsupported = map[uint8]bool{netdev.CmdPagePoolStatsGet: true}
+	c, log := valuesCollector(NetdevConfig{}, v)
 	for range 3 {
 		mfs := gather(t, c)
 		if _, ok := mfs["xdp_netdev_page_pool_alloc_fast_total"]; ok {
@@ -314,7 +405,7 @@ func TestNetdevUnsupportedOnce(t *testing.T) {
 			t.Fatal("page-pool-get metrics lost with page-pool-stats-get")
 		}
 	}
-	if n := src.calls[netdev.CmdPagePoolStatsGet]; n != 1 {
+	if n := v.calls[netdev.CmdPagePoolStatsGet]; n != 1 {
 		t.Errorf("page-pool-stats-get asked %d times, want 1", n)
 	}
 	if n := strings.Count(log.String(), "CONFIG_PAGE_POOL_STATS"); n != 1 {
@@ -324,7 +415,7 @@ func TestNetdevUnsupportedOnce(t *testing.T) {
 
 // TestNetdevDeviceFilter drops excluded devices from every family.
 func TestNetdevDeviceFilter(t *testing.T) {
-	c, _, _ := replayCollector(t, NetdevConfig{Filter: Filter{Devices: newDeviceFilter(nil, regexp.MustCompile("^eth0$"))}, PerQueueStats: true}, nil)
+	c, _ := valuesCollector(NetdevConfig{Filter: Filter{Devices: newDeviceFilter(nil, regexp.MustCompile("^eth0$"))}, PerQueueStats: true}, testNetdev())
 	mfs := gather(t, c)
 	for name, mf := range mfs {
 		for _, m := range mf.GetMetric() {
@@ -339,19 +430,6 @@ func TestNetdevDeviceFilter(t *testing.T) {
 // dump the kernel supports, interface names and IRQ affinity reads.
 func BenchmarkNetdevUpdate(b *testing.B) {
 	c := newLiveNetdev(b, NetdevConfig{PerQueueStats: true})
-	b.ReportAllocs()
-	for b.Loop() {
-		ch := make(chan prometheus.Metric, 4096)
-		if err := c.Update(context.Background(), NewLinkSnapshot(), ch); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkNetdevReplay measures an Update on the fixtures: reading and
-// parsing the hex files plus decoding, without the kernel.
-func BenchmarkNetdevReplay(b *testing.B) {
-	c, _, _ := replayCollector(b, NetdevConfig{PerQueueStats: true}, nil)
 	b.ReportAllocs()
 	for b.Loop() {
 		ch := make(chan prometheus.Metric, 4096)

@@ -82,7 +82,7 @@ type pcieCollector struct {
 	logger *slog.Logger
 	// netdev is the netdev generic netlink family, for queue -> NAPI ->
 	// IRQ; nil where the kernel has none.
-	netdev netdev.Source
+	netdev netdev.Reader
 }
 
 func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
@@ -93,8 +93,8 @@ func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	}
 	c := &pcieCollector{cfg: cfg, logger: logger}
 	// Without the family the drivers' IRQ names stand in.
-	if conn, err := netdev.Dial(); err == nil {
-		c.netdev = conn
+	if r, err := netdev.Open(); err == nil {
+		c.netdev = r
 	}
 	return c, nil
 }

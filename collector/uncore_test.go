@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci/pcitest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/uncore"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
@@ -43,8 +44,8 @@ func TestUncoreOnThisHost(t *testing.T) {
 func uncoreFixture(t *testing.T) Shared {
 	root := t.TempDir()
 	sys, proc := filepath.Join(root, "sys"), filepath.Join(root, "proc")
-	write := func(path, content string) { writeTreeFile(t, filepath.Join(sys, path), content) }
-	writeTreeFile(t, filepath.Join(proc, "cpuinfo"), "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9654\nstepping\t: 1\n\n")
+	write := func(path, content string) { pcitest.WriteFile(t, filepath.Join(sys, path), content) }
+	pcitest.WriteFile(t, filepath.Join(proc, "cpuinfo"), "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC 9654\nstepping\t: 1\n\n")
 	for cpu, pkg := range []string{"0", "1"} {
 		write("devices/system/cpu/cpu"+strconv.Itoa(cpu)+"/topology/physical_package_id", pkg+"\n")
 	}
@@ -64,7 +65,7 @@ func uncoreFixture(t *testing.T) Shared {
 	write(free+"events/bw_in_port0.unit", "MiB\n")
 	for nic, path := range map[string]string{"eth0": "pci0000:3a/0000:3a:00.0/0000:3b:00.0", "eth1": "pci0000:ae/0000:ae:02.0/0000:af:00.0"} {
 		write("devices/"+path+"/vendor", "0x15b3\n")
-		symlinkTree(t, filepath.Join("..", "..", "..", "devices", path), filepath.Join(sys, "class", "net", nic, "device"))
+		pcitest.Symlink(t, filepath.Join("..", "..", "..", "devices", path), filepath.Join(sys, "class", "net", nic, "device"))
 	}
 	return Shared{SysFS: sys, ProcFS: proc}
 }

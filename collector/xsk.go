@@ -62,21 +62,21 @@ type XSKConfig struct {
 type xskCollector struct {
 	cfg    XSKConfig
 	logger *slog.Logger
-	src    xskdiag.Source
+	src    xskdiag.Reader
 }
 
-// NewXSKCollector opens a sock_diag socket (xskdiag.Dial); without
+// NewXSKCollector opens a sock_diag socket (xskdiag.Open); without
 // CONFIG_XDP_SOCKETS_DIAG the collector is unsupported.
 func NewXSKCollector(cfg XSKConfig, logger *slog.Logger) (Collector, error) {
 	return asCollector(newXSKCollector(cfg, logger))
 }
 
 func newXSKCollector(cfg XSKConfig, logger *slog.Logger) (*xskCollector, error) {
-	conn, err := xskdiag.Dial()
+	r, err := xskdiag.Open()
 	if err != nil {
 		return nil, err
 	}
-	return &xskCollector{cfg: cfg, logger: logger, src: conn}, nil
+	return &xskCollector{cfg: cfg, logger: logger, src: r}, nil
 }
 
 // Close releases the netlink socket.
@@ -84,7 +84,7 @@ func (c *xskCollector) Close() error { return c.src.Close() }
 
 // Update dumps every AF_XDP socket of the namespace.
 func (c *xskCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
-	socks, err := xskdiag.Sockets(c.src)
+	socks, err := c.src.Sockets()
 	if err != nil {
 		return err
 	}

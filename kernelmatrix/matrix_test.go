@@ -60,8 +60,16 @@ var guestPackages = []guestPackage{
 	{pkg: "bpf/drop"},
 	// The napi object's typed slot keys, claimed and freed.
 	{pkg: "bpf/napi"},
-	// The ethtool ioctls against a real veth (the guard page).
+	// The readers against each kernel's own objects: the ethtool ioctls
+	// on a real veth (the guard page); the link dump with XDP by mode;
+	// programs and bpf_links by id; the netdev family (absent before
+	// 6.3, where the reader must say so); AF_XDP socket diag (a module
+	// of Debian's 6.12).
 	{pkg: "internal/kernel/ethtoolioctl"},
+	{pkg: "internal/kernel/rtnl"},
+	{pkg: "internal/kernel/bpfprog"},
+	{pkg: "internal/kernel/netdev"},
+	{pkg: "internal/kernel/xskdiag"},
 	// The uncore reader's open, read and scale through the software PMU:
 	// perf_event_attr with config1 as each kernel takes it.
 	{pkg: "internal/kernel/uncore"},

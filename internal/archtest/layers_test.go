@@ -24,8 +24,9 @@ const (
 	// Collector: the scrape framework and collectors (collector/), with
 	// their building blocks (collector/internal/...).
 	Collector Role = "collector"
-	// TestSupport: helpers only tests import (internal/testkit/..., and
-	// the recorded netlink replies beside the readers they serve).
+	// TestSupport: helpers only tests import: internal/testkit/..., and
+	// beside the readers they serve the packages named *test (nltest's
+	// recorded netlink replies, pcitest's sysfs trees).
 	TestSupport Role = "test support"
 	// Above: what uses the collector or the readers: binaries, the lab,
 	// the dashboards, the METRICS.md generator, the kernel matrix.
@@ -37,7 +38,7 @@ func roleOf(pkg string) Role {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	under := func(dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
 	switch {
-	case under("internal/testkit"), under("internal/kernel/nltest"):
+	case under("internal/testkit"), under("internal/kernel") && strings.HasSuffix(rel, "test"):
 		return TestSupport
 	case under("internal/kernel"):
 		return Reader

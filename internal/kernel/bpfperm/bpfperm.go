@@ -102,6 +102,11 @@ func lockdownMode() string {
 	if err != nil {
 		return ""
 	}
+	return parseLockdown(b)
+}
+
+// parseLockdown reads the mode in brackets of a lockdown file.
+func parseLockdown(b []byte) string {
 	for _, f := range strings.Fields(string(b)) {
 		if strings.HasPrefix(f, "[") && strings.HasSuffix(f, "]") {
 			return strings.Trim(f, "[]")

@@ -369,8 +369,8 @@ type QueueKey struct{ Ifindex, Queue uint32 }
 // RxQueueIRQs maps each RX queue that the kernel links to a NAPI instance
 // with an IRQ to that IRQ (netdev queue-get and napi-get; the NAPI's IRQ
 // since Linux 6.9, where the driver reports it).
-func RxQueueIRQs(src Source) (map[QueueKey]uint32, error) {
-	napis, err := Napis(src)
+func RxQueueIRQs(r Reader) (map[QueueKey]uint32, error) {
+	napis, err := r.Napis()
 	if err != nil {
 		return nil, err
 	}
@@ -380,7 +380,7 @@ func RxQueueIRQs(src Source) (map[QueueKey]uint32, error) {
 			irqOf[n.ID] = n.IRQ
 		}
 	}
-	queues, err := Queues(src)
+	queues, err := r.Queues()
 	out := map[QueueKey]uint32{}
 	for _, q := range queues {
 		if irq, ok := irqOf[q.NapiID]; ok && q.NapiID != 0 && QueueTypeName(q.QueueType) == "rx" {
@@ -421,7 +421,7 @@ type Conn struct {
 }
 
 // Dial resolves the family; errors.Is(err, ErrNoFamily) where the kernel
-// has none.
+// has none. Open gives its replies decoded.
 func Dial() (*Conn, error) {
 	conn, err := genetlink.Dial(nil)
 	if err != nil {
@@ -452,6 +452,39 @@ func (c *Conn) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
 // Close releases nothing: sockets live for one dump.
 func (c *Conn) Close() error { return nil }
 
+// Reader is the family's dumps, decoded: what the collectors ask of the
+// kernel. Decoded is the kernel's (or a recording's); tests of what uses
+// the family give typed values.
+type Reader interface {
+	// Devs is dev-get of every device.
+	Devs() ([]Dev, error)
+	// Qstats is qstats-get: per device, or per queue with perQueue.
+	Qstats(perQueue bool) ([]Qstats, error)
+	// Queues is queue-get of every queue.
+	Queues() ([]Queue, error)
+	// Napis is napi-get of every NAPI instance.
+	Napis() ([]Napi, error)
+	// PagePools is page-pool-get of every page pool.
+	PagePools() ([]PagePool, error)
+	// PagePoolStats is page-pool-stats-get of every page pool.
+	PagePoolStats() ([]PoolStats, error)
+	Close() error
+}
+
+// Decoded reads a Source's replies: the Reader of the kernel (a Conn) or of
+// recorded replies.
+type Decoded struct{ Source }
+
+// Open resolves the family and returns the kernel's Reader; ErrNoFamily
+// where the kernel has none.
+func Open() (Reader, error) {
+	conn, err := Dial()
+	if err != nil {
+		return nil, err
+	}
+	return Decoded{conn}, nil
+}
+
 // dumpDecode runs one dump and decodes its replies; a decoding error
 // comes with the replies decoded before it.
 func dumpDecode[T any](src Source, cmd uint8, attrs []byte, decode func([]genetlink.Message) ([]T, error)) ([]T, error) {
@@ -462,37 +495,39 @@ func dumpDecode[T any](src Source, cmd uint8, attrs []byte, decode func([]genetl
 	return decode(msgs)
 }
 
-// Devs is dev-get of every device.
-func Devs(src Source) ([]Dev, error) { return dumpDecode(src, CmdDevGet, nil, DecodeDevs) }
+func (d Decoded) Devs() ([]Dev, error) { return dumpDecode(d.Source, CmdDevGet, nil, DecodeDevs) }
 
-// Queues is queue-get of every queue.
-func Queues(src Source) ([]Queue, error) { return dumpDecode(src, CmdQueueGet, nil, DecodeQueues) }
-
-// Napis is napi-get of every NAPI instance.
-func Napis(src Source) ([]Napi, error) { return dumpDecode(src, CmdNapiGet, nil, DecodeNapis) }
-
-// PagePools is page-pool-get of every page pool.
-func PagePools(src Source) ([]PagePool, error) {
-	return dumpDecode(src, CmdPagePoolGet, nil, DecodePagePools)
+func (d Decoded) Queues() ([]Queue, error) {
+	return dumpDecode(d.Source, CmdQueueGet, nil, DecodeQueues)
 }
 
-// PagePoolStats is page-pool-stats-get of every page pool.
-func PagePoolStats(src Source) ([]PoolStats, error) {
-	return dumpDecode(src, CmdPagePoolStatsGet, nil, DecodePagePoolStats)
+func (d Decoded) Napis() ([]Napi, error) { return dumpDecode(d.Source, CmdNapiGet, nil, DecodeNapis) }
+
+func (d Decoded) PagePools() ([]PagePool, error) {
+	return dumpDecode(d.Source, CmdPagePoolGet, nil, DecodePagePools)
 }
 
-// QstatsOf is qstats-get: per device, or per queue with perQueue.
-func QstatsOf(src Source, perQueue bool) ([]Qstats, error) {
+func (d Decoded) PagePoolStats() ([]PoolStats, error) {
+	return dumpDecode(d.Source, CmdPagePoolStatsGet, nil, DecodePagePoolStats)
+}
+
+func (d Decoded) Qstats(perQueue bool) ([]Qstats, error) {
 	var attrs []byte
 	if perQueue {
-		ae := netlink.NewAttributeEncoder()
-		ae.Uint32(AQstatsScope, QstatsScopeQueue)
-		var err error
-		if attrs, err = ae.Encode(); err != nil {
-			return nil, err
-		}
+		attrs = QueueScope()
 	}
-	return dumpDecode(src, CmdQstatsGet, attrs, DecodeQstats)
+	return dumpDecode(d.Source, CmdQstatsGet, attrs, DecodeQstats)
+}
+
+// QueueScope is the attributes of a qstats-get request per queue.
+func QueueScope() []byte {
+	ae := netlink.NewAttributeEncoder()
+	ae.Uint32(AQstatsScope, QstatsScopeQueue)
+	b, err := ae.Encode()
+	if err != nil {
+		panic(err) // one u32 attribute always encodes
+	}
+	return b
 }
 
 // QstatDocs explains each attribute of QstatNames, condensed from the spec's

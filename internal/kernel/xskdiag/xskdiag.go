@@ -56,8 +56,8 @@ type Socket struct {
 	Rings    map[string]uint32 // ring -> entries
 }
 
-// Source dumps every AF_XDP socket's diag message; tests replay
-// constructed ones.
+// Source dumps every AF_XDP socket's diag message: the kernel (Conn), or
+// recorded replies in tests.
 type Source interface {
 	Dump() ([]netlink.Message, error)
 	Close() error
@@ -178,9 +178,29 @@ func Decode(msgs []netlink.Message) ([]Socket, error) {
 	return out, nil
 }
 
-// Sockets dumps and decodes every AF_XDP socket of src's namespace.
-func Sockets(src Source) ([]Socket, error) {
-	msgs, err := src.Dump()
+// Reader lists the AF_XDP sockets, decoded: what the collector asks of
+// the kernel. Decoded is the kernel's (or a recording's); tests of what
+// uses it give typed values.
+type Reader interface {
+	Sockets() ([]Socket, error)
+	Close() error
+}
+
+// Decoded reads a Source's replies.
+type Decoded struct{ Source }
+
+// Open dials sock_diag (Dial) and returns the kernel's Reader.
+func Open() (Reader, error) {
+	conn, err := Dial()
+	if err != nil {
+		return nil, err
+	}
+	return Decoded{conn}, nil
+}
+
+// Sockets dumps and decodes every AF_XDP socket of the namespace.
+func (d Decoded) Sockets() ([]Socket, error) {
+	msgs, err := d.Dump()
 	if err != nil {
 		return nil, err
 	}

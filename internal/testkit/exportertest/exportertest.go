@@ -50,7 +50,7 @@ func Build(t testing.TB) string {
 	}
 	buildOnce.Do(func() {
 		_, here, _, _ := runtime.Caller(0)
-		pkg := filepath.Join(filepath.Dir(here), "..", "..", "cmd", "xdp_exporter")
+		pkg := filepath.Join(filepath.Dir(here), "..", "..", "..", "cmd", "xdp_exporter")
 		dir, err := os.MkdirTemp("", "xdp_exporter-test")
 		if err != nil {
 			buildErr = err

@@ -72,3 +72,12 @@ func KernelBefore(t testing.TB, major, minor int) bool {
 	}
 	return maj < major || maj == major && mnr < minor
 }
+
+// RecordEnv set to 1 makes the tests that compare with a recording
+// (replies captured from this kernel, a scrape of the whole-host fixture,
+// what the kernel matrix measured) rewrite it instead: make generate
+// RECORD=1. Without it every test only compares.
+const RecordEnv = "XDP_EXPORTER_RECORD"
+
+// Recording reports whether RecordEnv asks for recordings to be written.
+func Recording() bool { return os.Getenv(RecordEnv) == "1" }

@@ -432,7 +432,7 @@ func moduleName(file string) string {
 // repoRoot is the module's root directory, where scripts/ and go.mod are.
 func repoRoot() string {
 	_, here, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(here), "..", "..")
+	return filepath.Join(filepath.Dir(here), "..", "..", "..")
 }
 
 // Available checks for the host tools the matrix needs.

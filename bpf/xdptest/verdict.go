@@ -1,0 +1,33 @@
+package xdptest
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// The XDP verdicts (enum xdp_action, include/uapi/linux/bpf.h).
+const (
+	Aborted  uint32 = 0
+	Drop     uint32 = 1
+	Pass     uint32 = 2
+	TX       uint32 = 3
+	Redirect uint32 = 4
+)
+
+// Verdict loads an XDP program called name that returns verdict for every
+// frame: the smallest program a user could attach, and the stand-in for
+// one in the tests and the lab.
+func Verdict(name string, verdict uint32) (*ebpf.Program, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         name,
+		Type:         ebpf.XDP,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(verdict)), asm.Return()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading an XDP program returning %d: %w", verdict, err)
+	}
+	return prog, nil
+}
