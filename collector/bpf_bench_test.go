@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/stat"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
@@ -29,12 +30,7 @@ func BenchmarkBPFStatsCost(b *testing.B) {
 	if on, err := bpfprog.StatsEnabled("/proc"); err != nil || on {
 		testenv.Unavailable(b, "kernel.bpf_stats_enabled must be 0 to measure statistics off (on=%v, err=%v)", on, err)
 	}
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "xdpt_bench", Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
-	})
-	testenv.Check(b, err, "loading an XDP_DROP program")
-	defer prog.Close()
+	prog := vethtest.Verdict(b, "xdpt_bench", xdptest.Drop)
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

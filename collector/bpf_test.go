@@ -10,15 +10,13 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
@@ -35,17 +33,7 @@ type testProg struct {
 
 func loadDrop(t testing.TB, name string) testProg {
 	t.Helper()
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name:    name,
-		Type:    ebpf.XDP,
-		License: "GPL",
-		Instructions: asm.Instructions{
-			asm.Mov.Imm(asm.R0, 1), // XDP_DROP
-			asm.Return(),
-		},
-	})
-	testenv.Check(t, err, "loading an XDP_DROP program")
-	t.Cleanup(func() { prog.Close() })
+	prog := vethtest.Verdict(t, name, xdptest.Drop)
 	info, err := prog.Info()
 	if err != nil {
 		t.Fatal(err)
@@ -107,16 +95,6 @@ func sendPacketSocket(t *testing.T, pair *vethns.Pair, n int) {
 	}
 }
 
-func samples(mfs map[string]*dto.MetricFamily, name string, labels ...string) int {
-	n := 0
-	for _, m := range mfs[name].GetMetric() {
-		if exportertest.Matches(m, labels...) {
-			n++
-		}
-	}
-	return n
-}
-
 // TestBPFAttachedPrograms attaches one program in native mode and one in
 // generic mode, sends a known number of frames to each, and checks that the
 // collector finds both with their id, name, tag, mode and link, and that
@@ -143,24 +121,24 @@ func TestBPFAttachedPrograms(t *testing.T) {
 		{native, pn, "native", linkN, nNative},
 		{generic, pg, "generic", linkG, nGeneric},
 	} {
-		if n := samples(mfs, "xdp_bpf_prog_info", "device", tc.pair.Host.Name); n != 1 {
+		if n := len(mfs.Series("xdp_bpf_prog_info", "device", tc.pair.Host.Name)); n != 1 {
 			t.Errorf("%s: %d programs reported, want 1", tc.pair.Host.Name, n)
 		}
-		value(t, mfs, "xdp_bpf_prog_info", "device", tc.pair.Host.Name, "mode", tc.mode,
+		mfs.Value(t, "xdp_bpf_prog_info", "device", tc.pair.Host.Name, "mode", tc.mode,
 			"prog_id", tc.p.id, "name", tc.p.name, "tag", tc.p.tag, "link_id", tc.lid)
-		if got := value(t, mfs, "xdp_bpf_prog_runs_total", "prog_id", tc.p.id, "name", tc.p.name); got != tc.runs {
+		if got := mfs.Value(t, "xdp_bpf_prog_runs_total", "prog_id", tc.p.id, "name", tc.p.name); got != tc.runs {
 			t.Errorf("%s (%s): run count %v, want the %v frames sent", tc.p.name, tc.mode, got, tc.runs)
 		}
-		if got := value(t, mfs, "xdp_bpf_prog_run_seconds_total", "prog_id", tc.p.id); got <= 0 {
+		if got := mfs.Value(t, "xdp_bpf_prog_run_seconds_total", "prog_id", tc.p.id); got <= 0 {
 			t.Errorf("%s: run time %v, want > 0 with stats enabled", tc.p.name, got)
 		}
 	}
 	// The generator's own program ran nNative times too, but it is not
 	// attached to any device.
-	if n := samples(mfs, "xdp_bpf_prog_info", "name", "xdp_trafficgen"); n != 0 {
+	if n := len(mfs.Series("xdp_bpf_prog_info", "name", "xdp_trafficgen")); n != 0 {
 		t.Errorf("the generator's unattached program is reported %d times", n)
 	}
-	if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "exporter"); got != 1 {
+	if got := mfs.Value(t, "xdp_bpf_stats_enabled", "source", "exporter"); got != 1 {
 		t.Errorf(`xdp_bpf_stats_enabled{source="exporter"} = %v with enable-stats, want 1`, got)
 	}
 }
@@ -178,7 +156,7 @@ func TestBPFLegacyAttach(t *testing.T) {
 	testenv.Check(t, err, "attaching XDP through netlink")
 	c := newBPF(t, BPFConfig{})
 	mfs := gather(t, c)
-	value(t, mfs, "xdp_bpf_prog_info", "device", pair.Host.Name, "mode", "generic",
+	mfs.Value(t, "xdp_bpf_prog_info", "device", pair.Host.Name, "mode", "generic",
 		"prog_id", p.id, "name", p.name, "link_id", "")
 }
 
@@ -196,10 +174,10 @@ func TestBPFStatsEnabled(t *testing.T) {
 		t.Fatal(err)
 	}
 	mfs := gather(t, newBPF(t, BPFConfig{}))
-	if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "sysctl"); got != want {
+	if got := mfs.Value(t, "xdp_bpf_stats_enabled", "source", "sysctl"); got != want {
 		t.Errorf(`sysctl gauge = %v, /proc/sys/kernel/bpf_stats_enabled = %v`, got, want)
 	}
-	if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "exporter"); got != 0 {
+	if got := mfs.Value(t, "xdp_bpf_stats_enabled", "source", "exporter"); got != 0 {
 		t.Errorf(`exporter gauge = %v without enable-stats, want 0`, got)
 	}
 
@@ -212,14 +190,14 @@ func TestBPFStatsEnabled(t *testing.T) {
 			t.Fatal(err)
 		}
 		mfs := gather(t, newBPF(t, BPFConfig{ProcFS: proc}))
-		if got := value(t, mfs, "xdp_bpf_stats_enabled", "source", "sysctl"); strconv.FormatFloat(got, 'f', -1, 64) != sysctl {
+		if got := mfs.Value(t, "xdp_bpf_stats_enabled", "source", "sysctl"); strconv.FormatFloat(got, 'f', -1, 64) != sysctl {
 			t.Errorf("sysctl %s: gauge = %v", sysctl, got)
 		}
 	}
 
 	fds := countFDs(t)
 	on := newBPF(t, BPFConfig{ProcFS: proc, EnableStats: true})
-	if got := value(t, gather(t, on), "xdp_bpf_stats_enabled", "source", "exporter"); got != 1 {
+	if got := gather(t, on).Value(t, "xdp_bpf_stats_enabled", "source", "exporter"); got != 1 {
 		t.Errorf("exporter gauge = %v with enable-stats, want 1", got)
 	}
 	if got := countFDs(t); got != fds+1 {
@@ -228,7 +206,7 @@ func TestBPFStatsEnabled(t *testing.T) {
 	if err := on.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if got := value(t, gather(t, on), "xdp_bpf_stats_enabled", "source", "exporter"); got != 0 {
+	if got := gather(t, on).Value(t, "xdp_bpf_stats_enabled", "source", "exporter"); got != 0 {
 		t.Errorf("exporter gauge = %v after Close, want 0", got)
 	}
 	if got := countFDs(t); got != fds {
@@ -291,10 +269,7 @@ func TestBPFNoFDLeak(t *testing.T) {
 // program is replaced during a scrape: it is skipped without an error.
 func TestBPFDetachedSkipped(t *testing.T) {
 	pair := vethtest.Pair(t, 1)
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "xdpt_gone", Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, // XDP_PASS
-	})
+	prog, err := xdptest.Verdict("xdpt_gone", xdptest.Pass)
 	testenv.Check(t, err, "loading an XDP program")
 	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: pair.Host.Index})
 	testenv.Check(t, err, "attaching XDP")

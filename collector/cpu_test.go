@@ -12,12 +12,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
-	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 func newCPUForTest(t testing.TB, cfg CPUConfig) *cpuCollector {
@@ -28,13 +27,6 @@ func newCPUForTest(t testing.TB, cfg CPUConfig) *cpuCollector {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-func seriesCount(mfs map[string]*dto.MetricFamily, name string) int {
-	if mf, ok := mfs[name]; ok {
-		return len(mf.GetMetric())
-	}
-	return 0
 }
 
 // TestCPUCaptured reads the files captured from this 2-CPU VM
@@ -48,23 +40,23 @@ func TestCPUCaptured(t *testing.T) {
 		"user": 12223, "nice": 0, "system": 3520, "idle": 32557,
 		"iowait": 1955, "irq": 0, "softirq": 101, "steal": 41,
 	} {
-		if got, want := value(t, mfs, "xdp_cpu_seconds_total", "cpu", "1", "mode", mode), ticks/100; got != want {
+		if got, want := mfs.Value(t, "xdp_cpu_seconds_total", "cpu", "1", "mode", mode), ticks/100; got != want {
 			t.Errorf("cpu 1 %s = %v s, want %v", mode, got, want)
 		}
 	}
-	if got := value(t, mfs, "xdp_cpu_seconds_total", "cpu", "0", "mode", "idle"); got != 366.95 {
+	if got := mfs.Value(t, "xdp_cpu_seconds_total", "cpu", "0", "mode", "idle"); got != 366.95 {
 		t.Errorf("cpu 0 idle = %v, want 366.95", got)
 	}
-	if got := value(t, mfs, "xdp_cpu_softirqs_total", "cpu", "1", "vector", "NET_RX"); got != 9915 {
+	if got := mfs.Value(t, "xdp_cpu_softirqs_total", "cpu", "1", "vector", "NET_RX"); got != 9915 {
 		t.Errorf("cpu 1 NET_RX = %v, want 9915", got)
 	}
-	if got := value(t, mfs, "xdp_cpu_softirqs_total", "cpu", "0", "vector", "NET_TX"); got != 9 {
+	if got := mfs.Value(t, "xdp_cpu_softirqs_total", "cpu", "0", "vector", "NET_TX"); got != 9 {
 		t.Errorf("cpu 0 NET_TX = %v, want 9", got)
 	}
-	if got := value(t, mfs, "xdp_softnet_processed_total", "cpu", "1"); got != 0x22b3 {
+	if got := mfs.Value(t, "xdp_softnet_processed_total", "cpu", "1"); got != 0x22b3 {
 		t.Errorf("cpu 1 softnet processed = %v, want %d", got, 0x22b3)
 	}
-	if got := value(t, mfs, "xdp_softnet_processed_total", "cpu", "0"); got != 0x2a {
+	if got := mfs.Value(t, "xdp_softnet_processed_total", "cpu", "0"); got != 0x2a {
 		t.Errorf("cpu 0 softnet processed = %v, want %d", got, 0x2a)
 	}
 	for name, want := range map[string]int{
@@ -74,7 +66,7 @@ func TestCPUCaptured(t *testing.T) {
 		"xdp_softnet_dropped_total":        2,
 		"xdp_softnet_times_squeezed_total": 2,
 	} {
-		if got := seriesCount(mfs, name); got != want {
+		if got := len(mfs.Series(name)); got != want {
 			t.Errorf("%s: %d series, want %d", name, got, want)
 		}
 	}
@@ -99,7 +91,7 @@ func TestCPU64(t *testing.T) {
 			"xdp_softnet_dropped_total":        64,
 			"xdp_softnet_times_squeezed_total": 64,
 		} {
-			if got := seriesCount(mfs, name); got != want {
+			if got := len(mfs.Series(name)); got != want {
 				t.Errorf("all=%v: %s: %d series, want %d", all, name, got, want)
 			}
 		}
@@ -127,7 +119,7 @@ func TestCPU64(t *testing.T) {
 			}{"xdp_cpu_softirqs_total", []string{"cpu", "63", "vector", "RCU"}, 25685 + 63*10})
 		}
 		for _, c := range checks {
-			if got := value(t, mfs, c.name, c.labels...); got != c.want {
+			if got := mfs.Value(t, c.name, c.labels...); got != c.want {
 				t.Errorf("all=%v: %s%v = %v, want %v", all, c.name, c.labels, got, c.want)
 			}
 		}
@@ -195,11 +187,11 @@ func TestCPUMalformed(t *testing.T) {
 		if gerr != nil {
 			t.Fatalf("%s: scrape failed: %v", tc.file, gerr)
 		}
-		byName := map[string]*dto.MetricFamily{}
+		byName := exportertest.Families{}
 		for _, mf := range mfs {
 			byName[mf.GetName()] = mf
 		}
-		if v := value(t, byName, "xdp_scrape_collector_success", "collector", "cpu"); v != 0 {
+		if v := byName.Value(t, "xdp_scrape_collector_success", "collector", "cpu"); v != 0 {
 			t.Errorf("%s %q: success = %v, want 0", tc.file, tc.content, v)
 		}
 	}
@@ -247,9 +239,9 @@ func fqName(m prometheus.Metric) string {
 // live /proc/stat shows the non-idle time.
 func TestCPULiveBusy(t *testing.T) {
 	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
-	busy := func(mfs map[string]*dto.MetricFamily) float64 {
-		user, _ := exportertest.Match(mfs, "xdp_cpu_seconds_total", "mode", "user")
-		system, _ := exportertest.Match(mfs, "xdp_cpu_seconds_total", "mode", "system")
+	busy := func(mfs exportertest.Families) float64 {
+		user, _ := mfs.Sum("xdp_cpu_seconds_total", "mode", "user")
+		system, _ := mfs.Sum("xdp_cpu_seconds_total", "mode", "system")
 		return user + system
 	}
 	before := busy(gather(t, c))
@@ -281,7 +273,7 @@ func TestCPULiveBusy(t *testing.T) {
 func TestCPULiveSoftnet(t *testing.T) {
 	testenv.Privileged(t)
 	pair := vethtest.Pair(t, 2)
-	vethtest.AttachVerdict(t, pair, vethns.XDPPass)
+	vethtest.AttachVerdict(t, pair, xdptest.Pass)
 
 	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
 	processed := func() map[string]uint32 {
@@ -355,7 +347,7 @@ func TestSoftnetWrap(t *testing.T) {
 	c := newCPUForTest(t, CPUConfig{ProcFS: dir})
 	scrape := func() (processed, dropped float64) {
 		mfs := gather(t, c)
-		return value(t, mfs, "xdp_softnet_processed_total", "cpu", "1"), value(t, mfs, "xdp_softnet_dropped_total", "cpu", "1")
+		return mfs.Value(t, "xdp_softnet_processed_total", "cpu", "1"), mfs.Value(t, "xdp_softnet_dropped_total", "cpu", "1")
 	}
 	for i, step := range []struct {
 		processed, dropped uint32

@@ -9,7 +9,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
@@ -54,31 +54,31 @@ func TestDropNoSocketExact(t *testing.T) {
 	addr, err := netlink.ParseAddr("198.18.0.2/30")
 	testenv.Check(t, err, "address")
 	testenv.Check(t, netlink.AddrAdd(host, addr), "adding 198.18.0.2 to the DUT")
-	vethtest.AttachVerdict(t, pair, vethns.XDPPass)
+	vethtest.AttachVerdict(t, pair, xdptest.Pass)
 
 	before := gather(t, c)
 	// Bringing the pair up frees a few skbs as NOT_SPECIFIED; none has
 	// reached a socket yet.
-	if v, k := exportertest.Match(before, "xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); k != 0 {
+	if v, k := before.Sum("xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); k != 0 {
 		t.Fatalf("a new device has %v NO_SOCKET drops before any traffic", v)
 	}
 	const n = 20_000
 	vethtest.SendExactly(t, pair, n)
 	after := gather(t, c)
-	if got := value(t, after, "xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); got != n {
+	if got := after.Value(t, "xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); got != n {
 		t.Errorf("NO_SOCKET drops on %s = %v, want %d", pair.Host.Name, got, n)
 	}
-	if got := value(t, after, "xdp_skb_drops_untracked_total"); got != 0 {
+	if got := after.Value(t, "xdp_skb_drops_untracked_total"); got != 0 {
 		t.Errorf("untracked drops = %v", got)
 	}
 
 	testenv.Check(t, pair.Close(), "deleting the pair")
 	gather(t, c) // the sweep that sees the device gone frees its slots
 	gone := gather(t, c)
-	if v, k := exportertest.Match(gone, "xdp_skb_drops_total", "device", pair.Host.Name); k != 0 {
+	if v, k := gone.Sum("xdp_skb_drops_total", "device", pair.Host.Name); k != 0 {
 		t.Errorf("the deleted device still has %d drop series (%v)", k, v)
 	}
-	if v, k := exportertest.Match(gone, "xdp_skb_drops_total", "device", ifindexLabel(uint32(pair.Host.Index))); k != 0 {
+	if v, k := gone.Sum("xdp_skb_drops_total", "device", ifindexLabel(uint32(pair.Host.Index))); k != 0 {
 		t.Errorf("the deleted device's ifindex still has %d drop series (%v)", k, v)
 	}
 }
@@ -133,7 +133,7 @@ func TestDropOtherNamespace(t *testing.T) {
 	})
 	testenv.Check(t, err, "sending to a closed port in "+name)
 	label := foreignLabel(inode, "lo")
-	if got := value(t, gather(t, c), "xdp_skb_drops_total", "device", label, "reason", "NO_SOCKET"); got != n {
+	if got := gather(t, c).Value(t, "xdp_skb_drops_total", "device", label, "reason", "NO_SOCKET"); got != n {
 		t.Errorf("NO_SOCKET drops on %s = %v, want %d", label, got, n)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/vishvananda/netlink"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
@@ -28,7 +30,7 @@ import (
 // collector's per-queue veth XDP counters equal what was sent, exactly.
 func TestEthtoolVethXDPExact(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
-	vethtest.AttachVerdict(t, pair, vethns.XDPDrop)
+	vethtest.AttachVerdict(t, pair, xdptest.Drop)
 
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the generator")
@@ -71,27 +73,27 @@ func TestEthtoolVethXDPExact(t *testing.T) {
 		mfs := gather(t, c)
 		dev := pair.Host.Name
 		for q, want := range sent {
-			if got := value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", dev, "queue", q, "action", "drop"); got != float64(want) {
+			if got := mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", dev, "queue", q, "action", "drop"); got != float64(want) {
 				t.Errorf("queue %s: XDP drops = %v, want %d", q, got, want)
 			}
-			if got := value(t, mfs, "xdp_ethtool_rx_xdp_processed_packets_total", "device", dev, "queue", q); got != float64(want) {
+			if got := mfs.Value(t, "xdp_ethtool_rx_xdp_processed_packets_total", "device", dev, "queue", q); got != float64(want) {
 				t.Errorf("queue %s: XDP packets = %v, want %d", q, got, want)
 			}
-			if got := value(t, mfs, "xdp_ethtool_rx_xdp_processed_bytes_total", "device", dev, "queue", q); got != float64(want*frameBytes) {
+			if got := mfs.Value(t, "xdp_ethtool_rx_xdp_processed_bytes_total", "device", dev, "queue", q); got != float64(want*frameBytes) {
 				t.Errorf("queue %s: XDP bytes = %v, want %d", q, got, want*frameBytes)
 			}
-			if got := value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", dev, "queue", q, "action", "tx"); got != 0 {
+			if got := mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", dev, "queue", q, "action", "tx"); got != 0 {
 				t.Errorf("queue %s: XDP_TX = %v, want 0", q, got)
 			}
 		}
-		value(t, mfs, "xdp_ethtool_driver_info", "device", dev, "driver", "veth")
+		mfs.Value(t, "xdp_ethtool_driver_info", "device", dev, "driver", "veth")
 		if vethChannelsBefore61(t) {
 			if _, ok := mfs["xdp_ethtool_channels"]; ok {
 				t.Errorf("channels exported for a veth whose kernel does not report them")
 			}
 			continue
 		}
-		if got := value(t, mfs, "xdp_ethtool_channels", "device", dev, "type", "rx"); got != 2 {
+		if got := mfs.Value(t, "xdp_ethtool_channels", "device", dev, "type", "rx"); got != 2 {
 			t.Errorf("rx channels = %v, want 2", got)
 		}
 	}
@@ -234,7 +236,7 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 	// With XDP on the DUT end, veth wants at least as many RX queues there
 	// as the peer has TX queues.
 	channels(pair.Namespace, pair.Peer.Name, 8, 1)
-	vethtest.AttachVerdict(t, pair, vethns.XDPDrop)
+	vethtest.AttachVerdict(t, pair, xdptest.Drop)
 	cfg := EthtoolConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile(regexp.QuoteMeta(dev)), nil)}}
 	cached, err := NewEthtoolCollector(cfg, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "ethtool collector")
@@ -280,7 +282,7 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 }
 
 // deviceSeries flattens families into name{labels} -> value.
-func deviceSeries(mfs map[string]*dto.MetricFamily) map[string]float64 {
+func deviceSeries(mfs exportertest.Families) map[string]float64 {
 	out := map[string]float64{}
 	for name, mf := range mfs {
 		for _, m := range mf.GetMetric() {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
@@ -28,15 +27,6 @@ func fixtureCollector(t testing.TB, src ethtoolSource, include, exclude string, 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return newEthtoolCollector(cfg, src, logger)
-}
-
-// series counts the samples of every family.
-func series(mfs map[string]*dto.MetricFamily) int {
-	n := 0
-	for _, mf := range mfs {
-		n += len(mf.GetMetric())
-	}
-	return n
 }
 
 // ethtoolFixtureWant is a sample a fixture must yield; a negative value
@@ -132,7 +122,7 @@ func TestEthtoolFixtures(t *testing.T) {
 	mfs := gather(t, c)
 
 	for _, w := range ethtoolFixtureWants {
-		got := value(t, mfs, w.family, w.labels...)
+		got := mfs.Value(t, w.family, w.labels...)
 		if w.value >= 0 && got != w.value {
 			t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.value)
 		}
@@ -170,15 +160,15 @@ func TestEthtoolFixtures(t *testing.T) {
 func TestEthtoolDefaultMetricsExclude(t *testing.T) {
 	src := loadFixtures(t, "mlx5")
 	mfs := gather(t, fixtureCollector(t, src, "", DefaultEthtoolMetricsExclude, nil))
-	value(t, mfs, "xdp_ethtool_stat_rx_prio0_packets", "device", "mlx5")
-	value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "mlx5", "queue", "0", "action", "drop")
+	mfs.Value(t, "xdp_ethtool_stat_rx_prio0_packets", "device", "mlx5")
+	mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", "mlx5", "queue", "0", "action", "drop")
 	for name := range mfs {
 		if strings.HasPrefix(name, "xdp_ethtool_queue_stat_") {
 			t.Errorf("%s exported by default", name)
 		}
 	}
 	mfs = gather(t, fixtureCollector(t, src, "queue_stat_ch_.*", "", nil))
-	value(t, mfs, "xdp_ethtool_queue_stat_ch_arm", "device", "mlx5", "queue", "0")
+	mfs.Value(t, "xdp_ethtool_queue_stat_ch_arm", "device", "mlx5", "queue", "0")
 	if _, ok := mfs["xdp_ethtool_stat_rx_prio0_packets"]; ok {
 		t.Error("metrics-include queue_stat_ch_.* exported a device-wide stat")
 	}
@@ -202,15 +192,15 @@ func TestEthtoolOddNamesAndCollisions(t *testing.T) {
 			"xdp_ethtool_stat_rx_pkts_good":      7,
 			"xdp_ethtool_stat_tx_queue_01_bytes": 12,
 		} {
-			if got := value(t, mfs, fam, "device", "odd"); got != want {
+			if got := mfs.Value(t, fam, "device", "odd"); got != want {
 				t.Errorf("%s = %v, want %v", fam, got, want)
 			}
 		}
-		if got := value(t, mfs, "xdp_ethtool_rx_queue_packets_total", "device", "odd", "queue", "0"); got != 11 {
+		if got := mfs.Value(t, "xdp_ethtool_rx_queue_packets_total", "device", "odd", "queue", "0"); got != 11 {
 			t.Errorf("rx_queue_packets_total{queue=0} = %v, want 11 (from rx-0.packets)", got)
 		}
-		value(t, mfs, "xdp_ethtool_queue_stat_tx_cnt", "device", "odd", "queue", "2")
-		value(t, mfs, "xdp_ethtool_queue_stat_rx_ucast_packets", "device", "odd", "queue", "3")
+		mfs.Value(t, "xdp_ethtool_queue_stat_tx_cnt", "device", "odd", "queue", "2")
+		mfs.Value(t, "xdp_ethtool_queue_stat_rx_ucast_packets", "device", "odd", "queue", "3")
 	}
 	out := logs.String()
 	for _, want := range []string{
@@ -238,12 +228,12 @@ func TestEthtool20000Stats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mfs := byName(list)
+	mfs := exportertest.ByName(list)
 	// 20,000 stats, plus driver_info.
-	if n := series(mfs); n != 20001 {
+	if n := mfs.Count(); n != 20001 {
 		t.Fatalf("%d series, want 20001", n)
 	}
-	value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "big", "queue", "399", "action", "drop")
+	mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", "big", "queue", "399", "action", "drop")
 }
 
 // TestEthtoolCache checks that string sets are read once per change, not
@@ -273,7 +263,7 @@ func TestEthtoolCache(t *testing.T) {
 	veth.info.NStats = len(veth.names)
 	src.set("veth", &veth)
 	mfs := gather(t, c)
-	if got := value(t, mfs, "xdp_ethtool_rx_xdp_packets_total", "device", "veth", "queue", "1", "action", "drop"); got != 42 {
+	if got := mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", "veth", "queue", "1", "action", "drop"); got != 42 {
 		t.Fatalf("new queue's drops = %v, want 42", got)
 	}
 	if got := src.count("StatNames", "veth"); got != 2 {
@@ -294,7 +284,7 @@ func TestEthtoolStatsChangedMidScrape(t *testing.T) {
 	c := fixtureCollector(t, countChangingSource{src}, "", "", nil)
 	for range 2 {
 		mfs := gather(t, c)
-		value(t, mfs, "xdp_ethtool_driver_info", "device", "veth")
+		mfs.Value(t, "xdp_ethtool_driver_info", "device", "veth")
 		if _, ok := mfs["xdp_ethtool_stat_peer_ifindex"]; ok {
 			t.Error("stats emitted although the count changed")
 		}

@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 func TestFamilyShortName(t *testing.T) {
@@ -125,18 +126,18 @@ func TestEthtoolSumQueues(t *testing.T) {
 	for _, fam := range []*Family{ethtoolPagePoolAlloc, ethtoolPagePoolRecycle, ethtoolXDPXmitFail} {
 		want := map[string]float64{}
 		for _, m := range perQueue[fam.Name].GetMetric() {
-			want[labelsWithout(m, "queue")] += metricValue(m)
+			want[labelsWithout(m, "queue")] += exportertest.Value(m)
 		}
 		got := summed[fam.Name].GetMetric()
 		if len(got) == 0 || len(got) != len(want) {
 			t.Fatalf("%s: %d summed series, want %d", fam.Name, len(got), len(want))
 		}
 		for _, m := range got {
-			if q := labelValue(m, "queue"); q != "" {
+			if q := exportertest.Label(m, "queue"); q != "" {
 				t.Errorf("%s: summed series has queue %q", fam.Name, q)
 			}
-			if k := labelsWithout(m, "queue"); metricValue(m) != want[k] || want[k] == 0 {
-				t.Errorf("%s{%s} = %v, the queues sum to %v", fam.Name, k, metricValue(m), want[k])
+			if k := labelsWithout(m, "queue"); exportertest.Value(m) != want[k] || want[k] == 0 {
+				t.Errorf("%s{%s} = %v, the queues sum to %v", fam.Name, k, exportertest.Value(m), want[k])
 			}
 		}
 	}
@@ -181,8 +182,6 @@ func labelsWithout(m *dto.Metric, skip string) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-func metricValue(m *dto.Metric) float64 { return m.GetCounter().GetValue() }
 
 // TestDeviceFilterNoDevice: a series of no device is kept unless
 // device-include names the devices wanted; device-exclude never drops it.

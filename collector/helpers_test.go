@@ -78,7 +78,7 @@ func pedantic(t testing.TB, cs ...Collector) ([]*dto.MetricFamily, error) {
 // raw driver stats (mlx5's pfc_pri0_rx_duration_us, rx_bits) are the
 // driver's naming, passed through as the driver spells it, so they are not
 // failures; every other finding is.
-func gatherErr(t testing.TB, c Collector) (map[string]*dto.MetricFamily, error) {
+func gatherErr(t testing.TB, c Collector) (exportertest.Families, error) {
 	t.Helper()
 	mfs, updateErr := pedantic(t, c)
 	problems, err := testutil.GatherAndLint(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return mfs, nil }))
@@ -92,54 +92,17 @@ func gatherErr(t testing.TB, c Collector) (map[string]*dto.MetricFamily, error) 
 		}
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
-	return byName(mfs), updateErr
+	return exportertest.ByName(mfs), updateErr
 }
 
 // gather is gatherErr for a collector whose Update must succeed.
-func gather(t testing.TB, c Collector) map[string]*dto.MetricFamily {
+func gather(t testing.TB, c Collector) exportertest.Families {
 	t.Helper()
 	mfs, err := gatherErr(t, c)
 	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
 	return mfs
-}
-
-func byName(mfs []*dto.MetricFamily) map[string]*dto.MetricFamily {
-	out := make(map[string]*dto.MetricFamily, len(mfs))
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out
-}
-
-// value returns the value of the sample of family name whose labels include
-// every name=value pair given, failing the test unless exactly one matches.
-func value(t testing.TB, mfs map[string]*dto.MetricFamily, name string, labels ...string) float64 {
-	t.Helper()
-	mf, ok := mfs[name]
-	if !ok {
-		t.Fatalf("family %s missing", name)
-	}
-	var found []float64
-	for _, m := range mf.GetMetric() {
-		if exportertest.Matches(m, labels...) {
-			switch {
-			case m.Counter != nil:
-				found = append(found, m.GetCounter().GetValue())
-			case m.Gauge != nil:
-				found = append(found, m.GetGauge().GetValue())
-			case m.Untyped != nil:
-				found = append(found, m.GetUntyped().GetValue())
-			default:
-				t.Fatalf("%s: value() reads counters, gauges and untyped only", name)
-			}
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("%s{%s}: %d samples match, want 1", name, strings.Join(labels, ","), len(found))
-	}
-	return found[0]
 }
 
 // linksAddedBy builds collector name from its flags (args) as the exporter

@@ -24,6 +24,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci/pcitest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
@@ -263,21 +264,11 @@ func commandLineHostFlags(t testing.TB) hostFlags {
 		netdevExclude: value("collector.netdev.metrics-exclude")}
 }
 
-// hostSet builds every default collector over the fixture host with flags,
-// and the context of a scrape that sees the host's interfaces.
-func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
-	testenv.Privileged(t)
+// hostFiles builds the default collectors of the fixture host that read
+// files and answers, not the running kernel: cpu, ethtool, netdev, pcie and
+// xsk, with flags.
+func hostFiles(t testing.TB, flags hostFlags) map[string]Collector {
 	re := func(s string) *regexp.Regexp { return regexp.MustCompile(s) }
-	fixtureDevices := newDeviceFilter(re("mlx5p[01]"), nil)
-	var progs []ebpf.ProgramID
-	for i := range hostNICs {
-		p := loadDrop(t, fmt.Sprintf("host_drop%d", i))
-		id, err := strconv.ParseUint(p.id, 10, 32)
-		if err != nil {
-			t.Fatal(err)
-		}
-		progs = append(progs, ebpf.ProgramID(id))
-	}
 	sys, proc := hostSysfs(t)
 	nd := newHostNetdev()
 	netdevFams, err := newFamilyFilter("netdev", nil, re(flags.netdevExclude))
@@ -288,7 +279,6 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	cpu, err := newCPUCollector(CPUConfig{ProcFS: "testdata/proc/128cpu"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -298,28 +288,44 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
 		t.Fatal(err)
 	}
 	pcie.(*pcieCollector).netdev = nd
-	// The BPF collectors are the real ones, loaded and attached: the
-	// device filter keeps the test host's own devices (and the other
-	// tests' veths) out of their tables.
+	return map[string]Collector{
+		"cpu":     cpu,
+		"ethtool": newEthtoolCollector(EthtoolConfig{Filter: Filter{Families: ethtoolFams}, SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), slog.New(slog.DiscardHandler)),
+		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcFS: proc}, slog.New(slog.DiscardHandler), nd),
+		"pcie":    pcie,
+		"xsk":     &xskCollector{logger: slog.New(slog.DiscardHandler), src: xskSockets(nil)},
+	}
+}
+
+// hostSet builds every default collector over the fixture host with flags,
+// and the context of a scrape that sees the host's interfaces: hostFiles
+// and the BPF collectors, the real ones, loaded and attached, their maps
+// seeded. The device filter keeps the test host's own devices (and the
+// other tests' veths) out of their tables.
+func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
+	testenv.Privileged(t)
+	fixtureDevices := newDeviceFilter(regexp.MustCompile("mlx5p[01]"), nil)
+	var progs []ebpf.ProgramID
+	for i := range hostNICs {
+		p := loadDrop(t, fmt.Sprintf("host_drop%d", i))
+		id, err := strconv.ParseUint(p.id, 10, 32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		progs = append(progs, ebpf.ProgramID(id))
+	}
+	collectors := hostFiles(t, flags)
 	napi, err := loadNapiCollector(NapiConfig{Filter: Filter{Devices: fixtureDevices}}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "loading the napi collector")
 	seedNapi(t, napi, napi.netns)
+	collectors["napi"] = napi
 	xdp, err := NewXDPCollector(XDPConfig{Filter: Filter{Devices: fixtureDevices}}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "loading the xdp collector")
 	seedXDP(t, xdp.(*xdpCollector), progs)
-	bpfc, err := newBPFCollector(BPFConfig{}, slog.New(slog.DiscardHandler))
+	collectors["xdp"] = xdp
+	collectors["bpf"], err = newBPFCollector(BPFConfig{}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "building the bpf collector")
-
-	set := NewSet(map[string]Collector{
-		"bpf":     bpfc,
-		"cpu":     cpu,
-		"ethtool": newEthtoolCollector(EthtoolConfig{Filter: Filter{Families: ethtoolFams}, SumQueues: re(flags.ethtoolSumQueues)}, hostEthtool(t), slog.New(slog.DiscardHandler)),
-		"napi":    napi,
-		"netdev":  newNetdevCollector(NetdevConfig{Filter: Filter{Families: netdevFams}, PerQueueStats: true, ProcFS: proc}, slog.New(slog.DiscardHandler), nd),
-		"pcie":    pcie,
-		"xdp":     xdp,
-		"xsk":     &xskCollector{logger: slog.New(slog.DiscardHandler), src: xskSockets(nil)},
-	}, slog.New(slog.DiscardHandler))
+	set := NewSet(collectors, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		if err := set.Close(); err != nil {
 			t.Errorf("closing the collectors: %v", err)
@@ -356,19 +362,6 @@ func hostScrape(t testing.TB, flags hostFlags) []*dto.MetricFamily {
 	return hostGather(t, set, links)
 }
 
-// familySeries counts a family's series as Prometheus stores them.
-func familySeries(mf *dto.MetricFamily) int {
-	n := 0
-	for _, m := range mf.GetMetric() {
-		if h := m.GetHistogram(); h != nil {
-			n += len(h.GetBucket()) + 3 // the buckets, +Inf, _sum, _count
-			continue
-		}
-		n++
-	}
-	return n
-}
-
 // hostCount is one scrape's series by collector and by family.
 type hostCount struct {
 	total       int
@@ -384,7 +377,7 @@ func countHost(t testing.TB, mfs []*dto.MetricFamily) hostCount {
 	}
 	fromFamilies := map[string]int{}
 	for _, mf := range mfs {
-		n := familySeries(mf)
+		n := exportertest.FamilySeries(mf)
 		c.total += n
 		c.byFamily[mf.GetName()] = n
 		col, ok := owner[mf.GetName()]
@@ -463,7 +456,7 @@ func BenchmarkHostScrape(b *testing.B) {
 			if err := enc.Encode(mf); err != nil {
 				b.Fatal(err)
 			}
-			series += familySeries(mf)
+			series += exportertest.FamilySeries(mf)
 		}
 	}
 	b.ReportMetric(float64(series), "series/op")

@@ -10,14 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/procfs"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
@@ -35,16 +32,7 @@ type napiLab struct {
 func newNapiLab(t testing.TB) *napiLab {
 	t.Helper()
 	pair := vethtest.Pair(t, 2)
-	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:         ebpf.XDP,
-		License:      "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
-	})
-	testenv.Check(t, err, "loading an XDP_DROP program")
-	t.Cleanup(func() { drop.Close() })
-	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
-	testenv.Check(t, err, "attaching XDP to veth")
-	t.Cleanup(func() { l.Close() })
+	vethtest.AttachVerdict(t, pair, xdptest.Drop)
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
 	t.Cleanup(func() { g.Close() })
@@ -100,7 +88,7 @@ type polls struct {
 
 // devicePolls reads the histogram series of device in the exporter's
 // namespace, by context, checking the exposition's internal consistency.
-func devicePolls(t testing.TB, mfs map[string]*dto.MetricFamily, device string) map[string]polls {
+func devicePolls(t testing.TB, mfs exportertest.Families, device string) map[string]polls {
 	t.Helper()
 	out := map[string]polls{}
 	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
@@ -132,8 +120,8 @@ func devicePolls(t testing.TB, mfs map[string]*dto.MetricFamily, device string) 
 		if prev != p.count || weighted != p.work {
 			t.Fatalf("%s/%s: buckets hold %d polls / %d packets, count=%d sum=%d", device, ctxName, prev, weighted, p.count, p.work)
 		}
-		p.exhausted = uint64(value(t, mfs, "xdp_napi_polls_budget_exhausted_total", "device", device, "context", ctxName))
-		if over := value(t, mfs, "xdp_napi_polls_over_budget_total", "device", device, "context", ctxName); over != 0 {
+		p.exhausted = uint64(mfs.Value(t, "xdp_napi_polls_budget_exhausted_total", "device", device, "context", ctxName))
+		if over := mfs.Value(t, "xdp_napi_polls_over_budget_total", "device", device, "context", ctxName); over != 0 {
 			t.Errorf("%s/%s: %v polls over budget on veth", device, ctxName, over)
 		}
 		out[ctxName] = p
@@ -153,7 +141,7 @@ func totalWork(byCtx map[string]polls) (work, count uint64) {
 // frames may still be in a NAPI poll deferred to ksoftirqd or a NAPI
 // thread when the generator returns. read is one scrape; the last one is
 // returned.
-func waitWork(t testing.TB, read func() map[string]*dto.MetricFamily, device string, want func() uint64) map[string]*dto.MetricFamily {
+func waitWork(t testing.TB, read func() exportertest.Families, device string, want func() uint64) exportertest.Families {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -182,9 +170,9 @@ func procSoftirqs(t testing.TB) procfs.Softirqs {
 	return s
 }
 
-func softirqValue(t testing.TB, mfs map[string]*dto.MetricFamily, name string, cpu int, vector string) float64 {
+func softirqValue(t testing.TB, mfs exportertest.Families, name string, cpu int, vector string) float64 {
 	t.Helper()
-	return value(t, mfs, name, "cpu", strconv.Itoa(cpu), "vector", vector)
+	return mfs.Value(t, name, "cpu", strconv.Itoa(cpu), "vector", vector)
 }
 
 // TestNapiPollHistogram sends N frames over both RX queues of a veth pair
@@ -206,13 +194,13 @@ func TestNapiPollHistogram(t *testing.T) {
 	const n = 200_000
 	start := time.Now()
 	sent := lab.send(t, n, 0, 1)
-	after := waitWork(t, func() map[string]*dto.MetricFamily { return gather(t, c) }, dev, exactly(sent))
+	after := waitWork(t, func() exportertest.Families { return gather(t, c) }, dev, exactly(sent))
 	elapsed := time.Since(start)
 	proc2 := procSoftirqs(t)
 	afterAgain := gather(t, c)
 	proc3 := procSoftirqs(t)
-	raiseMisses := value(t, after, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_raise") -
-		value(t, before, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_raise")
+	raiseMisses := after.Value(t, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_raise") -
+		before.Value(t, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_raise")
 
 	byCtx := devicePolls(t, after, dev)
 	work, count := totalWork(byCtx)
@@ -239,8 +227,8 @@ func TestNapiPollHistogram(t *testing.T) {
 
 	checkNetRxRaises(t, before, after, elapsed, float64(completed)-raiseMisses)
 
-	entryMisses := value(t, afterAgain, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_entry") -
-		value(t, before, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_entry")
+	entryMisses := afterAgain.Value(t, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_entry") -
+		before.Value(t, "xdp_napi_program_recursion_misses_total", "tracepoint", "irq:softirq_entry")
 	checkEntriesAgainstProc(t, before, afterAgain, entryMisses, [4]procfs.Softirqs{proc0, proc1, proc2, proc3})
 }
 
@@ -251,7 +239,7 @@ func TestNapiPollHistogram(t *testing.T) {
 // CPU. Raises of other devices only add, so the sum over CPUs bounds the
 // completed polls from above (plus raises the program could not count
 // because it was already running on that CPU, taken off minRaises).
-func checkNetRxRaises(t *testing.T, before, after map[string]*dto.MetricFamily, elapsed time.Duration, minRaises float64) {
+func checkNetRxRaises(t *testing.T, before, after exportertest.Families, elapsed time.Duration, minRaises float64) {
 	t.Helper()
 	var raises float64
 	for cpu := 0; cpu < 2; cpu++ {
@@ -277,7 +265,7 @@ func checkNetRxRaises(t *testing.T, before, after map[string]*dto.MetricFamily, 
 // reads. The increment and the tracepoint are two steps, and at most one
 // softirq per CPU can sit between them when we read (a stalled vCPU can
 // hold it there for a while): hence the one-event slack on each side.
-func checkEntriesAgainstProc(t *testing.T, before, after map[string]*dto.MetricFamily, misses float64, proc [4]procfs.Softirqs) {
+func checkEntriesAgainstProc(t *testing.T, before, after exportertest.Families, misses float64, proc [4]procfs.Softirqs) {
 	t.Helper()
 	for cpu := 0; cpu < 2; cpu++ {
 		for _, v := range []struct {
@@ -298,7 +286,7 @@ func checkEntriesAgainstProc(t *testing.T, before, after map[string]*dto.MetricF
 }
 
 // softirqValueOr0 is softirqValue for a CPU that may not have appeared yet.
-func softirqValueOr0(mfs map[string]*dto.MetricFamily, name string, cpu int, vector string) float64 {
+func softirqValueOr0(mfs exportertest.Families, name string, cpu int, vector string) float64 {
 	for _, m := range mfs[name].GetMetric() {
 		if exportertest.Matches(m, "cpu", strconv.Itoa(cpu), "vector", vector) {
 			return m.GetCounter().GetValue()
@@ -332,7 +320,7 @@ func TestNapiThreadedContext(t *testing.T) {
 	// program saw.
 	const n = 100_000
 	lab.send(t, n, 0, 1)
-	byCtx := devicePolls(t, waitWork(t, func() map[string]*dto.MetricFamily { return gather(t, c) }, dev,
+	byCtx := devicePolls(t, waitWork(t, func() exportertest.Families { return gather(t, c) }, dev,
 		func() uint64 { return lab.xdpDrops(t) }), dev)
 	delivered := lab.xdpDrops(t)
 	if p := byCtx["threaded"]; p.work != delivered || len(byCtx) != 1 || delivered == 0 {
@@ -363,8 +351,8 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	const n = 10_000
 	sent := lab.send(t, n, 0)
 	var updateErr error
-	mfs := waitWork(t, func() map[string]*dto.MetricFamily {
-		var mfs map[string]*dto.MetricFamily
+	mfs := waitWork(t, func() exportertest.Families {
+		var mfs exportertest.Families
 		mfs, updateErr = gatherErr(t, c)
 		return mfs
 	}, lab.pair.Host.Name, exactly(sent))
@@ -374,8 +362,8 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	if work, _ := totalWork(devicePolls(t, mfs, lab.pair.Host.Name)); work != sent {
 		t.Errorf("histogram work = %d, want the %d frames sent", work, sent)
 	}
-	if value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", missing) != 0 ||
-		value(t, mfs, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_entry") != 1 {
+	if mfs.Value(t, "xdp_napi_tracepoint_attached", "tracepoint", missing) != 0 ||
+		mfs.Value(t, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_entry") != 1 {
 		t.Error("xdp_napi_tracepoint_attached does not show which tracepoint is missing")
 	}
 	if _, ok := mfs["xdp_softirq_raises_total"]; ok {
@@ -393,12 +381,12 @@ func TestNapiMissingTracepoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]*dto.MetricFamily{}
+	byName := exportertest.Families{}
 	for _, mf := range scraped {
 		byName[mf.GetName()] = mf
 	}
-	if value(t, byName, "xdp_scrape_collector_success", "collector", "napi") != 1 ||
-		value(t, byName, "xdp_scrape_collector_unsupported", "collector", "napi") != 1 {
+	if byName.Value(t, "xdp_scrape_collector_success", "collector", "napi") != 1 ||
+		byName.Value(t, "xdp_scrape_collector_unsupported", "collector", "napi") != 1 {
 		t.Error("a tracepoint this kernel lacks is not reported as unsupported (success 1, unsupported 1)")
 	}
 	if _, ok := byName["xdp_napi_poll_work"]; !ok {

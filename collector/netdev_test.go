@@ -12,13 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
@@ -75,8 +73,8 @@ func TestNetdevQstatsEth0(t *testing.T) {
 	mfs := gather(t, c)
 	for _, s := range stats {
 		after := sysfsCounter(t, "eth0", s)
-		dev := value(t, mfs, "xdp_netdev_qstats_"+s+"_total", "device", "eth0")
-		queues, n := exportertest.Match(mfs, "xdp_netdev_queue_"+s+"_total", "device", "eth0")
+		dev := mfs.Value(t, "xdp_netdev_qstats_"+s+"_total", "device", "eth0")
+		queues, n := mfs.Sum("xdp_netdev_queue_"+s+"_total", "device", "eth0")
 		if n == 0 {
 			t.Errorf("no per-queue %s for eth0", s)
 		}
@@ -86,13 +84,13 @@ func TestNetdevQstatsEth0(t *testing.T) {
 			}
 		}
 	}
-	if v := value(t, mfs, "xdp_netdev_qstats_rx_packets_total", "device", "eth0"); v == 0 {
+	if v := mfs.Value(t, "xdp_netdev_qstats_rx_packets_total", "device", "eth0"); v == 0 {
 		t.Error("eth0 received no packets at all")
 	}
-	if v := value(t, mfs, "xdp_netdev_xdp_feature", "device", "eth0", "feature", "basic"); v != 1 {
+	if v := mfs.Value(t, "xdp_netdev_xdp_feature", "device", "eth0", "feature", "basic"); v != 1 {
 		t.Errorf("virtio_net basic XDP = %v, want 1", v)
 	}
-	if _, n := exportertest.Match(mfs, "xdp_netdev_queue_info", "device", "eth0", "type", "rx", "queue", "0"); n != 1 {
+	if _, n := mfs.Sum("xdp_netdev_queue_info", "device", "eth0", "type", "rx", "queue", "0"); n != 1 {
 		t.Errorf("queue_info for eth0 rx 0: %d series, want 1", n)
 	}
 }
@@ -107,22 +105,16 @@ func TestNetdevVeth(t *testing.T) {
 	c := newLiveNetdev(t, NetdevConfig{Filter: Filter{Devices: newDeviceFilter(regexp.MustCompile("^"+dev+"$"), nil)}, PerQueueStats: true})
 
 	mfs := gather(t, c)
-	if _, n := exportertest.Match(mfs, "xdp_netdev_napi_info", "device", dev); n != 0 {
+	if _, n := mfs.Sum("xdp_netdev_napi_info", "device", dev); n != 0 {
 		t.Fatalf("veth without XDP has %d NAPI instances, want 0", n)
 	}
 	for feature, want := range map[string]float64{"basic": 1, "redirect": 1, "rx-sg": 1, "hw-offload": 0, "xsk-zerocopy": 0} {
-		if v := value(t, mfs, "xdp_netdev_xdp_feature", "device", dev, "feature", feature); v != want {
+		if v := mfs.Value(t, "xdp_netdev_xdp_feature", "device", dev, "feature", feature); v != want {
 			t.Errorf("veth XDP feature %s = %v, want %v", feature, v, want)
 		}
 	}
 
-	drop, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:         ebpf.XDP,
-		License:      "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, // XDP_DROP
-	})
-	testenv.Check(t, err, "loading an XDP_DROP program")
-	defer drop.Close()
+	drop := vethtest.Verdict(t, "xdpt_drop", xdptest.Drop)
 	l, err := link.AttachXDP(link.XDPOptions{Program: drop, Interface: pair.Host.Index})
 	testenv.Check(t, err, "attaching XDP to veth")
 
@@ -133,7 +125,7 @@ func TestNetdevVeth(t *testing.T) {
 	napiIDs := map[string]bool{}
 	for _, m := range mfs["xdp_netdev_napi_info"].GetMetric() {
 		if exportertest.Matches(m, "device", dev) {
-			napiIDs[labelValue(m, "napi_id")] = true
+			napiIDs[exportertest.Label(m, "napi_id")] = true
 		}
 	}
 	if len(napiIDs) != queues {
@@ -141,7 +133,7 @@ func TestNetdevVeth(t *testing.T) {
 	}
 	for _, typ := range []string{"rx", "tx"} {
 		for q := range queues {
-			_, got := exportertest.Match(mfs, "xdp_netdev_queue_info", "device", dev, "type", typ, "queue", strconv.Itoa(q))
+			_, got := mfs.Sum("xdp_netdev_queue_info", "device", dev, "type", typ, "queue", strconv.Itoa(q))
 			if got != 1 {
 				t.Errorf("queue_info %s %d: %d series, want 1", typ, q, got)
 			}
@@ -150,7 +142,7 @@ func TestNetdevVeth(t *testing.T) {
 	// veth does not link queues to NAPIs (netif_queue_set_napi) as of 6.18;
 	// when a kernel does, the ids must be the NAPIs napi-get listed.
 	for _, m := range mfs["xdp_netdev_queue_info"].GetMetric() {
-		if id := labelValue(m, "napi_id"); exportertest.Matches(m, "device", dev) && id != "" && !napiIDs[id] {
+		if id := exportertest.Label(m, "napi_id"); exportertest.Matches(m, "device", dev) && id != "" && !napiIDs[id] {
 			t.Errorf("queue_info napi_id %s is not one of the device's NAPIs %v", id, napiIDs)
 		}
 	}
@@ -160,7 +152,7 @@ func TestNetdevVeth(t *testing.T) {
 		st := vethtest.EthtoolS(t, "", dev)
 		for q := range queues {
 			want := float64(st["rx_queue_"+strconv.Itoa(q)+"_xdp_packets"])
-			if v := value(t, mfs, "xdp_netdev_queue_rx_packets_total", "device", dev, "queue", strconv.Itoa(q)); v != want {
+			if v := mfs.Value(t, "xdp_netdev_queue_rx_packets_total", "device", dev, "queue", strconv.Itoa(q)); v != want {
 				t.Errorf("veth queue %d qstats rx-packets = %v, ethtool says %v", q, v, want)
 			}
 		}
@@ -170,18 +162,9 @@ func TestNetdevVeth(t *testing.T) {
 		t.Fatal(err)
 	}
 	mfs = gather(t, c)
-	if _, n := exportertest.Match(mfs, "xdp_netdev_napi_info", "device", dev); n != 0 {
+	if _, n := mfs.Sum("xdp_netdev_napi_info", "device", dev); n != 0 {
 		t.Errorf("veth after detaching XDP still has %d NAPI instances", n)
 	}
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, lp := range m.GetLabel() {
-		if lp.GetName() == name {
-			return lp.GetValue()
-		}
-	}
-	return ""
 }
 
 // TestNetdevLiveUnsupported runs the collector on this kernel twice: the
@@ -335,35 +318,35 @@ func TestNetdevMetrics(t *testing.T) {
 		"xdp_netdev_qstats_rx_packets_total": 10361, "xdp_netdev_qstats_rx_bytes_total": 199297415,
 		"xdp_netdev_qstats_tx_packets_total": 9471, "xdp_netdev_qstats_rx_hw_drops_total": 17, "xdp_netdev_qstats_tx_stop_total": 0,
 	} {
-		if got := value(t, mfs, name, "device", "eth0"); got != want {
+		if got := mfs.Value(t, name, "device", "eth0"); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
 	if _, ok := mfs["xdp_netdev_qstats_rx_alloc_fail_total"]; ok {
 		t.Error("a qstat the driver does not report has a series")
 	}
-	if got := value(t, mfs, "xdp_netdev_queue_rx_packets_total", "device", "eth0", "queue", "1", "type", "rx"); got != 4361 {
+	if got := mfs.Value(t, "xdp_netdev_queue_rx_packets_total", "device", "eth0", "queue", "1", "type", "rx"); got != 4361 {
 		t.Errorf("eth0 rx queue 1 packets = %v", got)
 	}
 	for feature, want := range map[string]float64{"basic": 1, "redirect": 1, "ndo-xmit": 0, "xsk-zerocopy": 1, "rx-sg": 1, "0x10000000000": 1} {
-		if got := value(t, mfs, "xdp_netdev_xdp_feature", "device", "eth0", "feature", feature); got != want {
+		if got := mfs.Value(t, "xdp_netdev_xdp_feature", "device", "eth0", "feature", feature); got != want {
 			t.Errorf("eth0 feature %s = %v, want %v", feature, got, want)
 		}
 	}
-	if _, n := exportertest.Match(mfs, "xdp_netdev_xsk_feature", "device", "lo"); n != 0 {
+	if _, n := mfs.Sum("xdp_netdev_xsk_feature", "device", "lo"); n != 0 {
 		t.Error("lo reports xsk features it has no attribute for")
 	}
 	for q, cpu := range []string{"2", "3"} {
 		queue, napi, irq := strconv.Itoa(q), strconv.Itoa(8193+q), strconv.Itoa(41+q)
-		if got := value(t, mfs, "xdp_netdev_queue_info", "device", "eth0", "queue", queue, "type", "rx",
+		if got := mfs.Value(t, "xdp_netdev_queue_info", "device", "eth0", "queue", queue, "type", "rx",
 			"napi_id", napi, "irq", irq, "cpus", "0-3", "effective_cpus", cpu); got != 1 {
 			t.Errorf("queue %s info = %v", queue, got)
 		}
-		if got := value(t, mfs, "xdp_netdev_napi_gro_flush_timeout_seconds", "napi_id", napi); got != 200e-6 {
+		if got := mfs.Value(t, "xdp_netdev_napi_gro_flush_timeout_seconds", "napi_id", napi); got != 200e-6 {
 			t.Errorf("gro flush timeout = %v", got)
 		}
 	}
-	if got := value(t, mfs, "xdp_netdev_queue_info", "device", "lo", "queue", "0", "napi_id", "", "irq", ""); got != 1 {
+	if got := mfs.Value(t, "xdp_netdev_queue_info", "device", "lo", "queue", "0", "napi_id", "", "irq", ""); got != 1 {
 		t.Errorf("lo queue info = %v", got)
 	}
 	for _, p := range v.pools {
@@ -371,10 +354,10 @@ func TestNetdevMetrics(t *testing.T) {
 		if p.Ifindex != 0 {
 			dev = "eth0"
 		}
-		if got := value(t, mfs, "xdp_netdev_page_pool_inflight_pages", "pool_id", id, "device", dev); got != float64(p.Inflight) {
+		if got := mfs.Value(t, "xdp_netdev_page_pool_inflight_pages", "pool_id", id, "device", dev); got != float64(p.Inflight) {
 			t.Errorf("pool %s inflight = %v, want %v", id, got, p.Inflight)
 		}
-		if got := value(t, mfs, "xdp_netdev_page_pool_detached", "pool_id", id); got != boolValue(p.Detached) {
+		if got := mfs.Value(t, "xdp_netdev_page_pool_detached", "pool_id", id); got != boolValue(p.Detached) {
 			t.Errorf("pool %s detached = %v", id, got)
 		}
 	}
@@ -382,7 +365,7 @@ func TestNetdevMetrics(t *testing.T) {
 		id := strconv.FormatUint(s.ID, 10)
 		for i, stat := range netdev.PagePoolStatNames {
 			name := "xdp_netdev_page_pool_" + metricStem(stat) + "_total"
-			if got := value(t, mfs, name, "pool_id", id, "device", "eth0"); got != float64(s.Values[i]) {
+			if got := mfs.Value(t, name, "pool_id", id, "device", "eth0"); got != float64(s.Values[i]) {
 				t.Errorf("pool %s %s = %v, want %v", id, stat, got, s.Values[i])
 			}
 		}
@@ -419,7 +402,7 @@ func TestNetdevDeviceFilter(t *testing.T) {
 	mfs := gather(t, c)
 	for name, mf := range mfs {
 		for _, m := range mf.GetMetric() {
-			if labelValue(m, "device") == "eth0" {
+			if exportertest.Label(m, "device") == "eth0" {
 				t.Errorf("%s still has eth0", name)
 			}
 		}

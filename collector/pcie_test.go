@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 
@@ -42,14 +40,14 @@ func newFixturePCIe(t testing.TB, cfg PCIeConfig) Collector {
 // queue's IRQ and of each CPU.
 func TestPCIeFixture(t *testing.T) {
 	mfs := gather(t, newFixturePCIe(t, pcieFixture(t)))
-	if got := value(t, mfs, "xdp_pcie_device_info", "device", "mlx5p0", "pci_address", "0000:03:00.0", "numa_node", "1"); got != 1 {
+	if got := mfs.Value(t, "xdp_pcie_device_info", "device", "mlx5p0", "pci_address", "0000:03:00.0", "numa_node", "1"); got != 1 {
 		t.Errorf("mlx5p0 info = %v", got)
 	}
-	if got := value(t, mfs, "xdp_pcie_device_info", "device", "eth1", "pci_address", "0000:00:03.0", "numa_node", "-1"); got != 1 {
+	if got := mfs.Value(t, "xdp_pcie_device_info", "device", "eth1", "pci_address", "0000:00:03.0", "numa_node", "-1"); got != 1 {
 		t.Errorf("eth1 info = %v", got)
 	}
 	for _, dev := range []string{"veth0", "usb0"} {
-		if _, n := exportertest.Match(mfs, "xdp_pcie_device_info", "device", dev); n != 0 {
+		if _, n := mfs.Sum("xdp_pcie_device_info", "device", dev); n != 0 {
 			t.Errorf("%s has no PCI function of its own but is listed", dev)
 		}
 	}
@@ -72,21 +70,21 @@ func TestPCIeFixture(t *testing.T) {
 			"xdp_pcie_link_max_width_lanes":                h.maxWidth,
 			"xdp_pcie_link_bandwidth_bytes_per_second":     h.bandwidthBytesPerSecond,
 		} {
-			if got := value(t, mfs, fam, l...); math.Abs(got-want) > want*1e-12 {
+			if got := mfs.Value(t, fam, l...); math.Abs(got-want) > want*1e-12 {
 				t.Errorf("%s{hop=%s} = %v, want %v", fam, h.hop, got, want)
 			}
 		}
 	}
-	if got := value(t, mfs, "xdp_pcie_link_degraded", "device", "mlx5p0", "hop", "0", "pci_address", "0000:03:00.0"); got != 1 {
+	if got := mfs.Value(t, "xdp_pcie_link_degraded", "device", "mlx5p0", "hop", "0", "pci_address", "0000:03:00.0"); got != 1 {
 		t.Errorf("the NIC's x8 link where both ends do x16 is not degraded: %v", got)
 	}
-	if got := value(t, mfs, "xdp_pcie_link_degraded", "device", "mlx5p0", "hop", "2", "pci_address", "0000:01:00.0"); got != 0 {
+	if got := mfs.Value(t, "xdp_pcie_link_degraded", "device", "mlx5p0", "hop", "2", "pci_address", "0000:01:00.0"); got != 0 {
 		t.Errorf("the switch's x8 link into a x8 root port is degraded: %v", got)
 	}
-	if _, n := exportertest.Match(mfs, "xdp_pcie_link_degraded", "hop", "1"); n != 0 {
+	if _, n := mfs.Sum("xdp_pcie_link_degraded", "hop", "1"); n != 0 {
 		t.Error("a port above a link has a degraded series of its own")
 	}
-	if _, n := exportertest.Match(mfs, "xdp_pcie_link_width_lanes", "device", "eth1"); n != 0 {
+	if _, n := mfs.Sum("xdp_pcie_link_width_lanes", "device", "eth1"); n != 0 {
 		t.Error("eth1 sits on conventional PCI, without link files, yet has link series")
 	}
 	checkPCIeAER(t, mfs)
@@ -95,47 +93,47 @@ func TestPCIeFixture(t *testing.T) {
 
 // checkPCIeAER checks the fixture NIC's AER counts by name, without the
 // totals.
-func checkPCIeAER(t *testing.T, mfs map[string]*dto.MetricFamily) {
+func checkPCIeAER(t *testing.T, mfs exportertest.Families) {
 	t.Helper()
 	for _, e := range []struct {
 		severity, name string
 		want           float64
 	}{{"correctable", "RxErr", 3}, {"correctable", "BadTLP", 12}, {"correctable", "Timeout", 1}, {"nonfatal", "CmpltTO", 2}, {"fatal", "MalfTLP", 0}} {
-		if got := value(t, mfs, "xdp_pcie_aer_errors_total", "device", "mlx5p0", "hop", "0", "type", e.severity, "error", e.name); got != e.want {
+		if got := mfs.Value(t, "xdp_pcie_aer_errors_total", "device", "mlx5p0", "hop", "0", "type", e.severity, "error", e.name); got != e.want {
 			t.Errorf("AER %s %s = %v, want %v", e.severity, e.name, got, e.want)
 		}
 	}
-	if sum, n := exportertest.Match(mfs, "xdp_pcie_aer_errors_total", "type", "correctable"); n != 8 || sum != 16 {
+	if sum, n := mfs.Sum("xdp_pcie_aer_errors_total", "type", "correctable"); n != 8 || sum != 16 {
 		t.Errorf("correctable AER: %d series summing to %v, want the 8 names summing to TOTAL_ERR_COR 16", n, sum)
 	}
-	if _, n := exportertest.Match(mfs, "xdp_pcie_aer_errors_total", "device", "eth1"); n != 0 {
+	if _, n := mfs.Sum("xdp_pcie_aer_errors_total", "device", "eth1"); n != 0 {
 		t.Error("eth1 has no AER files, yet has AER series")
 	}
 }
 
 // checkPCIeNUMA checks the NUMA locality of the fixture NIC's RX queue
 // IRQs and of each CPU.
-func checkPCIeNUMA(t *testing.T, mfs map[string]*dto.MetricFamily) {
+func checkPCIeNUMA(t *testing.T, mfs exportertest.Families) {
 	t.Helper()
 	for _, q := range []struct {
 		queue, irq, cpus string
 		want             float64
 	}{{"0", "40", "0", 1}, {"1", "41", "4", 0}, {"2", "42", "5-6", 0}, {"3", "43", "2,5", 0.5}} {
-		if got := value(t, mfs, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "mlx5p0", "queue", q.queue, "irq", q.irq, "effective_cpus", q.cpus); got != q.want {
+		if got := mfs.Value(t, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "mlx5p0", "queue", q.queue, "irq", q.irq, "effective_cpus", q.cpus); got != q.want {
 			t.Errorf("queue %s remote ratio = %v, want %v", q.queue, got, q.want)
 		}
 	}
-	if _, n := exportertest.Match(mfs, "xdp_pcie_rx_queue_numa_remote_ratio", "irq", "39"); n != 0 {
+	if _, n := mfs.Sum("xdp_pcie_rx_queue_numa_remote_ratio", "irq", "39"); n != 0 {
 		t.Error("the async event IRQ is taken for a queue")
 	}
-	remote, n := exportertest.Match(mfs, "xdp_pcie_cpu_numa_remote", "device", "mlx5p0")
+	remote, n := mfs.Sum("xdp_pcie_cpu_numa_remote", "device", "mlx5p0")
 	if n != 8 || remote != 4 {
 		t.Errorf("mlx5p0: %d CPUs with %v remote, want 8 with 4 (CPUs 0-3 on node 0)", n, remote)
 	}
-	if got := value(t, mfs, "xdp_pcie_cpu_numa_remote", "device", "mlx5p0", "cpu", "5"); got != 0 {
+	if got := mfs.Value(t, "xdp_pcie_cpu_numa_remote", "device", "mlx5p0", "cpu", "5"); got != 0 {
 		t.Errorf("CPU 5 (node 1) counted remote from a node-1 NIC")
 	}
-	if _, n := exportertest.Match(mfs, "xdp_pcie_cpu_numa_remote", "device", "eth1"); n != 0 {
+	if _, n := mfs.Sum("xdp_pcie_cpu_numa_remote", "device", "eth1"); n != 0 {
 		t.Error("eth1 has no NUMA node, yet its CPUs are classified")
 	}
 }
@@ -171,7 +169,7 @@ func TestPCIeRealSysfs(t *testing.T) {
 	for _, l := range links {
 		name := l.Attrs().Name
 		info, err := et.DriverInfo(name)
-		listed, n := exportertest.Match(mfs, "xdp_pcie_device_info", "device", name)
+		listed, n := mfs.Sum("xdp_pcie_device_info", "device", name)
 		if err != nil || !pci.IsAddress(info.BusInfo) {
 			if n != 0 {
 				t.Errorf("%s (bus %q) is not on PCI but listed", name, info.BusInfo)
@@ -183,7 +181,7 @@ func TestPCIeRealSysfs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := value(t, mfs, "xdp_pcie_device_info", "device", name, "pci_address", info.BusInfo, "numa_node", strings.TrimSpace(string(node))); got != 1 || listed != 1 {
+		if got := mfs.Value(t, "xdp_pcie_device_info", "device", name, "pci_address", info.BusInfo, "numa_node", strings.TrimSpace(string(node))); got != 1 || listed != 1 {
 			t.Errorf("%s on %s: info %v", name, info.BusInfo, got)
 		}
 	}

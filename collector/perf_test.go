@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
@@ -101,7 +100,7 @@ func TestPerfSoftwareLive(t *testing.T) {
 		})
 		after := gather(t, c)
 		delta := func(name string, labels ...string) float64 {
-			return value(t, after, name, labels...) - value(t, before, name, labels...)
+			return after.Value(t, name, labels...) - before.Value(t, name, labels...)
 		}
 		if d := delta("xdp_perf_page_faults_total", "cpu", label); d < pages {
 			t.Errorf("CPU %d: page faults grew by %v after touching %d fresh pages there", cpu, d, pages)
@@ -112,8 +111,8 @@ func TestPerfSoftwareLive(t *testing.T) {
 		if d := delta("xdp_perf_cpu_clock_seconds_total", "cpu", label); d <= 0 {
 			t.Errorf("CPU %d: cpu-clock did not move (%v)", cpu, d)
 		}
-		en := value(t, after, "xdp_perf_group_enabled_seconds_total", "cpu", label, "group", "software")
-		run := value(t, after, "xdp_perf_group_running_seconds_total", "cpu", label, "group", "software")
+		en := after.Value(t, "xdp_perf_group_enabled_seconds_total", "cpu", label, "group", "software")
+		run := after.Value(t, "xdp_perf_group_running_seconds_total", "cpu", label, "group", "software")
 		if run <= 0 || run > en {
 			t.Errorf("CPU %d: software group running %v s of %v s enabled", cpu, run, en)
 		}
@@ -138,25 +137,25 @@ func TestPerfHardware(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scrape failed: %v", err)
 	}
-	mfs := map[string]*dto.MetricFamily{}
+	mfs := exportertest.Families{}
 	for _, mf := range list {
 		mfs[mf.GetName()] = mf
 	}
-	if v := value(t, mfs, "xdp_scrape_collector_success", "collector", "perf"); v != 1 {
+	if v := mfs.Value(t, "xdp_scrape_collector_success", "collector", "perf"); v != 1 {
 		t.Errorf("success = %v, want 1", v)
 	}
-	if n := seriesCount(mfs, "xdp_perf_context_switches_total"); n != len(onlineCPUs(t)) {
+	if n := len(mfs.Series("xdp_perf_context_switches_total")); n != len(onlineCPUs(t)) {
 		t.Errorf("context switches on %d CPUs, want %d", n, len(onlineCPUs(t)))
 	}
-	if value(t, mfs, "xdp_perf_event_available", "event", "cycles") == 1 {
+	if mfs.Value(t, "xdp_perf_event_available", "event", "cycles") == 1 {
 		t.Logf("this host has hardware counters")
-		if n := seriesCount(mfs, "xdp_perf_cycles_total"); n != len(onlineCPUs(t)) {
+		if n := len(mfs.Series("xdp_perf_cycles_total")); n != len(onlineCPUs(t)) {
 			t.Errorf("cycles on %d CPUs, want %d", n, len(onlineCPUs(t)))
 		}
 		return
 	}
 	for _, ev := range []string{"instructions", "cache-references", "cache-misses"} {
-		if v := value(t, mfs, "xdp_perf_event_available", "event", ev); v != 0 {
+		if v := mfs.Value(t, "xdp_perf_event_available", "event", ev); v != 0 {
 			t.Errorf("%s available = %v although cycles is not", ev, v)
 		}
 	}

@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
@@ -45,7 +44,7 @@ func newReapLab(t *testing.T) *reapLab {
 
 // scrape gathers the set as the exporter serves it; every collector must
 // succeed.
-func (l *reapLab) scrape() map[string]*dto.MetricFamily {
+func (l *reapLab) scrape() exportertest.Families {
 	l.t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(l.set.Scrape(context.Background()))
@@ -53,7 +52,7 @@ func (l *reapLab) scrape() map[string]*dto.MetricFamily {
 	if err != nil {
 		l.t.Fatalf("gather: %v", err)
 	}
-	out := map[string]*dto.MetricFamily{}
+	out := exportertest.Families{}
 	for _, mf := range mfs {
 		out[mf.GetName()] = mf
 	}
@@ -138,10 +137,7 @@ func send(g *trafficgen.Generator, peer, host *net.Interface, n uint64) error {
 
 // abortProgram loads an XDP program that aborts every frame: each frame
 // is an xdp:xdp_exception for its device and program.
-func abortProgram() (*ebpf.Program, error) {
-	return ebpf.NewProgram(&ebpf.ProgramSpec{Name: "xdpt_abort", Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
-}
+func abortProgram() (*ebpf.Program, error) { return xdptest.Verdict("xdpt_abort", xdptest.Aborted) }
 
 // vethPair makes a veth pair in the test's namespace, IPv6 off (no frames
 // of the kernel's own), both ends up; del removes it.
@@ -201,7 +197,7 @@ func (l *reapLab) checkFresh(id string) {
 		l.t.Fatal(err)
 	}
 	mfs := l.scrape()
-	if v := value(l.t, mfs, "xdp_exceptions_total", "device", host.Name, "prog_id", fmt.Sprint(progID), "action", "ABORTED"); v != n {
+	if v := mfs.Value(l.t, "xdp_exceptions_total", "device", host.Name, "prog_id", fmt.Sprint(progID), "action", "ABORTED"); v != n {
 		l.t.Errorf("exceptions of the new program on the new device: %v, want %d", v, n)
 	}
 	var work float64
@@ -213,10 +209,10 @@ func (l *reapLab) checkFresh(id string) {
 	if work != n {
 		l.t.Errorf("napi work of the new device: %v, want %d", work, n)
 	}
-	if v := value(l.t, mfs, "xdp_monitor_map_full_events_total", "map", "exceptions"); v != 0 {
+	if v := mfs.Value(l.t, "xdp_monitor_map_full_events_total", "map", "exceptions"); v != 0 {
 		l.t.Errorf("%v exceptions counted as map full", v)
 	}
-	if v := value(l.t, mfs, "xdp_napi_polls_untracked_total"); v != 0 {
+	if v := mfs.Value(l.t, "xdp_napi_polls_untracked_total"); v != 0 {
 		l.t.Errorf("%v napi polls untracked", v)
 	}
 }
@@ -271,7 +267,7 @@ func TestReapChurn(t *testing.T) {
 	mfs := l.scrape()
 	var total float64
 	for _, d := range devs {
-		v, _ := exportertest.Match(mfs, "xdp_device_exceptions_total", "device", d.host.Name, "action", "ABORTED")
+		v, _ := mfs.Sum("xdp_device_exceptions_total", "device", d.host.Name, "action", "ABORTED")
 		total += v
 	}
 	if total != 2*cycles {

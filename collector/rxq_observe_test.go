@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
@@ -48,11 +47,11 @@ func TestRxqObserveFollows(t *testing.T) {
 		t.Errorf("series for a device without XDP: %v", mfs)
 	}
 
-	raw, err := vethns.AttachVerdictTo(pair.Host.Index, vethns.XDPPass)
+	raw, err := vethns.AttachVerdictTo(pair.Host.Index, "xdpt_verdict", xdptest.Pass)
 	testenv.Check(t, err, "attaching a program without BTF")
 	id := vethtest.AttachedXDP(t, dev)
 	mfs := gather(t, c)
-	if v := value(t, mfs, "xdp_rxq_unobservable_info", "device", dev, "mode", "native", "prog_id", fmt.Sprint(id), "reason", "no_btf"); v != 1 {
+	if v := mfs.Value(t, "xdp_rxq_unobservable_info", "device", dev, "mode", "native", "prog_id", fmt.Sprint(id), "reason", "no_btf"); v != 1 {
 		t.Errorf("xdp_rxq_unobservable_info{reason=no_btf} = %v, want 1", v)
 	}
 	raw.Close()
@@ -90,7 +89,7 @@ func TestRxqObserveFollows(t *testing.T) {
 		if mfs["xdp_rxq_observed_info"] != nil {
 			t.Errorf("a detached program is still observed: %v", mfs["xdp_rxq_observed_info"])
 		}
-		if got, _ := exportertest.Match(mfs, "xdp_rxq_packets_total", "device", dev, "action", "pass"); got != n {
+		if got, _ := mfs.Sum("xdp_rxq_packets_total", "device", dev, "action", "pass"); got != n {
 			t.Errorf("after the program was detached its counts read %v, want %d", got, n)
 		}
 		if links := vethtest.ObserverLinks(t); len(links) > 0 {

@@ -10,14 +10,13 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
@@ -56,13 +55,7 @@ func TestRxqConfigErrors(t *testing.T) {
 // xdpDrop loads a bare XDP_DROP program.
 func xdpDrop(t testing.TB) *ebpf.Program {
 	t.Helper()
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()},
-	})
-	testenv.Check(t, err, "loading an XDP_DROP program")
-	t.Cleanup(func() { p.Close() })
-	return p
+	return vethtest.Verdict(t, "xdpt_drop", xdptest.Drop)
 }
 
 // dropOnPeer attaches a bare XDP_DROP to the pair's generator end, inside
@@ -102,7 +95,7 @@ func vethStats(t testing.TB, pair *vethns.Pair, dev string, inNS bool, stat stri
 }
 
 // rxqCells returns the packets_total samples of dev as queue -> cpu -> value.
-func rxqCells(mfs map[string]*dto.MetricFamily, family, dev string) map[string]map[string]uint64 {
+func rxqCells(mfs exportertest.Families, family, dev string) map[string]map[string]uint64 {
 	out := map[string]map[string]uint64{}
 	mf := mfs[family]
 	for _, m := range mf.GetMetric() {
@@ -168,7 +161,7 @@ func TestRxqActions(t *testing.T) {
 			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 
-			info := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name, "action", tc.action,
+			info := mfs.Value(t, "xdp_rxq_info", "device", pair.Host.Name, "action", tc.action,
 				"mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(vethtest.AttachedXDP(t, pair.Host.Name)))
 			if info != 1 {
 				t.Errorf("xdp_rxq_info = %v, want 1", info)
@@ -207,7 +200,7 @@ func TestRxqActions(t *testing.T) {
 // checkRxqCells checks that dev's queue x CPU counters of n packets sum
 // to n, split evenly over two queues each on its own CPU, with the bytes of
 // minimum-size frames; it returns the packets per queue.
-func checkRxqCells(t *testing.T, mfs map[string]*dto.MetricFamily, dev string, n uint64) []uint64 {
+func checkRxqCells(t *testing.T, mfs exportertest.Families, dev string, n uint64) []uint64 {
 	t.Helper()
 	cells := rxqCells(mfs, "xdp_rxq_packets_total", dev)
 	bytes := rxqCells(mfs, "xdp_rxq_bytes_total", dev)
@@ -240,9 +233,9 @@ func checkRxqCells(t *testing.T, mfs map[string]*dto.MetricFamily, dev string, n
 
 // checkRxqIssues checks that dev counted no issue, and that the ifindex
 // issue exists only when checked.
-func checkRxqIssues(t *testing.T, mfs map[string]*dto.MetricFamily, dev string, checked bool) {
+func checkRxqIssues(t *testing.T, mfs exportertest.Families, dev string, checked bool) {
 	t.Helper()
-	if v := value(t, mfs, "xdp_rxq_issues_total", "device", dev, "reason", "queue_out_of_range"); v != 0 {
+	if v := mfs.Value(t, "xdp_rxq_issues_total", "device", dev, "reason", "queue_out_of_range"); v != 0 {
 		t.Errorf("queue_out_of_range issues = %v, want 0", v)
 	}
 	var ifindexIssues []float64
@@ -280,10 +273,10 @@ func TestRxqQueueIssue(t *testing.T) {
 	defer c.Close()
 	vethtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
-	if v := value(t, mfs, "xdp_rxq_packets_total", "device", pair.Host.Name, "queue", "0"); v != n/2 {
+	if v := mfs.Value(t, "xdp_rxq_packets_total", "device", pair.Host.Name, "queue", "0"); v != n/2 {
 		t.Errorf("queue 0 counted %v, want %d", v, n/2)
 	}
-	if v := value(t, mfs, "xdp_rxq_issues_total", "device", pair.Host.Name, "reason", "queue_out_of_range"); v != n/2 {
+	if v := mfs.Value(t, "xdp_rxq_issues_total", "device", pair.Host.Name, "reason", "queue_out_of_range"); v != n/2 {
 		t.Errorf("queue_out_of_range issues %v, want %d", v, n/2)
 	}
 	drops := vethStats(t, pair, pair.Host.Name, false, "xdp_drops", 2)
@@ -338,7 +331,7 @@ func TestRxqForeignProgram(t *testing.T) {
 			const n = 10_000
 			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
-			ours := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name)
+			ours := mfs.Value(t, "xdp_rxq_info", "device", pair.Host.Name)
 			if ours != 1 || vethtest.AttachedXDP(t, pair.Host.Name) == id {
 				t.Errorf("device still runs the foreign program %d", id)
 			}
@@ -381,7 +374,7 @@ func TestRxqGeneric(t *testing.T) {
 	}
 	vethtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
-	if v := value(t, mfs, "xdp_rxq_info", "device", pair.Host.Name, "mode", "generic"); v != 1 {
+	if v := mfs.Value(t, "xdp_rxq_info", "device", pair.Host.Name, "mode", "generic"); v != 1 {
 		t.Errorf("xdp_rxq_info{mode=generic} = %v", v)
 	}
 	var total uint64

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/procfs"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func (fake) Close() error { return nil }
 // gatherSet gathers one scrape of set bounded by ctx, failing the test if
 // the gather has not returned after a minute: that can only mean it waited
 // for a collector that never finishes.
-func gatherSet(t *testing.T, ctx context.Context, set *Set) map[string]*dto.MetricFamily {
+func gatherSet(t *testing.T, ctx context.Context, set *Set) exportertest.Families {
 	t.Helper()
 	type out struct {
 		mfs []*dto.MetricFamily
@@ -75,7 +76,7 @@ func gatherSet(t *testing.T, ctx context.Context, set *Set) map[string]*dto.Metr
 	if o.err != nil {
 		t.Fatalf("gather: %v", o.err)
 	}
-	res := map[string]*dto.MetricFamily{}
+	res := exportertest.Families{}
 	for _, mf := range o.mfs {
 		res[mf.GetName()] = mf
 	}
@@ -99,13 +100,13 @@ func TestScrapeHungCollector(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		mfs := gatherSet(t, ctx, set)
 		cancel()
-		if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "hung"); got != 0 {
+		if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "hung"); got != 0 {
 			t.Fatalf("round %d: hung collector: success %v, want 0", i, got)
 		}
-		if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "ok"); got != 1 {
+		if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "ok"); got != 1 {
 			t.Fatalf("round %d: ok collector: success %v, want 1", i, got)
 		}
-		if got := value(t, mfs, "xdp_test_fake_value", "name", "ok"); got != 1 {
+		if got := mfs.Value(t, "xdp_test_fake_value", "name", "ok"); got != 1 {
 			t.Fatalf("round %d: ok collector's metric: %v", i, got)
 		}
 		if len(mfs["xdp_test_fake_value"].GetMetric()) != 1 {
@@ -122,7 +123,7 @@ func TestScrapeLateCollector(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	mfs := gatherSet(t, ctx, set)
-	if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "slow"); got != 0 {
+	if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "slow"); got != 0 {
 		t.Errorf("success %v, want 0", got)
 	}
 	close(release) // the stale Update now returns into its own buffer
@@ -131,7 +132,7 @@ func TestScrapeLateCollector(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		mfs = gatherSet(t, context.Background(), set)
-		if value(t, mfs, "xdp_scrape_collector_success", "collector", "slow") == 1 {
+		if mfs.Value(t, "xdp_scrape_collector_success", "collector", "slow") == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -139,7 +140,7 @@ func TestScrapeLateCollector(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if got := value(t, mfs, "xdp_test_fake_value", "name", "slow"); got != 1 {
+	if got := mfs.Value(t, "xdp_test_fake_value", "name", "slow"); got != 1 {
 		t.Errorf("next scrape: metric %v, want 1", got)
 	}
 }
@@ -156,7 +157,7 @@ func TestScrapeBlockedCollectorBounded(t *testing.T) {
 		"blocked": counting{fake: fake{name: "blocked", block: block}, calls: &calls},
 		"ok":      fake{name: "ok"},
 	}, slog.New(slog.DiscardHandler))
-	scrape := func() map[string]*dto.MetricFamily {
+	scrape := func() exportertest.Families {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond) // long enough for the ok collector on a loaded machine
 		defer cancel()
 		return gatherSet(t, ctx, set)
@@ -165,10 +166,10 @@ func TestScrapeBlockedCollectorBounded(t *testing.T) {
 	goroutines, threads := runtime.NumGoroutine(), osThreads(t)
 	for i := 0; i < 100; i++ {
 		mfs := scrape()
-		if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "blocked"); got != 0 {
+		if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "blocked"); got != 0 {
 			t.Fatalf("scrape %d: blocked collector success %v, want 0", i, got)
 		}
-		if got := value(t, mfs, "xdp_test_fake_value", "name", "ok"); got != 1 {
+		if got := mfs.Value(t, "xdp_test_fake_value", "name", "ok"); got != 1 {
 			t.Fatalf("scrape %d: the other collector stopped serving", i)
 		}
 	}
@@ -221,13 +222,13 @@ func TestScrapePanickingCollector(t *testing.T) {
 	for i := 0; i < 2; i++ { // the process survives and the next scrape is the same
 		mfs := gatherSet(t, context.Background(), set)
 		for name, want := range map[string]float64{"boom": 0, "fails": 0, "ok": 1} {
-			if got := value(t, mfs, "xdp_scrape_collector_success", "collector", name); got != want {
+			if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", name); got != want {
 				t.Errorf("%s: success %v, want %v", name, got, want)
 			}
 		}
 		// A failing collector keeps its partial metrics; a panicking one
 		// emitted nothing before the panic.
-		if got := value(t, mfs, "xdp_test_fake_value", "name", "fails"); got != 1 {
+		if got := mfs.Value(t, "xdp_test_fake_value", "name", "fails"); got != 1 {
 			t.Errorf("fails: partial metric %v", got)
 		}
 		if n := len(mfs["xdp_test_fake_value"].GetMetric()); n != 2 {
@@ -259,10 +260,10 @@ func TestScrapeStreamsPartial(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		mfs := gatherSet(t, ctx, set)
 		cancel()
-		if got := value(t, mfs, "xdp_test_fake_value", "name", "partial"); got != 1 {
+		if got := mfs.Value(t, "xdp_test_fake_value", "name", "partial"); got != 1 {
 			t.Errorf("the metric sent before the deadline: %v, want 1", got)
 		}
-		if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "stuck"); got != 0 {
+		if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "stuck"); got != 0 {
 			t.Errorf("success %v, want 0", got)
 		}
 	}
@@ -302,7 +303,7 @@ func TestJoinedScrapesOwnDeadlines(t *testing.T) {
 	set.UpdateFloor = 50 * time.Millisecond
 	short, cancelShort := context.WithTimeout(context.Background(), 4*time.Millisecond)
 	defer cancelShort()
-	shortDone := make(chan map[string]*dto.MetricFamily, 1)
+	shortDone := make(chan exportertest.Families, 1)
 	go func() { shortDone <- gatherSet(t, short, set) }()
 	<-c.started
 
@@ -317,13 +318,13 @@ func TestJoinedScrapesOwnDeadlines(t *testing.T) {
 	long, cancelLong := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelLong()
 	mfs := gatherSet(t, long, set)
-	if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "slow"); got != 1 {
+	if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "slow"); got != 1 {
 		t.Errorf("the 10 s scrape: success %v, want 1: another scrape's deadline or disconnect cut its Update short", got)
 	}
-	if got := value(t, mfs, "xdp_test_fake_value", "name", "slow"); got != 1 {
+	if got := mfs.Value(t, "xdp_test_fake_value", "name", "slow"); got != 1 {
 		t.Errorf("the 10 s scrape: the collector's metric %v, want 1", got)
 	}
-	if got := value(t, <-shortDone, "xdp_scrape_collector_success", "collector", "slow"); got != 0 {
+	if got := (<-shortDone).Value(t, "xdp_scrape_collector_success", "collector", "slow"); got != 0 {
 		t.Errorf("the 4 ms scrape: success %v, want 0 (its own deadline passed)", got)
 	}
 	<-goneDone
@@ -352,10 +353,10 @@ func TestScrapeUnsupportedOrFailed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			set := NewSet(map[string]Collector{"c": fake{name: "c", err: tc.err}}, slog.New(slog.DiscardHandler))
 			mfs := gatherSet(t, context.Background(), set)
-			if got := value(t, mfs, "xdp_scrape_collector_success", "collector", "c"); got != tc.success {
+			if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "c"); got != tc.success {
 				t.Errorf("success %v, want %v", got, tc.success)
 			}
-			if got := value(t, mfs, "xdp_scrape_collector_unsupported", "collector", "c"); got != tc.unsupported {
+			if got := mfs.Value(t, "xdp_scrape_collector_unsupported", "collector", "c"); got != tc.unsupported {
 				t.Errorf("unsupported %v, want %v", got, tc.unsupported)
 			}
 		})

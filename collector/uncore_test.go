@@ -82,17 +82,17 @@ func TestUncoreFixtureMapsNICs(t *testing.T) {
 	defer c.Close()
 	mfs := gather(t, onLinks{c, newLinks([]Link{{Index: 2, Name: "eth0"}, {Index: 3, Name: "eth1"}, {Index: 4, Name: "veth0"}})})
 	for _, w := range []struct{ device, socket, bus string }{{"eth0", "0", "0000:3a"}, {"eth1", "1", "0000:ae"}} {
-		if v := value(t, mfs, "xdp_uncore_iio_device_info", "device", w.device, "socket", w.socket, "iio", "0", "root_bus", w.bus); v != 1 {
+		if v := mfs.Value(t, "xdp_uncore_iio_device_info", "device", w.device, "socket", w.socket, "iio", "0", "root_bus", w.bus); v != 1 {
 			t.Errorf("%s: info %v", w.device, v)
 		}
-		if v := value(t, mfs, "xdp_uncore_iio_free_running_bytes_total", "socket", w.socket, "iio", "0", "root_bus", w.bus, "port", "0", "direction", "in"); v <= 0 {
+		if v := mfs.Value(t, "xdp_uncore_iio_free_running_bytes_total", "socket", w.socket, "iio", "0", "root_bus", w.bus, "port", "0", "direction", "in"); v <= 0 {
 			t.Errorf("socket %s: free-running bytes %v", w.socket, v)
 		}
 	}
 	if n := len(mfs["xdp_uncore_iio_device_info"].GetMetric()); n != 2 {
 		t.Errorf("%d device info series, want eth0 and eth1 (veth0 has no PCI function)", n)
 	}
-	if v := value(t, mfs, "xdp_uncore_event_available", "event", uncore.KindFreeRunning); v != 1 {
+	if v := mfs.Value(t, "xdp_uncore_event_available", "event", uncore.KindFreeRunning); v != 1 {
 		t.Errorf("free-running available %v", v)
 	}
 }

@@ -11,43 +11,40 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
-	"github.com/cilium/ebpf/link"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
-// xdpAttach loads an XDP program made of insns and attaches it to ifindex in
-// the calling thread's namespace (use pair.Do for the peer).
-func xdpAttach(t testing.TB, ifindex int, insns asm.Instructions) *ebpf.Program {
+// xdpAttach attaches prog to ifindex in the calling thread's namespace
+// (use pair.Do for the peer) and returns it.
+func xdpAttach(t testing.TB, ifindex int, prog *ebpf.Program) *ebpf.Program {
+	t.Helper()
+	vethtest.AttachProgram(t, ifindex, prog)
+	return prog
+}
+
+// xdpLoad loads an XDP program made of insns, closed when the test ends.
+func xdpLoad(t testing.TB, insns asm.Instructions) *ebpf.Program {
 	t.Helper()
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL", Instructions: insns})
 	testenv.Check(t, err, "loading a test XDP program")
 	t.Cleanup(func() { prog.Close() })
-	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex})
-	testenv.Check(t, err, "attaching XDP")
-	t.Cleanup(func() { l.Close() })
 	return prog
 }
 
-func xdpReturn(action int32) asm.Instructions {
-	return asm.Instructions{asm.Mov.Imm(asm.R0, action), asm.Return()}
-}
-
-// xdpRedirectMapSlot0 is bpf_redirect_map(devmap, 0, 0).
-func xdpRedirectMapSlot0(devmap *ebpf.Map) asm.Instructions {
-	return asm.Instructions{
-		asm.LoadMapPtr(asm.R1, devmap.FD()),
-		asm.Mov.Imm(asm.R2, 0),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRedirectMap.Call(),
-		asm.Return(),
-	}
+// xdpRedirectProgram redirects every frame into slot 0 of m
+// (xdptest.RedirectMap), closed when the test ends.
+func xdpRedirectProgram(t testing.TB, m *ebpf.Map) *ebpf.Program {
+	t.Helper()
+	prog, err := xdptest.RedirectMap("xdpt_redirect", m)
+	testenv.Check(t, err, "loading a redirect program")
+	t.Cleanup(func() { prog.Close() })
+	return prog
 }
 
 // xdpRedirectIfindex is bpf_redirect(ifindex, 0).
@@ -104,16 +101,16 @@ func xdpProgID(t testing.TB, p *ebpf.Program) string {
 func TestXDPExceptions(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
 	pair := vethtest.Pair(t, 2)
-	prog := xdpAttach(t, pair.Host.Index, xdpReturn(0)) // XDP_ABORTED
+	prog := vethtest.AttachVerdictTo(t, pair.Host.Index, xdptest.Aborted)
 	const n = 100_000
 	vethtest.SendExactly(t, pair, n)
 
 	mfs := gather(t, c)
-	got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", xdpProgID(t, prog), "action", "ABORTED")
+	got := mfs.Value(t, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", xdpProgID(t, prog), "action", "ABORTED")
 	if got != n {
 		t.Fatalf("exceptions = %v, want %d", got, n)
 	}
-	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_exception"); v != 1 {
+	if v := mfs.Value(t, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_exception"); v != 1 {
 		t.Fatalf("xdp:xdp_exception attached = %v", v)
 	}
 }
@@ -129,7 +126,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 	const n = 10_000
 
 	down := vethtest.Pair(t, 1)
-	if err := down.Do(func() error { xdpAttach(t, down.Peer.Index, xdpReturn(1)); return nil }); err != nil {
+	if err := down.Do(func() error { vethtest.AttachVerdictTo(t, down.Peer.Index, xdptest.Drop); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	l, err := netlink.LinkByName(down.Host.Name)
@@ -143,35 +140,35 @@ func TestXDPRedirectErrors(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		insns  func(t *testing.T) asm.Instructions
+		prog   func(t *testing.T) *ebpf.Program
 		family string
 		labels []string
 	}{
-		{"device down", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, down.Host.Index)) },
+		{"device down", func(t *testing.T) *ebpf.Program { return xdpRedirectProgram(t, xdpDevmapTo(t, down.Host.Index)) },
 			"xdp_redirect_errors_total", []string{"errno", "ENETDOWN"}},
-		{"device without ndo_xdp_xmit", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, noXmit.Host.Index)) },
+		{"device without ndo_xdp_xmit", func(t *testing.T) *ebpf.Program { return xdpRedirectProgram(t, xdpDevmapTo(t, noXmit.Host.Index)) },
 			"xdp_redirect_errors_total", []string{"errno", "EOPNOTSUPP"}},
-		{"missing ifindex", func(*testing.T) asm.Instructions { return xdpRedirectIfindex(0x7ffffff0) },
+		{"missing ifindex", func(t *testing.T) *ebpf.Program { return xdpLoad(t, xdpRedirectIfindex(0x7ffffff0)) },
 			"xdp_redirect_errors_total", []string{"errno", "EINVAL"}},
-		{"empty devmap slot", func(t *testing.T) asm.Instructions { return xdpRedirectMapSlot0(xdpDevmapTo(t, 0)) },
+		{"empty devmap slot", func(t *testing.T) *ebpf.Program { return xdpRedirectProgram(t, xdpDevmapTo(t, 0)) },
 			"xdp_exceptions_total", []string{"action", "ABORTED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pair := vethtest.Pair(t, 2)
 			if tc.name == "device without ndo_xdp_xmit" && testenv.KernelBefore(t, 6, 3) {
-				xdpAttach(t, pair.Host.Index, tc.insns(t))
+				xdpAttach(t, pair.Host.Index, tc.prog(t))
 				noXmitBefore63(t, pair, noXmit, n)
 				return
 			}
-			prog := xdpAttach(t, pair.Host.Index, tc.insns(t))
+			prog := xdpAttach(t, pair.Host.Index, tc.prog(t))
 			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
 			labels := append([]string{"device", pair.Host.Name, "prog_id", xdpProgID(t, prog)}, tc.labels...)
-			if got := value(t, mfs, tc.family, labels...); got != n {
+			if got := mfs.Value(t, tc.family, labels...); got != n {
 				t.Fatalf("%s%v = %v, want %d", tc.family, labels, got, n)
 			}
 			if tc.family == "xdp_redirect_errors_total" {
-				if k := xdpCount(mfs, tc.family, "device", pair.Host.Name); k != 1 {
+				if k := len(mfs.Series(tc.family, "device", pair.Host.Name)); k != 1 {
 					t.Fatalf("%d redirect error series for %s, want only %v", k, pair.Host.Name, tc.labels)
 				}
 			}
@@ -179,25 +176,15 @@ func TestXDPRedirectErrors(t *testing.T) {
 	}
 }
 
-func xdpCount(mfs map[string]*dto.MetricFamily, name string, labels ...string) int {
-	n := 0
-	for _, m := range mfs[name].GetMetric() {
-		if exportertest.Matches(m, labels...) {
-			n++
-		}
-	}
-	return n
-}
-
 // xdpRedirectLab makes the devmap redirect path: frames arrive on in.Host,
 // whose program redirects them through a devmap to out.Host; out.Peer has
 // an XDP_DROP program so veth accepts XDP frames for it.
 func xdpRedirectLab(t *testing.T) (in, out *vethns.Pair) {
 	in, out = vethtest.Pair(t, 2), vethtest.Pair(t, 2)
-	if err := out.Do(func() error { xdpAttach(t, out.Peer.Index, xdpReturn(1)); return nil }); err != nil {
+	if err := out.Do(func() error { vethtest.AttachVerdictTo(t, out.Peer.Index, xdptest.Drop); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	xdpAttach(t, in.Host.Index, xdpRedirectMapSlot0(xdpDevmapTo(t, out.Host.Index)))
+	xdpAttach(t, in.Host.Index, xdpRedirectProgram(t, xdpDevmapTo(t, out.Host.Index)))
 	return in, out
 }
 
@@ -212,15 +199,15 @@ func TestXDPDevmapXmit(t *testing.T) {
 
 	mfs := gather(t, c)
 	labels := []string{"from_device", in.Host.Name, "to_device", out.Host.Name}
-	sent := value(t, mfs, "xdp_devmap_xmit_packets_total", labels...)
-	bulks := value(t, mfs, "xdp_devmap_xmit_bulks_total", labels...)
+	sent := mfs.Value(t, "xdp_devmap_xmit_packets_total", labels...)
+	bulks := mfs.Value(t, "xdp_devmap_xmit_bulks_total", labels...)
 	if sent != n {
 		t.Fatalf("devmap xmit sent = %v, want %d", sent, n)
 	}
-	if d := value(t, mfs, "xdp_devmap_xmit_drops_total", labels...); d != 0 {
+	if d := mfs.Value(t, "xdp_devmap_xmit_drops_total", labels...); d != 0 {
 		t.Fatalf("devmap xmit drops = %v, want 0", d)
 	}
-	if e := value(t, mfs, "xdp_devmap_xmit_errors_total", labels...); e != 0 {
+	if e := mfs.Value(t, "xdp_devmap_xmit_errors_total", labels...); e != 0 {
 		t.Fatalf("devmap xmit errors = %v, want 0", e)
 	}
 	avg := sent / bulks
@@ -241,10 +228,10 @@ func TestXDPRedirectSuccess(t *testing.T) {
 	const n = 50_000
 	vethtest.SendExactly(t, in, n)
 	mfs := gather(t, c)
-	if got := value(t, mfs, "xdp_redirects_total", "device", in.Host.Name); got != n {
+	if got := mfs.Value(t, "xdp_redirects_total", "device", in.Host.Name); got != n {
 		t.Fatalf("redirects = %v, want %d", got, n)
 	}
-	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_redirect"); v != 1 {
+	if v := mfs.Value(t, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_redirect"); v != 1 {
 		t.Fatalf("xdp:xdp_redirect attached = %v", v)
 	}
 }
@@ -269,23 +256,23 @@ func TestXDPMissingTracepoint(t *testing.T) {
 	vethtest.SendExactly(t, in, n)
 	// Also exercise a tracepoint that is still attached.
 	pair := vethtest.Pair(t, 2)
-	xdpAttach(t, pair.Host.Index, xdpReturn(0))
+	vethtest.AttachVerdictTo(t, pair.Host.Index, xdptest.Aborted)
 	vethtest.SendExactly(t, pair, n)
 
 	mfs, err := gatherErr(t, c)
 	if !unsupportedOnly(err) || !strings.Contains(err.Error(), "xdp:xdp_no_such_tracepoint") {
 		t.Errorf("Update error = %v, want unsupported alone, naming xdp:xdp_no_such_tracepoint", err)
 	}
-	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_no_such_tracepoint"); v != 0 {
+	if v := mfs.Value(t, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_no_such_tracepoint"); v != 0 {
 		t.Fatalf("missing tracepoint reported attached = %v", v)
 	}
-	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_exception"); v != 1 {
+	if v := mfs.Value(t, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_exception"); v != 1 {
 		t.Fatalf("xdp:xdp_exception attached = %v", v)
 	}
-	if got := value(t, mfs, "xdp_exceptions_total", "device", pair.Host.Name, "action", "ABORTED"); got != n {
+	if got := mfs.Value(t, "xdp_exceptions_total", "device", pair.Host.Name, "action", "ABORTED"); got != n {
 		t.Fatalf("exceptions = %v, want %d", got, n)
 	}
-	if k := xdpCount(mfs, "xdp_devmap_xmit_packets_total", "from_device", in.Host.Name, "to_device", out.Host.Name); k != 0 {
+	if k := len(mfs.Series("xdp_devmap_xmit_packets_total", "from_device", in.Host.Name, "to_device", out.Host.Name)); k != 0 {
 		t.Fatalf("devmap xmit counted through a tracepoint that was not attached")
 	}
 }
@@ -313,7 +300,7 @@ func TestXDPProtoMismatch(t *testing.T) {
 	if unsupportedOnly(err) {
 		t.Errorf("a refused program reads as unsupported only: %v", err)
 	}
-	if v := value(t, mfs, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_bulk_tx"); v != 0 {
+	if v := mfs.Value(t, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_bulk_tx"); v != 0 {
 		t.Fatalf("program with a mismatched prototype attached = %v", v)
 	}
 }
@@ -329,10 +316,10 @@ func noXmitBefore63(t *testing.T, pair, noXmit *vethns.Pair, n uint64) {
 	c := newTestXDP(t, XDPConfig{Xmit: true})
 	vethtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
-	if k := xdpCount(mfs, "xdp_redirect_errors_total", "device", pair.Host.Name); k != 0 {
+	if k := len(mfs.Series("xdp_redirect_errors_total", "device", pair.Host.Name)); k != 0 {
 		t.Errorf("%d redirect error series for %s on a kernel that does not check the target, want 0", k, pair.Host.Name)
 	}
-	if got := value(t, mfs, "xdp_devmap_xmit_drops_total", "from_device", pair.Host.Name, "to_device", noXmit.Host.Name); got != float64(n) {
+	if got := mfs.Value(t, "xdp_devmap_xmit_drops_total", "from_device", pair.Host.Name, "to_device", noXmit.Host.Name); got != float64(n) {
 		t.Fatalf("xdp_devmap_xmit_drops_total from %s to %s = %v, want %d", pair.Host.Name, noXmit.Host.Name, got, n)
 	}
 }
@@ -390,13 +377,13 @@ func TestXDPCpumap(t *testing.T) {
 	}
 	id, _ := info.ID()
 	mapID := fmt.Sprint(id)
-	xdpAttach(t, pair.Host.Index, asm.Instructions{
+	xdpAttach(t, pair.Host.Index, xdpLoad(t, asm.Instructions{
 		asm.LoadMapPtr(asm.R1, cpumap.FD()),
 		asm.Mov.Imm(asm.R2, 1),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRedirectMap.Call(),
 		asm.Return(),
-	})
+	}))
 	const n = 50_000
 	vethtest.SendExactly(t, pair, n)
 
@@ -404,12 +391,12 @@ func TestXDPCpumap(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mfs := gather(t, c)
-		enq := value(t, mfs, "xdp_cpumap_enqueue_packets_total", "map_id", mapID, "to_cpu", "1")
-		drops := value(t, mfs, "xdp_cpumap_enqueue_drops_total", "map_id", mapID, "to_cpu", "1")
-		bulks := value(t, mfs, "xdp_cpumap_enqueue_bulks_total", "map_id", mapID, "to_cpu", "1")
+		enq := mfs.Value(t, "xdp_cpumap_enqueue_packets_total", "map_id", mapID, "to_cpu", "1")
+		drops := mfs.Value(t, "xdp_cpumap_enqueue_drops_total", "map_id", mapID, "to_cpu", "1")
+		bulks := mfs.Value(t, "xdp_cpumap_enqueue_bulks_total", "map_id", mapID, "to_cpu", "1")
 		var done float64
-		if xdpCount(mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID) > 0 {
-			done = value(t, mfs, "xdp_cpumap_kthread_packets_total", "map_id", mapID, "cpu", "1")
+		if len(mfs.Series("xdp_cpumap_kthread_packets_total", "map_id", mapID)) > 0 {
+			done = mfs.Value(t, "xdp_cpumap_kthread_packets_total", "map_id", mapID, "cpu", "1")
 		}
 		if enq != n {
 			t.Fatalf("cpumap enqueue packets = %v, want %d", enq, n)
@@ -442,21 +429,21 @@ func TestXDPMapFull(t *testing.T) {
 	defer c.Close()
 
 	first, second := vethtest.Pair(t, 2), vethtest.Pair(t, 2)
-	xdpAttach(t, first.Host.Index, xdpReturn(0))
-	xdpAttach(t, second.Host.Index, xdpReturn(0))
+	vethtest.AttachVerdictTo(t, first.Host.Index, xdptest.Aborted)
+	vethtest.AttachVerdictTo(t, second.Host.Index, xdptest.Aborted)
 	const n = 10_000
 	vethtest.SendExactly(t, first, n)
 	vethtest.SendExactly(t, second, n)
 	vethtest.SendExactly(t, first, n)
 
 	mfs := gather(t, c)
-	if got := value(t, mfs, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
+	if got := mfs.Value(t, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
 		t.Fatalf("exceptions on the device holding the only slot = %v, want %d", got, 2*n)
 	}
-	if k := xdpCount(mfs, "xdp_exceptions_total"); k != 1 {
+	if k := len(mfs.Series("xdp_exceptions_total")); k != 1 {
 		t.Fatalf("%d exception series with max_entries 1", k)
 	}
-	if got := value(t, mfs, "xdp_monitor_map_full_events_total", "map", "exceptions"); got != n {
+	if got := mfs.Value(t, "xdp_monitor_map_full_events_total", "map", "exceptions"); got != n {
 		t.Fatalf("map full events = %v, want %d", got, n)
 	}
 }
@@ -478,17 +465,17 @@ func TestXDPBulkTx(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pair := vethtest.Pair(t, 2)
 			if tc.peerProg {
-				if err := pair.Do(func() error { xdpAttach(t, pair.Peer.Index, xdpReturn(1)); return nil }); err != nil {
+				if err := pair.Do(func() error { vethtest.AttachVerdictTo(t, pair.Peer.Index, xdptest.Drop); return nil }); err != nil {
 					t.Fatal(err)
 				}
 			}
-			xdpAttach(t, pair.Host.Index, xdpReturn(3)) // XDP_TX
+			vethtest.AttachVerdictTo(t, pair.Host.Index, xdptest.TX)
 			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
-			sent := value(t, mfs, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
-			drops := value(t, mfs, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)
-			bulks := value(t, mfs, "xdp_bulk_tx_bulks_total", "device", pair.Host.Name)
-			errs := value(t, mfs, "xdp_bulk_tx_errors_total", "device", pair.Host.Name)
+			sent := mfs.Value(t, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
+			drops := mfs.Value(t, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)
+			bulks := mfs.Value(t, "xdp_bulk_tx_bulks_total", "device", pair.Host.Name)
+			errs := mfs.Value(t, "xdp_bulk_tx_errors_total", "device", pair.Host.Name)
 			t.Logf("sent %v, drops %v, %v bulks, %v failed", sent, drops, bulks, errs)
 			if sent != tc.sent || drops != tc.drp {
 				t.Fatalf("bulk_tx sent %v drops %v, want %v and %v", sent, drops, tc.sent, tc.drp)

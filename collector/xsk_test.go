@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 // xskSockets is an xskdiag.Reader of typed sockets.
@@ -46,29 +45,29 @@ func TestXSKMetrics(t *testing.T) {
 			dev, queue = eth0Links().Label(s.Ifindex), itoa(s.Queue)
 		}
 		if !s.HasStats {
-			if _, n := exportertest.Match(mfs, "xdp_xsk_ring_entries", "inode", itoa(s.Inode)); n != 0 {
+			if _, n := mfs.Sum("xdp_xsk_ring_entries", "inode", itoa(s.Inode)); n != 0 {
 				t.Errorf("socket %d without statistics has %d series", s.Inode, n)
 			}
 			continue
 		}
 		for i, st := range xskStatNames {
-			if v := value(t, mfs, "xdp_xsk_"+st.metric, "inode", itoa(s.Inode), "device", dev, "queue", queue); v != float64(s.Stats[i]) {
+			if v := mfs.Value(t, "xdp_xsk_"+st.metric, "inode", itoa(s.Inode), "device", dev, "queue", queue); v != float64(s.Stats[i]) {
 				t.Errorf("socket %d %s = %v, want %v", s.Inode, st.field, v, s.Stats[i])
 			}
 		}
-		if _, n := exportertest.Match(mfs, "xdp_xsk_ring_entries", "inode", itoa(s.Inode)); n != len(s.Rings) {
+		if _, n := mfs.Sum("xdp_xsk_ring_entries", "inode", itoa(s.Inode)); n != len(s.Rings) {
 			t.Errorf("socket %d: %d ring series, want %d", s.Inode, n, len(s.Rings))
 		}
 		for ring, want := range s.Rings {
-			if v := value(t, mfs, "xdp_xsk_ring_entries", "inode", itoa(s.Inode), "device", dev, "queue", queue, "ring", ring); v != float64(want) {
+			if v := mfs.Value(t, "xdp_xsk_ring_entries", "inode", itoa(s.Inode), "device", dev, "queue", queue, "ring", ring); v != float64(want) {
 				t.Errorf("socket %d %s ring = %v entries, want %d", s.Inode, ring, v, want)
 			}
 		}
 	}
-	if v := value(t, mfs, "xdp_xsk_rx_dropped_total", "inode", "40124"); v != 0 {
+	if v := mfs.Value(t, "xdp_xsk_rx_dropped_total", "inode", "40124"); v != 0 {
 		t.Errorf("socket 40124 rx dropped %v", v)
 	}
-	if _, n := exportertest.Match(mfs, "xdp_xsk_rx_dropped_total", "device", "ifindex:99"); n != 1 {
+	if _, n := mfs.Sum("xdp_xsk_rx_dropped_total", "device", "ifindex:99"); n != 1 {
 		t.Errorf("the socket on a device the dump lacks is not named ifindex:99")
 	}
 }

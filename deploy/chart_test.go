@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,7 +157,7 @@ func TestChartKeepsHardening(t *testing.T) {
 	}
 	for _, arg := range []string{"--runtime.drop-capabilities", "--web.listen-address=:9740", "--web.config.file=/etc/xdp_exporter/web/web.yml",
 		"--collector.rxq", "--collector.perf", "--no-collector.xsk", "--collector.rxq.observe"} {
-		if !contains(c.Args, arg) {
+		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %q lack %s", c.Args, arg)
 		}
 	}
@@ -194,15 +195,6 @@ func checkDashboards(t *testing.T, cms []corev1.ConfigMap) {
 	if !seen["xdp-run-view.json"] || !seen["xdp-fleet-view.json"] || len(seen) != 2 {
 		t.Errorf("dashboards in ConfigMaps: %v, want the run view and the fleet view", seen)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestChartRules holds the PrometheusRule to dashboards/rules: its groups

@@ -8,32 +8,13 @@ import (
 	"io"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 )
-
-// xdpProgram loads an XDP program from instructions.
-func xdpProgram(name string, insns asm.Instructions) (*ebpf.Program, error) {
-	return ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.XDP, License: "GPL", Instructions: insns})
-}
 
 // abortProgram returns XDP_ABORTED for every frame, which fires
 // xdp:xdp_exception.
-func abortProgram() (*ebpf.Program, error) {
-	return xdpProgram("e2e_abort", asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()})
-}
-
-// redirectProgram redirects every frame into slot 0 of m (a devmap or a
-// cpumap) with bpf_redirect_map.
-func redirectProgram(name string, m *ebpf.Map) (*ebpf.Program, error) {
-	return xdpProgram(name, asm.Instructions{
-		asm.LoadMapPtr(asm.R1, m.FD()),
-		asm.Mov.Imm(asm.R2, 0),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRedirectMap.Call(),
-		asm.Return(),
-	})
-}
+func abortProgram() (*ebpf.Program, error) { return xdptest.Verdict("e2e_abort", xdptest.Aborted) }
 
 // cpumapRedirect attaches to ifindex a program that redirects every frame
 // to CPU cpu through a cpumap, which fires xdp:xdp_cpumap_enqueue and
@@ -47,7 +28,7 @@ func cpumapRedirect(ifindex int, cpu uint32) (io.Closer, error) {
 		m.Close()
 		return nil, fmt.Errorf("cpumap entry: %w", err)
 	}
-	return attach(ifindex, m, func() (*ebpf.Program, error) { return redirectProgram("e2e_cpumap", m) })
+	return attach(ifindex, m, func() (*ebpf.Program, error) { return xdptest.RedirectMap("e2e_cpumap", m) })
 }
 
 // devmapRedirect attaches to ifindex a program that redirects every frame
@@ -62,7 +43,7 @@ func devmapRedirect(ifindex, target int) (io.Closer, error) {
 		m.Close()
 		return nil, fmt.Errorf("devmap entry: %w", err)
 	}
-	return attach(ifindex, m, func() (*ebpf.Program, error) { return redirectProgram("e2e_devmap", m) })
+	return attach(ifindex, m, func() (*ebpf.Program, error) { return xdptest.RedirectMap("e2e_devmap", m) })
 }
 
 type attached struct {

@@ -1,9 +1,4 @@
-// Package kernels holds the kernel matrix (matrix_test.go): Debian's 5.10,
-// 6.1 and 6.12 kernels booted in QEMU over this machine's root, each
-// running the checks of this file and the test binaries of the packages
-// that touch the kernel. The checks run on the host's kernel too, as part
-// of the ordinary suite.
-package kernels
+package kernelmatrix
 
 import (
 	"context"
@@ -12,20 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
+	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/support"
 	"github.com/xdp-exporter/xdp_exporter/lab"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
@@ -37,21 +30,6 @@ const supportOutEnv = "XDP_EXPORTER_SUPPORT_OUT"
 
 // frames is what each exact-count check sends.
 const frames = 20_000
-
-// Support is what the default exporter reported on one kernel.
-type Support struct {
-	Kernel string `json:"kernel"`
-	// Collectors maps each default collector to "works" or
-	// "unsupported: REASON" (the reason it logged once at INFO).
-	Collectors map[string]string `json:"collectors"`
-	// Tracepoints maps "collector group:name" to whether the collector's
-	// program on it attached.
-	Tracepoints map[string]bool `json:"tracepoints"`
-	// Commands maps "collector command" to the hint a collector logged
-	// once at INFO for a part of its source this kernel lacks (the netdev
-	// family's commands).
-	Commands map[string]string `json:"commands"`
-}
 
 // commandLine is the INFO line of a netdev command the kernel lacks
 // (collector/netdev.go).
@@ -74,7 +52,7 @@ var optIn = []string{"drop"}
 // an exporter of its own.
 func TestDefaultExporter(t *testing.T) {
 	testenv.Privileged(t)
-	sup := Support{Kernel: release(t), Collectors: map[string]string{}, Tracepoints: map[string]bool{}, Commands: map[string]string{}}
+	sup := support.Support{Kernel: release(t), Collectors: map[string]string{}, Tracepoints: map[string]bool{}, Commands: map[string]string{}}
 	mfs, log := checkCollectors(t, sup, "")
 	if len(sup.Collectors) == 0 {
 		t.Fatalf("no xdp_scrape_collector_success series; log:\n%s", log)
@@ -87,7 +65,7 @@ func TestDefaultExporter(t *testing.T) {
 		if c == "xdp" {
 			family = "xdp_monitor_tracepoint_attached"
 		}
-		for tp, v := range values(mfs, family, "tracepoint") {
+		for tp, v := range mfs.Values(family, "tracepoint") {
 			sup.Tracepoints[c+" "+tp] = v == 1
 		}
 	}
@@ -111,7 +89,7 @@ func TestDefaultExporter(t *testing.T) {
 // collector works or is unsupported, with the reason it logged once at
 // INFO; a failure or an ERROR line fails the test. It returns the second
 // scrape and the log.
-func checkCollectors(t *testing.T, sup Support, optIn string) (map[string]*dto.MetricFamily, string) {
+func checkCollectors(t *testing.T, sup support.Support, optIn string) (exportertest.Families, string) {
 	t.Helper()
 	var args []string
 	if optIn != "" {
@@ -119,7 +97,7 @@ func checkCollectors(t *testing.T, sup Support, optIn string) (map[string]*dto.M
 	}
 	e := exportertest.Run(t, exportertest.FreeAddr(t), args...)
 	e.Scrape(t)
-	mfs := parse(t, e.Scrape(t))
+	mfs := exportertest.Parse(t, e.Scrape(t))
 	e.Stop(t)
 	log := e.Stderr.String()
 
@@ -130,8 +108,8 @@ func checkCollectors(t *testing.T, sup Support, optIn string) (map[string]*dto.M
 		}
 		reasons[m[1]] = strings.ReplaceAll(m[2], `\"`, `"`)
 	}
-	unsupported := values(mfs, "xdp_scrape_collector_unsupported", "collector")
-	for name, ok := range values(mfs, "xdp_scrape_collector_success", "collector") {
+	unsupported := mfs.Values("xdp_scrape_collector_unsupported", "collector")
+	for name, ok := range mfs.Values("xdp_scrape_collector_success", "collector") {
 		row := name
 		if optIn != "" {
 			row = name + " (--collector." + name + ")"
@@ -171,11 +149,11 @@ func TestExactCounts(t *testing.T) {
 	var rxq, work float64
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		mfs := parse(t, e.Scrape(t))
-		rxq = sum(mfs, "xdp_rxq_packets_total", "device", dut)
-		work = sum(mfs, "xdp_napi_poll_work", "device", dut)
+		mfs := exportertest.Parse(t, e.Scrape(t))
+		rxq, _ = mfs.Sum("xdp_rxq_packets_total", "device", dut)
+		work, _ = mfs.Sum("xdp_napi_poll_work", "device", dut)
 		if rxq == frames && work == frames || time.Now().After(deadline) {
-			if got := values(mfs, "xdp_bpf_prog_info", "device")[dut]; got != 1 {
+			if got := mfs.Values("xdp_bpf_prog_info", "device")[dut]; got != 1 {
 				t.Errorf("the bpf collector does not list the rxq program on %s; log:\n%s", dut, e.Stderr)
 			}
 			break
@@ -197,7 +175,7 @@ func TestXDPExceptionsExact(t *testing.T) {
 	// 256-frame ring, and when its NAPI runs on the other CPU, veth drops
 	// frames at transmit before any XDP program sees them.
 	pair := vethtest.Pair(t, 2)
-	vethtest.AttachVerdict(t, pair, vethns.XDPAborted)
+	vethtest.AttachVerdict(t, pair, xdptest.Aborted)
 	e := exportertest.Run(t, exportertest.FreeAddr(t))
 	vethtest.SendExactly(t, pair, frames)
 	var got float64
@@ -248,8 +226,8 @@ func TestMemlock(t *testing.T) {
 			args := append([]string{"prlimit", "--memlock=65536:65536"}, tc.wrap...)
 			args = append(args, exportertest.Build(t), "--web.listen-address="+addr)
 			e := exportertest.Start(t, addr, exec.Command(args[0], args[1:]...))
-			mfs := parse(t, e.Scrape(t))
-			success := values(mfs, "xdp_scrape_collector_success", "collector")
+			mfs := exportertest.Parse(t, e.Scrape(t))
+			success := mfs.Values("xdp_scrape_collector_success", "collector")
 			log := e.Stderr.String()
 			for _, c := range []string{"xdp", "napi"} {
 				failed := success[c] == 0
@@ -303,52 +281,6 @@ func release(t *testing.T) string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
-func parse(t testing.TB, body string) map[string]*dto.MetricFamily {
-	t.Helper()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing the scrape: %v\n%s", err, body)
-	}
-	return mfs
-}
-
-// values maps the value of label to the sample's value, for a family
-// whose samples that label tells apart.
-func values(mfs map[string]*dto.MetricFamily, family, label string) map[string]float64 {
-	v := map[string]float64{}
-	for _, m := range mfs[family].GetMetric() {
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == label {
-				v[lp.GetValue()] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
-			}
-		}
-	}
-	return v
-}
-
-// sum adds up the samples (a histogram's sum) of family where label is
-// value.
-func sum(mfs map[string]*dto.MetricFamily, family, label, value string) float64 {
-	var s float64
-	for _, m := range mfs[family].GetMetric() {
-		if exportertest.Matches(m, label, value) {
-			s += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetHistogram().GetSampleSum()
-		}
-	}
-	return s
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // TestDropReasonsExact runs the lab's two scenarios without XDP, each
 // with frames frames, under the exporter with its drop collector: the
 // Linux baseline (`iptables -t raw -j DROP`) must count every frame as
@@ -366,9 +298,9 @@ func TestDropReasonsExact(t *testing.T) {
 	})
 	e := exportertest.Run(t, exportertest.FreeAddr(t), "--collector.drop")
 	if testenv.KernelBefore(t, 5, 17) {
-		mfs := parse(t, e.Scrape(t))
-		if values(mfs, "xdp_scrape_collector_unsupported", "collector")["drop"] != 1 ||
-			values(mfs, "xdp_scrape_collector_success", "collector")["drop"] != 1 {
+		mfs := exportertest.Parse(t, e.Scrape(t))
+		if mfs.Values("xdp_scrape_collector_unsupported", "collector")["drop"] != 1 ||
+			mfs.Values("xdp_scrape_collector_success", "collector")["drop"] != 1 {
 			t.Errorf("before 5.17 the drop collector must report unsupported, not fail; log:\n%s", e.Stderr)
 		}
 		return

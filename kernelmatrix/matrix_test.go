@@ -1,4 +1,4 @@
-package kernels
+package kernelmatrix
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/support"
 	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/vm"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
@@ -38,10 +39,6 @@ const (
 	benchEnv     = "XDP_EXPORTER_KERNEL_BENCH"
 	benchTimeEnv = "XDP_EXPORTER_KERNEL_BENCHTIME"
 )
-
-// updateEnv rewrites docs/kernels.md's support table from the run
-// instead of failing when it differs.
-const updateEnv = "XDP_EXPORTER_UPDATE_KERNEL_DOC"
 
 // guestPackages are the packages whose test binaries each guest runs, with
 // the tests left out there and why. Everything else in them runs on every
@@ -80,14 +77,12 @@ var guestPackages = []guestPackage{
 	{pkg: "lab"},
 	// The real binary started as users start it, on the kernel that has
 	// every default collector's feature (xsk_diag, the netdev family).
-	// The image test is left out: podman cannot store layers on the
-	// guest's root, an overlay over 9p (overlay over overlayfs), and the
-	// image does not depend on the kernel. The churn test too, as the
-	// collector's: 1,000 scrapes beside veth churn answer within their
-	// two-minute deadline on the host, but under the emulator an ethtool
-	// update waits out the rtnl lock behind the churn for over 90 s, and
-	// the test is of the exporter's concurrency, which no kernel changes.
-	{pkg: "cmd/xdp_exporter", skip: "TestImage|TestConcurrentScrapesWithChurn", suites: []string{"trixie"}},
+	// The churn test is left out, as the collector's: 1,000 scrapes
+	// beside veth churn answer within their two-minute deadline on the
+	// host, but under the emulator an ethtool update waits out the rtnl
+	// lock behind the churn for over 90 s, and the test is of the
+	// exporter's concurrency, which no kernel changes.
+	{pkg: "cmd/xdp_exporter", skip: "TestConcurrentScrapesWithChurn", suites: []string{"trixie"}},
 	// The other packages whose tests start the exporter, cmd/xdp-top and
 	// e2e, compare rates over wall-clock windows (within 2% and 5%), which
 	// the emulator's pace cannot hold (xdp-top's rxq total read -12% to
@@ -171,7 +166,7 @@ func TestKernelMatrix(t *testing.T) {
 	bin := buildForGuests(t, pkgs)
 	root := repoRoot()
 
-	results := map[string]Support{}
+	results := map[string]support.Support{}
 	for _, s := range suites {
 		t.Run(s.Name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -218,7 +213,7 @@ func TestKernelMatrix(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the guest wrote no support report: %v", err)
 			}
-			var sup Support
+			var sup support.Support
 			if err := json.Unmarshal(b, &sup); err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +223,7 @@ func TestKernelMatrix(t *testing.T) {
 	if len(suites) < len(vm.Suites) || len(pkgs) < len(guestPackages) || os.Getenv(benchEnv) != "" || t.Failed() {
 		return
 	}
-	checkSupportTable(t, filepath.Join(root, "docs", "kernels.md"), results)
+	checkRecording(t, results)
 }
 
 // guestScript runs each package's test binary in its source directory,

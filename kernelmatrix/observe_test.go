@@ -1,4 +1,4 @@
-package kernels
+package kernelmatrix
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
@@ -32,11 +31,11 @@ func TestRxqObserve(t *testing.T) {
 		"--collector.rxq", "--collector.rxq.observe", "--collector.rxq.device="+dut)
 	// Attached after the exporter started: the next scrape finds it.
 	first := vethtest.AttachWithIP(t, dut, sizedObject, "xdp")
-	mfs := parse(t, e.Scrape(t))
-	if ok, _ := exportertest.Match(mfs, "xdp_scrape_collector_success", "collector", "rxq"); ok != 1 {
+	mfs := exportertest.Parse(t, e.Scrape(t))
+	if ok, _ := mfs.Sum("xdp_scrape_collector_success", "collector", "rxq"); ok != 1 {
 		t.Fatalf("the rxq collector failed; log:\n%s", e.Stderr)
 	}
-	if _, n := exportertest.Match(mfs, "xdp_rxq_unobservable_info", "device", dut, "prog_id", fmt.Sprint(first)); n == 1 {
+	if _, n := mfs.Sum("xdp_rxq_unobservable_info", "device", dut, "prog_id", fmt.Sprint(first)); n == 1 {
 		checkUnobservable(t, e, mfs, dut, first)
 		return
 	}
@@ -46,13 +45,13 @@ func TestRxqObserve(t *testing.T) {
 		dropSize := int(xdptest.SizedSizedSIZED_DROP_FROM)
 		vethtest.SendExactly(t, pair, pass)
 		vethtest.SendSized(t, pair, drop, dropSize)
-		checkCells(t, parse(t, e.Scrape(t)), dut, pass/2, drop/2, dropSize)
+		checkCells(t, exportertest.Parse(t, e.Scrape(t)), dut, pass/2, drop/2, dropSize)
 
 		second := vethtest.AttachWithIP(t, dut, sizedObject, "xdp")
 		if second == first {
 			t.Fatalf("ip kept program %d", first)
 		}
-		mfs := parse(t, e.Scrape(t))
+		mfs := exportertest.Parse(t, e.Scrape(t))
 		checkObserved(t, mfs, dut, second)
 		// The replaced program lives on only while something holds it: an
 		// fexit link left behind would.
@@ -61,7 +60,7 @@ func TestRxqObserve(t *testing.T) {
 			t.Errorf("the replaced program %d is still loaded; observer links: %v", first, vethtest.ObserverLinks(t))
 		}
 		vethtest.SendExactly(t, pair, pass)
-		checkCells(t, parse(t, e.Scrape(t)), dut, pass, drop/2, dropSize)
+		checkCells(t, exportertest.Parse(t, e.Scrape(t)), dut, pass, drop/2, dropSize)
 		if links := vethtest.ObserverLinks(t); len(links) != 1 || links[0].Target != 0 && links[0].Target != second {
 			t.Errorf("observer links %+v, want one on program %d", links, second)
 		}
@@ -76,11 +75,11 @@ func TestRxqObserve(t *testing.T) {
 }
 
 // checkUnobservable: the kernel refused to trace the program.
-func checkUnobservable(t *testing.T, e *exportertest.Process, mfs map[string]*dto.MetricFamily, dut string, prog uint32) {
+func checkUnobservable(t *testing.T, e *exportertest.Process, mfs exportertest.Families, dut string, prog uint32) {
 	t.Helper()
 	reasons := 0
 	for _, reason := range []string{"not_permitted", "not_supported"} {
-		_, n := exportertest.Match(mfs, "xdp_rxq_unobservable_info", "device", dut, "prog_id", fmt.Sprint(prog), "reason", reason)
+		_, n := mfs.Sum("xdp_rxq_unobservable_info", "device", dut, "prog_id", fmt.Sprint(prog), "reason", reason)
 		reasons += n
 	}
 	if reasons != 1 {
@@ -98,12 +97,12 @@ func checkUnobservable(t *testing.T, e *exportertest.Process, mfs map[string]*dt
 	t.Logf("this kernel cannot observe XDP programs: %s", log[strings.Index(log, `msg="XDP program cannot be observed`):])
 }
 
-func checkObserved(t *testing.T, mfs map[string]*dto.MetricFamily, dut string, prog uint32) {
+func checkObserved(t *testing.T, mfs exportertest.Families, dut string, prog uint32) {
 	t.Helper()
-	if v, n := exportertest.Match(mfs, "xdp_rxq_observed_info", "device", dut); n != 1 || v != 1 {
+	if v, n := mfs.Sum("xdp_rxq_observed_info", "device", dut); n != 1 || v != 1 {
 		t.Errorf("%d xdp_rxq_observed_info series for %s, want one", n, dut)
 	}
-	if _, n := exportertest.Match(mfs, "xdp_rxq_observed_info", "device", dut, "mode", "native", "prog_id", fmt.Sprint(prog)); n != 1 {
+	if _, n := mfs.Sum("xdp_rxq_observed_info", "device", dut, "mode", "native", "prog_id", fmt.Sprint(prog)); n != 1 {
 		t.Errorf("xdp_rxq_observed_info does not name program %d in native mode", prog)
 	}
 }
@@ -111,7 +110,7 @@ func checkObserved(t *testing.T, mfs map[string]*dto.MetricFamily, dut string, p
 // checkCells: each queue ran on the CPU of its number (veth runs NAPI on
 // the sending CPU) with pass packets passed and drop dropped, and nothing
 // else.
-func checkCells(t *testing.T, mfs map[string]*dto.MetricFamily, dut string, pass, drop uint64, dropSize int) {
+func checkCells(t *testing.T, mfs exportertest.Families, dut string, pass, drop uint64, dropSize int) {
 	t.Helper()
 	for q := range 2 {
 		queue := fmt.Sprint(q)
@@ -120,14 +119,14 @@ func checkCells(t *testing.T, mfs map[string]*dto.MetricFamily, dut string, pass
 			n      uint64
 			size   int
 		}{{"pass", pass, trafficgen.MinFrameSize}, {"drop", drop, dropSize}} {
-			got, _ := exportertest.Match(mfs, "xdp_rxq_packets_total", "device", dut, "queue", queue, "cpu", queue, "action", c.action)
-			bytes, _ := exportertest.Match(mfs, "xdp_rxq_bytes_total", "device", dut, "queue", queue, "cpu", queue, "action", c.action)
+			got, _ := mfs.Sum("xdp_rxq_packets_total", "device", dut, "queue", queue, "cpu", queue, "action", c.action)
+			bytes, _ := mfs.Sum("xdp_rxq_bytes_total", "device", dut, "queue", queue, "cpu", queue, "action", c.action)
 			if got != float64(c.n) || bytes != float64(c.n)*float64(c.size) {
 				t.Errorf("queue %d CPU %d %s: %v packets, %v bytes; want %d of %d bytes", q, q, c.action, got, bytes, c.n, c.size)
 			}
 		}
 	}
-	if total, _ := exportertest.Match(mfs, "xdp_rxq_packets_total", "device", dut); total != float64(2*(pass+drop)) {
+	if total, _ := mfs.Sum("xdp_rxq_packets_total", "device", dut); total != float64(2*(pass+drop)) {
 		t.Errorf("xdp_rxq_packets_total for %s sums to %v, want %d", dut, total, 2*(pass+drop))
 	}
 }

@@ -1,4 +1,4 @@
-package kernels
+package kernelmatrix
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
@@ -78,12 +76,12 @@ func TestPCIeTopology(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nguest console:\n%s\nthe pcie series the guest saw:\n%s", err, console.String(), pcieSeries(out))
 	}
-	read := func(name string) map[string]*dto.MetricFamily {
+	read := func(name string) exportertest.Families {
 		b, err := os.ReadFile(filepath.Join(out, name+".prom"))
 		if err != nil {
 			t.Fatalf("%s: %v\nguest console:\n%s", name, err, console.String())
 		}
-		return parse(t, string(b))
+		return exportertest.Parse(t, string(b))
 	}
 
 	initial := read("initial")
@@ -91,12 +89,12 @@ func TestPCIeTopology(t *testing.T) {
 
 	aer := read("aer")
 	l := []string{"device", "eth3", "hop", "1", "pci_address", "0000:40:00.0", "type", "correctable", "error", "BadTLP"}
-	if got := sample(aer, "xdp_pcie_aer_errors_total", l...) - sample(initial, "xdp_pcie_aer_errors_total", l...); got != aerErrors {
-		t.Errorf("the root port's BadTLP count rose by %v after %d injected errors:\n%s", got, aerErrors, series(aer, "xdp_pcie_aer_errors_total"))
+	if got := aer.Value(t, "xdp_pcie_aer_errors_total", l...) - initial.Value(t, "xdp_pcie_aer_errors_total", l...); got != aerErrors {
+		t.Errorf("the root port's BadTLP count rose by %v after %d injected errors:\n%s", got, aerErrors, fmt.Sprint(aer.Series("xdp_pcie_aer_errors_total")))
 	}
 
 	t.Logf("eth3 at %s on node 1, behind %s; %d Bad TLP injected into the root port, counted %v",
-		"0000:41:00.0", "0000:40:00.0", aerErrors, sample(aer, "xdp_pcie_aer_errors_total", l...)-sample(initial, "xdp_pcie_aer_errors_total", l...))
+		"0000:41:00.0", "0000:40:00.0", aerErrors, aer.Value(t, "xdp_pcie_aer_errors_total", l...)-initial.Value(t, "xdp_pcie_aer_errors_total", l...))
 	for _, cpu := range []string{"0", "1"} {
 		checkIRQMove(t, cpu, read("cpu"+cpu+"-before"), read("cpu"+cpu+"-after"))
 	}
@@ -104,11 +102,11 @@ func TestPCIeTopology(t *testing.T) {
 
 // checkPCIeLinks checks the guest's first scrape: each NIC's address and
 // node, its link and its root port's, and which CPUs are remote from it.
-func checkPCIeLinks(t *testing.T, initial map[string]*dto.MetricFamily) {
+func checkPCIeLinks(t *testing.T, initial exportertest.Families) {
 	t.Helper()
 	for _, d := range []struct{ dev, addr, node string }{{"eth3", "0000:41:00.0", "1"}, {"eth2", "0000:01:00.0", "-1"}} {
-		if got := sample(initial, "xdp_pcie_device_info", "device", d.dev, "pci_address", d.addr, "numa_node", d.node); got != 1 {
-			t.Errorf("%s: no device_info at %s on node %s:\n%s", d.dev, d.addr, d.node, series(initial, "xdp_pcie_device_info"))
+		if got := initial.Value(t, "xdp_pcie_device_info", "device", d.dev, "pci_address", d.addr, "numa_node", d.node); got != 1 {
+			t.Errorf("%s: no device_info at %s on node %s:\n%s", d.dev, d.addr, d.node, fmt.Sprint(initial.Series("xdp_pcie_device_info")))
 		}
 	}
 	for _, h := range []struct {
@@ -130,22 +128,22 @@ func checkPCIeLinks(t *testing.T, initial map[string]*dto.MetricFamily) {
 			"xdp_pcie_link_max_width_lanes":                h.maxWidth,
 			"xdp_pcie_link_bandwidth_bytes_per_second":     h.bandwidthBytesPerSecnd,
 		} {
-			if got := sample(initial, fam, l...); got != want {
-				t.Errorf("%s{%s} = %v, want %v:\n%s", fam, strings.Join(l, ","), got, want, series(initial, fam))
+			if got := initial.Value(t, fam, l...); got != want {
+				t.Errorf("%s{%s} = %v, want %v:\n%s", fam, strings.Join(l, ","), got, want, fmt.Sprint(initial.Series(fam)))
 			}
 		}
 	}
 	for _, dev := range []string{"eth2", "eth3"} {
-		if got := sample(initial, "xdp_pcie_link_degraded", "device", dev, "hop", "0"); got != 0 {
+		if got := initial.Value(t, "xdp_pcie_link_degraded", "device", dev, "hop", "0"); got != 0 {
 			t.Errorf("%s's x1 link to a port that can do x1 or more is degraded: %v", dev, got)
 		}
 	}
 	for cpu, want := range map[string]float64{"0": 1, "1": 0} {
-		if got := sample(initial, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu); got != want {
+		if got := initial.Value(t, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu); got != want {
 			t.Errorf("CPU %s remote from eth3 (node 1): %v, want %v", cpu, got, want)
 		}
 	}
-	if s := series(initial, "xdp_pcie_cpu_numa_remote"); strings.Contains(s, `device="eth2"`) {
+	if s := fmt.Sprint(initial.Series("xdp_pcie_cpu_numa_remote")); strings.Contains(s, `device="eth2"`) {
 		t.Errorf("eth2 has no NUMA node, yet its CPUs are classified:\n%s", s)
 	}
 }
@@ -154,47 +152,30 @@ func checkPCIeLinks(t *testing.T, initial map[string]*dto.MetricFamily) {
 // eth3's RX IRQ on cpu: the rxq collector counted them there, and the
 // pcie collector's remote ratio and share follow the IRQ (CPU 0 is remote
 // from eth3's node, CPU 1 local).
-func checkIRQMove(t *testing.T, cpu string, before, after map[string]*dto.MetricFamily) {
+func checkIRQMove(t *testing.T, cpu string, before, after exportertest.Families) {
 	t.Helper()
 	other, remote := "1", 1.0
 	if cpu == "1" {
 		other, remote = "0", 0
 	}
 	delta := func(cpu string) float64 {
-		return sample(after, "xdp_rxq_packets_total", "device", "eth3", "cpu", cpu) - sample(before, "xdp_rxq_packets_total", "device", "eth3", "cpu", cpu)
+		a, _ := after.Sum("xdp_rxq_packets_total", "device", "eth3", "cpu", cpu)
+		b, _ := before.Sum("xdp_rxq_packets_total", "device", "eth3", "cpu", cpu)
+		return a - b
 	}
 	on, off := delta(cpu), delta(other)
 	if on < pcieFrames || off != 0 {
 		t.Errorf("IRQ on CPU %s: eth3's XDP packets %v there and %v on CPU %s, want at least %d and 0", cpu, on, off, other, pcieFrames)
 	}
-	if got := sample(after, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "eth3", "queue", "0", "effective_cpus", cpu); got != remote {
-		t.Errorf("IRQ on CPU %s: queue 0's remote ratio %v, want %v:\n%s", cpu, got, remote, series(after, "xdp_pcie_rx_queue_numa_remote_ratio"))
+	if got := after.Value(t, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "eth3", "queue", "0", "effective_cpus", cpu); got != remote {
+		t.Errorf("IRQ on CPU %s: queue 0's remote ratio %v, want %v:\n%s", cpu, got, remote, fmt.Sprint(after.Series("xdp_pcie_rx_queue_numa_remote_ratio")))
 	}
-	share := (on*sample(after, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu) +
-		off*sample(after, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", other)) / (on + off)
+	share := (on*after.Value(t, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu) +
+		off*after.Value(t, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", other)) / (on + off)
 	if share != remote {
 		t.Errorf("IRQ on CPU %s: remote share of eth3's XDP packets %v, want %v", cpu, share, remote)
 	}
 	t.Logf("eth3's RX IRQ on CPU %s: %v XDP packets there, %v on CPU %s; remote share %v", cpu, on, off, other, share)
-}
-
-// sample is the value of the one sample of family whose labels include
-// the pairs given; -1 when there is none or more than one.
-func sample(mfs map[string]*dto.MetricFamily, family string, labels ...string) float64 {
-	v, n := exportertest.Match(mfs, family, labels...)
-	if n != 1 {
-		return -1
-	}
-	return v
-}
-
-// series lists a family's samples, for failure messages.
-func series(mfs map[string]*dto.MetricFamily, family string) string {
-	var b strings.Builder
-	for _, m := range mfs[family].GetMetric() {
-		fmt.Fprintf(&b, "  %v\n", m)
-	}
-	return b.String()
 }
 
 // pcieSeries collects the pcie collector's lines of every scrape the

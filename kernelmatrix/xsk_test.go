@@ -1,4 +1,4 @@
-package kernels
+package kernelmatrix
 
 import (
 	"strconv"
@@ -9,7 +9,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
-	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
@@ -147,8 +146,8 @@ func TestXSKRealSocket(t *testing.T) {
 	s := openXSK(t, pair.Host.Index, 0)
 	attachXSKRedirect(t, pair.Host.Index, s)
 	e := exportertest.Run(t, exportertest.FreeAddr(t))
-	mfs := parse(t, e.Scrape(t))
-	if values(mfs, "xdp_scrape_collector_unsupported", "collector")["xsk"] == 1 {
+	mfs := exportertest.Parse(t, e.Scrape(t))
+	if mfs.Values("xdp_scrape_collector_unsupported", "collector")["xsk"] == 1 {
 		t.Skipf("this kernel has no AF_XDP socket diag (xsk_diag); the exporter says so:\n%s", e.Stderr)
 	}
 	inode := strconv.FormatUint(s.inode, 10)
@@ -156,7 +155,7 @@ func TestXSKRealSocket(t *testing.T) {
 	check := func(phase string) unix.XDPStatistics {
 		t.Helper()
 		before := s.stats(t)
-		mfs := parse(t, e.Scrape(t))
+		mfs := exportertest.Parse(t, e.Scrape(t))
 		if after := s.stats(t); after != before {
 			t.Fatalf("%s: the socket's counters moved during the scrape: %+v, then %+v", phase, before, after)
 		}
@@ -168,16 +167,16 @@ func TestXSKRealSocket(t *testing.T) {
 			"xdp_xsk_tx_invalid_descriptors_total":         before.Tx_invalid_descs,
 			"xdp_xsk_tx_ring_empty_descriptors_total":      before.Tx_ring_empty_descs,
 		} {
-			if got := sum(mfs, metric, "inode", inode); got != float64(want) {
+			if got, _ := mfs.Sum(metric, "inode", inode); got != float64(want) {
 				t.Errorf("%s: %s = %v, the socket's XDP_STATISTICS say %d", phase, metric, got, want)
 			}
 		}
 		for ring, want := range map[string]float64{"rx": ringSize, "fill": ringSize, "completion": ringSize} {
-			if got := ringEntries(mfs, inode, ring); got != want {
+			if got := mfs.Value(t, "xdp_xsk_ring_entries", "inode", inode, "ring", ring); got != want {
 				t.Errorf("%s: xdp_xsk_ring_entries{ring=%q} = %v, want %v", phase, ring, got, want)
 			}
 		}
-		if got := values(mfs, "xdp_xsk_rx_dropped_total", "device")[pair.Host.Name]; got != float64(before.Rx_dropped) {
+		if got := mfs.Values("xdp_xsk_rx_dropped_total", "device")[pair.Host.Name]; got != float64(before.Rx_dropped) {
 			t.Errorf("%s: the socket is not labelled with device %s", phase, pair.Host.Name)
 		}
 		return before
@@ -199,14 +198,4 @@ func TestXSKRealSocket(t *testing.T) {
 	if st2.Rx_ring_full == 0 && st2.Rx_dropped == st.Rx_dropped {
 		t.Errorf("a full RX ring dropped nothing: %+v", st2)
 	}
-}
-
-// ringEntries is xdp_xsk_ring_entries of one socket's ring.
-func ringEntries(mfs map[string]*dto.MetricFamily, inode, ring string) float64 {
-	for _, m := range mfs["xdp_xsk_ring_entries"].GetMetric() {
-		if exportertest.Matches(m, "inode", inode, "ring", ring) {
-			return m.GetGauge().GetValue()
-		}
-	}
-	return -1
 }

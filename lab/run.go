@@ -10,14 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/prometheus/procfs"
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
@@ -304,12 +303,9 @@ func (f closerFunc) Close() error { return f() }
 // attachSink attaches an XDP_DROP program to a device inside the lab
 // namespace: veth delivers XDP frames to a peer only when the peer runs NAPI.
 func attachSink(ns netns.NsHandle, dev string) (io.Closer, error) {
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "xdp_lab_sink", Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()},
-	})
+	prog, err := xdptest.Verdict("xdp_lab_sink", xdptest.Drop)
 	if err != nil {
-		return nil, fmt.Errorf("loading the sink program: %w", err)
+		return nil, fmt.Errorf("the sink program: %w", err)
 	}
 	var l link.Link
 	err = vethns.InNamespace(ns, func() error {

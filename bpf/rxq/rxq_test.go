@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/lab/progrun"
 	"github.com/xdp-exporter/xdp_exporter/lab/stat"
@@ -207,10 +208,7 @@ func runEach(t *testing.T, prog *ebpf.Program, n int, opts *ebpf.RunOptions) uin
 // bareDrop is the baseline: an XDP program that only returns XDP_DROP.
 func bareDrop(t testing.TB) *ebpf.Program {
 	t.Helper()
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type: ebpf.XDP, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(XDPDrop)), asm.Return()},
-	})
+	p, err := xdptest.Verdict("rxq_bare", xdptest.Drop)
 	testenv.Check(t, err, "loading a bare XDP_DROP program")
 	t.Cleanup(func() { p.Close() })
 	return p

@@ -168,7 +168,7 @@ func TestObserveTailCall(t *testing.T) {
 // some loaders do) cannot be observed, and New says so on every kernel.
 func TestObserveNoBTF(t *testing.T) {
 	pair := vethtest.Pair(t, 1)
-	l, err := vethns.AttachVerdictTo(pair.Host.Index, vethns.XDPPass)
+	l, err := vethns.AttachVerdictTo(pair.Host.Index, "xdpt_verdict", xdptest.Pass)
 	testenv.Check(t, err, "attaching a program without BTF")
 	defer l.Close()
 	id := vethtest.AttachedXDP(t, pair.Host.Name)

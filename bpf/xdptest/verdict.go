@@ -31,3 +31,25 @@ func Verdict(name string, verdict uint32) (*ebpf.Program, error) {
 	}
 	return prog, nil
 }
+
+// RedirectMap loads an XDP program called name that redirects every frame
+// into slot 0 of m (a devmap, a cpumap) with bpf_redirect_map, XDP_ABORTED
+// where the slot is empty.
+func RedirectMap(name string, m *ebpf.Map) (*ebpf.Program, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:    name,
+		Type:    ebpf.XDP,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMapPtr(asm.R1, m.FD()),
+			asm.Mov.Imm(asm.R2, 0),
+			asm.Mov.Imm(asm.R3, 0),
+			asm.FnRedirectMap.Call(),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading an XDP program redirecting into %v: %w", m, err)
+	}
+	return prog, nil
+}

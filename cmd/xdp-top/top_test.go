@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	pmodel "github.com/prometheus/common/model"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
@@ -381,19 +379,10 @@ func checkNIC(t *testing.T, screen, dev string) {
 // summed over contexts: cumulative polls by upper bound.
 func napiHistogram(t *testing.T, exp *exportertest.Process, dev string) map[string]float64 {
 	t.Helper()
-	p := expfmt.NewTextParser(pmodel.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(exp.Scrape(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "device" && l.GetValue() == dev {
-				for _, b := range m.GetHistogram().GetBucket() {
-					out[strconv.FormatFloat(b.GetUpperBound(), 'f', -1, 64)] += float64(b.GetCumulativeCount())
-				}
-			}
+	for _, m := range exp.Families(t).Series("xdp_napi_poll_work", "device", dev) {
+		for _, b := range m.GetHistogram().GetBucket() {
+			out[strconv.FormatFloat(b.GetUpperBound(), 'f', -1, 64)] += float64(b.GetCumulativeCount())
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
@@ -26,7 +27,7 @@ func TestWithoutKernelBTF(t *testing.T) {
 		`mount --bind /dev/null /sys/kernel/btf/vmlinux && exec "$0" "$@"`,
 		exportertest.Build(t), "--web.listen-address="+addr))
 	body := e.Scrape(t)
-	promtoolCheck(t, body)
+	promtest.CheckMetrics(t, body)
 	for _, c := range []string{"xdp", "napi"} {
 		if !strings.Contains(body, `xdp_scrape_collector_unsupported{collector="`+c+`"} 1`) ||
 			!strings.Contains(body, `xdp_scrape_collector_success{collector="`+c+`"} 1`) {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
@@ -78,10 +79,10 @@ func TestWithoutBPFCapabilities(t *testing.T) {
 
 	for range 2 {
 		body := e.Scrape(t)
-		promtoolCheck(t, body)
-		families := parse(t, body)
+		promtest.CheckMetrics(t, body)
+		families := exportertest.Parse(t, body)
 		for _, name := range []string{"process_open_fds", "xdp_exporter_build_info", "xdp_scrape_collector_success"} {
-			if !families[name] {
+			if families[name] == nil {
 				t.Errorf("family %s missing from a scrape without BPF capabilities", name)
 			}
 		}

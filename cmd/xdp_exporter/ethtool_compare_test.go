@@ -8,12 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
@@ -158,44 +156,18 @@ func nodeExporterVersion(bin string) string {
 	return strings.Fields(string(out) + " ? ? ?")[2]
 }
 
-// sampleValue returns the value of the one sample of family whose labels
-// include every comma-separated name="value" in labels.
+// sampleText is the value of the one sample of family whose labels
+// include every comma-separated name="value" in labels, as text.
 func sampleText(t *testing.T, body, family, labels string) string {
 	t.Helper()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, ok := mfs[family]
-	if !ok {
-		t.Fatalf("family %s missing", family)
-	}
-	var found []string
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = fmt.Sprintf("%q", l.GetValue())
+	var pairs []string
+	for _, kv := range strings.Split(labels, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		unquoted, err := strconv.Unquote(v)
+		if err != nil {
+			t.Fatalf("label %s: %v", kv, err)
 		}
-		match := true
-		for _, kv := range strings.Split(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			match = match && have[k] == v
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.Counter != nil:
-			found = append(found, fmt.Sprint(m.GetCounter().GetValue()))
-		case m.Gauge != nil:
-			found = append(found, fmt.Sprint(m.GetGauge().GetValue()))
-		default:
-			found = append(found, fmt.Sprint(m.GetUntyped().GetValue()))
-		}
+		pairs = append(pairs, k, unquoted)
 	}
-	if len(found) != 1 {
-		t.Fatalf("%s{%s}: %d samples", family, labels, len(found))
-	}
-	return found[0]
+	return fmt.Sprint(exportertest.Parse(t, body).Value(t, family, pairs...))
 }

@@ -6,17 +6,14 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-	"github.com/prometheus/procfs"
 	"github.com/vishvananda/netlink"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
@@ -79,62 +76,6 @@ func scrapeBody(client *http.Client, addr string) (string, error) {
 	return string(body), nil
 }
 
-// checkScrape parses one scrape and returns an error for a duplicate
-// series or a collector that reported success 0 (what the host does not
-// support reports success 1).
-func checkScrape(body string) error {
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	if _, err := p.TextToMetricFamilies(strings.NewReader(body)); err != nil {
-		return fmt.Errorf("parsing: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, line := range strings.Split(body, "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		series := line[:strings.LastIndexByte(line, ' ')]
-		if seen[series] {
-			return fmt.Errorf("duplicate series %s", series)
-		}
-		seen[series] = true
-		if strings.HasPrefix(series, "xdp_scrape_collector_success{") && strings.HasSuffix(line, " 0") {
-			return fmt.Errorf("collector failed: %s", line)
-		}
-	}
-	return nil
-}
-
-// procStatus is /proc/PID/status, read by prometheus/procfs.
-func procStatus(t *testing.T, pid int) procfs.ProcStatus {
-	t.Helper()
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := p.NewStatus()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// selfMetric reads one unlabelled sample (go_goroutines, process_open_fds)
-// the exporter reports about itself.
-func selfMetric(t *testing.T, body, name string) float64 {
-	t.Helper()
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("%s: %v", line, err)
-			}
-			return f
-		}
-	}
-	t.Fatalf("%s missing from the scrape", name)
-	return 0
-}
-
 // TestConcurrentScrapesWithChurn sends 1,000 scrapes at once to the real
 // binary with its default collectors while 100 veth pairs are created and
 // deleted over and over: every scrape must answer 200 with every collector
@@ -152,7 +93,7 @@ func TestConcurrentScrapesWithChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	baseGoroutines, baseFDs := selfMetric(t, base, "go_goroutines"), selfMetric(t, base, "process_open_fds")
+	baseGoroutines, baseFDs := exportertest.Parse(t, base).Value(t, "go_goroutines"), exportertest.Parse(t, base).Value(t, "process_open_fds")
 
 	stop, churned := make(chan struct{}), make(chan error, 1)
 	rounds := 0
@@ -170,7 +111,7 @@ func TestConcurrentScrapesWithChurn(t *testing.T) {
 			<-start
 			body, err := scrapeBody(client, e.Addr)
 			if err == nil {
-				err = checkScrape(body)
+				err = exportertest.CheckScrape(body)
 			}
 			if err != nil {
 				errs <- err
@@ -234,7 +175,7 @@ func waitBaseline(t *testing.T, client *http.Client, addr string, baseGoroutines
 		if err != nil {
 			t.Fatal(err)
 		}
-		goroutines, fds = selfMetric(t, body, "go_goroutines"), selfMetric(t, body, "process_open_fds")
+		goroutines, fds = exportertest.Parse(t, body).Value(t, "go_goroutines"), exportertest.Parse(t, body).Value(t, "process_open_fds")
 		if goroutines <= baseGoroutines && fds <= baseFDs {
 			break
 		}
@@ -261,12 +202,12 @@ func TestMemoryWith100Veths(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		body := e.Scrape(t)
 		if i == 0 {
-			if err := checkScrape(body); err != nil {
+			if err := exportertest.CheckScrape(body); err != nil {
 				t.Errorf("%v\nlog:\n%s", err, e.Stderr)
 			}
 		}
 	}
-	status := procStatus(t, e.Cmd.Process.Pid)
+	status := e.Status(t)
 	kb := map[string]float64{"VmRSS": float64(status.VmRSS) / 1024, "VmHWM": float64(status.VmHWM) / 1024}
 	const limit = 40 << 10 // kB
 	t.Logf("%d veth interfaces, 20 scrapes: VmRSS %.1f MB, VmHWM (peak) %.1f MB", len(names), kb["VmRSS"]/1024, kb["VmHWM"]/1024)

@@ -3,13 +3,9 @@ package main
 import (
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
@@ -54,11 +50,7 @@ func TestJoinedScrapesRealBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("pair %d: default scrape: %v", i, err)
 		}
-		parser := expfmt.NewTextParser(model.LegacyValidation)
-		mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
-		if err != nil {
-			t.Fatalf("pair %d: %v", i, err)
-		}
+		mfs := exportertest.Parse(t, body)
 		var bad []string
 		for _, m := range mfs["xdp_scrape_collector_success"].GetMetric() {
 			if m.GetGauge().GetValue() != 1 {

@@ -10,13 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xskdiag"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
@@ -31,37 +29,6 @@ func startExporter(t testing.TB, args ...string) *exporter {
 	return exportertest.Run(t, exportertest.FreeAddr(t), args...)
 }
 
-// promtoolCheck runs `promtool check metrics` on a scrape body; promtool
-// comes from Debian's prometheus package, which .ci/run installs.
-func promtoolCheck(t testing.TB, body string) {
-	t.Helper()
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		testenv.Unavailable(t, "promtool not installed (apt-get install prometheus)")
-		return
-	}
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(body)
-	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
-		t.Errorf("promtool check metrics: %v\n%s", err, out)
-	}
-}
-
-// parse decodes a text exposition into families by name.
-func parse(t testing.TB, body string) map[string]bool {
-	t.Helper()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing scrape: %v", err)
-	}
-	out := map[string]bool{}
-	for name := range mfs {
-		out[name] = true
-	}
-	return out
-}
-
 // TestScrapeDefaults starts the exporter with no collector flags, scrapes
 // it, lints the result with promtool and checks that every family it
 // exposes is documented in METRICS.md, and that every enabled collector
@@ -71,7 +38,7 @@ func TestScrapeDefaults(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
 	e := startExporter(t)
 	body := e.Scrape(t)
-	promtoolCheck(t, body)
+	promtest.CheckMetrics(t, body)
 
 	// The test's veth shows up per queue, and the CPU families mpstat's
 	// columns come from are there.
@@ -100,7 +67,7 @@ func TestScrapeDefaults(t *testing.T) {
 			}
 		}
 	}
-	for name := range parse(t, body) {
+	for name := range exportertest.Parse(t, body) {
 		if !strings.HasPrefix(name, collector.Namespace+"_") || strings.HasPrefix(name, "xdp_exporter_build_info") {
 			continue
 		}

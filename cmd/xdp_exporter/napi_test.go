@@ -6,14 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
-	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // TestNapiEndToEnd runs the binary with its defaults (napi is on), sends
@@ -21,7 +19,7 @@ import (
 // device's NAPI histogram counted every frame.
 func TestNapiEndToEnd(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
-	vethtest.AttachVerdict(t, pair, vethns.XDPDrop)
+	vethtest.AttachVerdict(t, pair, xdptest.Drop)
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
 	defer g.Close()
@@ -40,9 +38,9 @@ func TestNapiEndToEnd(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		body := e.Scrape(t)
-		work = napiWork(t, body, pair.Host.Name)
+		work, _ = exportertest.Parse(t, body).Sum("xdp_napi_poll_work", "device", pair.Host.Name)
 		if work >= float64(sent) || time.Now().After(deadline) {
-			promtoolCheck(t, body)
+			promtest.CheckMetrics(t, body)
 			if !strings.Contains(body, `xdp_scrape_collector_success{collector="napi"} 1`) {
 				t.Errorf("napi collector did not succeed; log:\n%s", e.Stderr)
 			}
@@ -53,21 +51,4 @@ func TestNapiEndToEnd(t *testing.T) {
 	if work != float64(sent) {
 		t.Fatalf("xdp_napi_poll_work_sum for %s = %v over all contexts, want %d", pair.Host.Name, work, sent)
 	}
-}
-
-// napiWork sums xdp_napi_poll_work_sum of device over its contexts.
-func napiWork(t testing.TB, body, device string) float64 {
-	t.Helper()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var work float64
-	for _, m := range mfs["xdp_napi_poll_work"].GetMetric() {
-		if exportertest.Matches(m, "device", device) {
-			work += m.GetHistogram().GetSampleSum()
-		}
-	}
-	return work
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
@@ -30,7 +31,7 @@ func TestRxqSurvivesKill9(t *testing.T) {
 	for round := 1; round <= 2; round++ {
 		e := startExporter(t, args...)
 		body := e.Scrape(t)
-		promtoolCheck(t, body)
+		promtest.CheckMetrics(t, body)
 		if !strings.Contains(body, `xdp_scrape_collector_success{collector="rxq"} 1`) {
 			t.Fatalf("round %d: rxq collector did not succeed; log:\n%s", round, e.Stderr)
 		}

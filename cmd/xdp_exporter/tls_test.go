@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -73,7 +74,7 @@ func TestTLSBasicAuth(t *testing.T) {
 		if code != http.StatusOK || !strings.Contains(body, "xdp_exporter_build_info") {
 			t.Fatalf("HTTP %d, body:\n%.300s", code, body)
 		}
-		promtoolCheck(t, body)
+		promtest.CheckMetrics(t, body)
 	})
 	for _, tc := range []struct{ name, user, pass string }{
 		{"wrong password", "prometheus", "wrong"},

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
@@ -43,7 +44,7 @@ func TestXDPWithoutBPFCapabilities(t *testing.T) {
 	// execs the exporter through a shell with the remaining ones.
 	e := startXDPWrapped(t, []string{capsh, "--drop=cap_bpf,cap_perfmon,cap_sys_admin", "--", "-c", `exec "$0" "$@"`})
 	body := e.Scrape(t)
-	promtoolCheck(t, body)
+	promtest.CheckMetrics(t, body)
 	if !xdpHasLine(body, `xdp_scrape_collector_success{collector="xdp"} 0`) {
 		t.Fatalf("xdp collector did not report success 0 without CAP_BPF:\n%s", body)
 	}

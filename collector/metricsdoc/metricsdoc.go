@@ -1,9 +1,14 @@
-// Package metricsdoc renders the collectors' catalogue of families as
-// METRICS.md: names, types, labels, help, and how many series each sends
-// per scrape.
-package metricsdoc
+// Command metricsdoc renders the collectors' catalogue of families as
+// METRICS.md (make generate): names, types, labels, help, and how many
+// series each sends per scrape.
+package main
+
+//go:generate go run . ../../METRICS.md
 
 import (
+	"fmt"
+	"os"
+
 	"regexp"
 	"slices"
 	"sort"
@@ -61,7 +66,7 @@ device has one label value in every family of that scrape.
 func Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Metrics\n\n")
-	b.WriteString("Generated from the code by `go test ./collector/metricsdoc -run TestMetricsDoc -update`; a test fails when this file drifts.\n")
+	b.WriteString("Generated from the code by `make generate`; a test fails when this file drifts.\n")
 	b.WriteString(deviceLabelDoc)
 	byCollector := map[string][]*collector.Family{}
 	var names []string
@@ -239,4 +244,15 @@ func defaultShape(f *collector.Family) string {
 		return "summed per device by default, queue=\"\" (`--collector.ethtool.sum-queues`)"
 	}
 	return ""
+}
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: metricsdoc METRICS.md")
+		os.Exit(2)
+	}
+	if err := os.WriteFile(os.Args[1], []byte(Markdown()), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "metricsdoc:", err)
+		os.Exit(1)
+	}
 }

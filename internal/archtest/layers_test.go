@@ -24,9 +24,10 @@ const (
 	// Collector: the scrape framework and collectors (collector/), with
 	// their building blocks (collector/internal/...).
 	Collector Role = "collector"
-	// TestSupport: helpers only tests import: internal/testkit/..., and
-	// beside the readers they serve the packages named *test (nltest's
-	// recorded netlink replies, pcitest's sysfs trees).
+	// TestSupport: what only tests use: internal/testkit/..., beside the
+	// readers they serve the packages named *test (nltest's recorded
+	// netlink replies, pcitest's sysfs trees), and the kernel matrix
+	// (kernelmatrix/: its QEMU runner and the programs its guests run).
 	TestSupport Role = "test support"
 	// Above: what uses the collector or the readers: binaries, the lab,
 	// the dashboards, the METRICS.md generator, the kernel matrix.
@@ -38,7 +39,7 @@ func roleOf(pkg string) Role {
 	rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
 	under := func(dir string) bool { return rel == dir || strings.HasPrefix(rel, dir+"/") }
 	switch {
-	case under("internal/testkit"), under("internal/kernel") && strings.HasSuffix(rel, "test"):
+	case under("internal/testkit"), under("internal/kernel") && strings.HasSuffix(rel, "test"), under("kernelmatrix"):
 		return TestSupport
 	case under("internal/kernel"):
 		return Reader

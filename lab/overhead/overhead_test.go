@@ -11,11 +11,11 @@ import (
 	"github.com/coreos/go-iptables/iptables"
 	"github.com/safchain/ethtool"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
-	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // The benchmarks here are the method of docs/performance.md. Each
@@ -98,7 +98,7 @@ func metricName(s string) string {
 // before they became opt-in), and xdp-monitor itself.
 func BenchmarkCollectorOverhead(b *testing.B) {
 	rig := newRig(b, 1)
-	vethtest.AttachVerdict(b, rig.Pair, vethns.XDPDrop)
+	vethtest.AttachVerdict(b, rig.Pair, xdptest.Drop)
 	variants := []Variant{
 		Bare("bare"),
 		control(),
@@ -149,7 +149,7 @@ func BenchmarkRxqOverhead(b *testing.B) {
 // generator's transmit.
 func BenchmarkCollectorDUTCost(b *testing.B) {
 	rig := newRig(b, 0)
-	vethtest.AttachVerdict(b, rig.Pair, vethns.XDPDrop)
+	vethtest.AttachVerdict(b, rig.Pair, xdptest.Drop)
 	pids, off, err := NapiThreads(rig, 1)
 	testenv.Check(b, err, "threaded NAPI on the DUT")
 	b.Cleanup(func() { off() })

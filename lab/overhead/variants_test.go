@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/lab/stat"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
@@ -460,7 +461,7 @@ func Answers(addr string) func() (bool, error) {
 // duration: the base of variants that bring their own program.
 func WithDrop(r *Rig, v Variant) Variant {
 	return Variant{Name: v.Name, Start: func() (func() error, error) {
-		l, err := vethns.AttachVerdictTo(r.Pair.Host.Index, vethns.XDPDrop)
+		l, err := vethns.AttachVerdictTo(r.Pair.Host.Index, "xdpo_drop", xdptest.Drop)
 		if err != nil {
 			return nil, err
 		}

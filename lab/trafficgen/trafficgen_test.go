@@ -3,8 +3,8 @@ package trafficgen_test
 import (
 	"testing"
 
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
-	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // TestExactCount sends a known number of frames from both CPUs and checks
@@ -12,7 +12,7 @@ import (
 // ethtool(8) prints them, saw exactly that many.
 func TestExactCount(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
-	vethtest.AttachVerdict(t, pair, vethns.XDPDrop)
+	vethtest.AttachVerdict(t, pair, xdptest.Drop)
 
 	const n = 100_000
 	vethtest.SendExactly(t, pair, n)

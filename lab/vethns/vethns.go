@@ -15,11 +15,10 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 )
 
 // Pair is a veth pair with one end in a named namespace.
@@ -199,24 +198,14 @@ func DisableIPv6(dev string) error {
 	return nil
 }
 
-// XDP verdicts (enum xdp_action) for AttachVerdict and AttachVerdictTo.
-const (
-	XDPAborted uint32 = 0
-	XDPDrop    uint32 = 1
-	XDPPass    uint32 = 2
-)
-
-// AttachVerdictTo attaches to ifindex, through a bpf_link, a program that
-// returns verdict (an enum xdp_action) for every frame; closing the link
+// AttachVerdictTo attaches to ifindex of the calling thread's namespace,
+// through a bpf_link, a program called name that returns verdict (an
+// enum xdp_action, xdptest.Drop...) for every frame; closing the link
 // detaches it.
-func AttachVerdictTo(ifindex int, verdict uint32) (link.Link, error) {
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Type:         ebpf.XDP,
-		License:      "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, int32(verdict)), asm.Return()},
-	})
+func AttachVerdictTo(ifindex int, name string, verdict uint32) (link.Link, error) {
+	prog, err := xdptest.Verdict(name, verdict)
 	if err != nil {
-		return nil, fmt.Errorf("loading an XDP program: %w", err)
+		return nil, err
 	}
 	defer prog.Close() // the link keeps its own reference
 	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex})

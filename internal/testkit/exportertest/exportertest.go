@@ -19,14 +19,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 var (
@@ -197,44 +192,18 @@ func (p *Process) Scrape(t testing.TB) string {
 	return string(body)
 }
 
+// Families scrapes and parses /metrics.
+func (p *Process) Families(t testing.TB) Families {
+	t.Helper()
+	return Parse(t, p.Scrape(t))
+}
+
 // Sum scrapes and adds up every sample of a counter, gauge or untyped
 // family whose labels include the given name/value pairs.
 func (p *Process) Sum(t testing.TB, family string, labels ...string) float64 {
 	t.Helper()
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := parser.TextToMetricFamilies(strings.NewReader(p.Scrape(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, _ := Match(mfs, family, labels...)
+	sum, _ := p.Families(t).Sum(family, labels...)
 	return sum
-}
-
-// Match adds up the samples of a counter, gauge or untyped family whose
-// labels include the given name/value pairs, and counts them.
-func Match(mfs map[string]*dto.MetricFamily, family string, labels ...string) (sum float64, n int) {
-	for _, m := range mfs[family].GetMetric() {
-		if Matches(m, labels...) {
-			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
-			n++
-		}
-	}
-	return sum, n
-}
-
-// Matches reports whether m has every name/value pair of labels: the one
-// label matcher of the tests.
-func Matches(m *dto.Metric, labels ...string) bool {
-	for i := 0; i+1 < len(labels); i += 2 {
-		ok := false
-		for _, lp := range m.GetLabel() {
-			ok = ok || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // SelfSigned writes a fresh self-signed certificate for 127.0.0.1 and its

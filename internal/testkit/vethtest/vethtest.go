@@ -18,6 +18,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
+	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
@@ -51,8 +52,35 @@ func Pair(t testing.TB, queues int) *vethns.Pair {
 // generator, only while an XDP program is attached.
 func AttachVerdict(t testing.TB, p *vethns.Pair, verdict uint32) {
 	t.Helper()
-	l, err := vethns.AttachVerdictTo(p.Host.Index, verdict)
-	testenv.Check(t, err, p.Host.Name)
+	AttachVerdictTo(t, p.Host.Index, verdict)
+}
+
+// AttachVerdictTo attaches to ifindex of the calling thread's namespace
+// a program that returns verdict for every frame, and returns it; both go
+// when the test ends.
+func AttachVerdictTo(t testing.TB, ifindex int, verdict uint32) *ebpf.Program {
+	t.Helper()
+	prog := Verdict(t, "xdpt_verdict", verdict)
+	AttachProgram(t, ifindex, prog)
+	return prog
+}
+
+// Verdict loads a program called name that returns verdict for every
+// frame (xdptest.Verdict), closed when the test ends.
+func Verdict(t testing.TB, name string, verdict uint32) *ebpf.Program {
+	t.Helper()
+	prog, err := xdptest.Verdict(name, verdict)
+	testenv.Check(t, err, "loading an XDP program")
+	t.Cleanup(func() { prog.Close() })
+	return prog
+}
+
+// AttachProgram attaches prog to ifindex of the calling thread's
+// namespace through a bpf_link, detached when the test ends.
+func AttachProgram(t testing.TB, ifindex int, prog *ebpf.Program) {
+	t.Helper()
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex})
+	testenv.Check(t, err, "attaching XDP")
 	t.Cleanup(func() { l.Close() })
 }
 

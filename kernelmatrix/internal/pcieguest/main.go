@@ -19,14 +19,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
 
@@ -164,19 +162,12 @@ func injectCorrectable(addr string, n int) error {
 
 // rxIRQ is the IRQ the exporter names for queue 0 of dev.
 func rxIRQ(scrape, dev string) (string, error) {
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(scrape))
+	mfs, err := exportertest.Decode(scrape)
 	if err != nil {
 		return "", err
 	}
-	for _, m := range mfs["xdp_pcie_rx_queue_numa_remote_ratio"].GetMetric() {
-		l := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			l[lp.GetName()] = lp.GetValue()
-		}
-		if l["device"] == dev && l["queue"] == "0" {
-			return l["irq"], nil
-		}
+	if ms := mfs.Series("xdp_pcie_rx_queue_numa_remote_ratio", "device", dev, "queue", "0"); len(ms) > 0 {
+		return exportertest.Label(ms[0], "irq"), nil
 	}
 	return "", fmt.Errorf("the exporter names no IRQ for queue 0 of %s", dev)
 }

@@ -16,19 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 // parse builds a scrape at second t from exposition text.
 func parse(t testing.TB, at float64, text string) *Scrape {
 	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Scrape{At: time.Unix(0, 0).Add(time.Duration(at * float64(time.Second))), Families: mfs}
+	return &Scrape{At: time.Unix(0, 0).Add(time.Duration(at * float64(time.Second))), Families: exportertest.Parse(t, text)}
 }
 
 func TestRatesCounterReset(t *testing.T) {
@@ -212,10 +206,11 @@ func TestViewsSayWhichCollector(t *testing.T) {
 	}
 }
 
-// collectorFixture is the scrape of a 128-CPU host with two 64-queue mlx5
-// ports that the exporter's ethtool and cpu collectors give on their
-// fixtures (collector.TestTopFixture writes it).
-const collectorFixture = "testdata/mlx5-128cpu.prom"
+// collectorFixture is the scrape of the collectors' whole-host fixture (a
+// 128-CPU host with two 64-queue mlx5 ports) by the collectors that read
+// no running kernel: cpu, ethtool, netdev, pcie (collector.TestHostRecording
+// records it).
+const collectorFixture = "testdata/host.prom"
 
 // bigHost is that scrape with every counter scaled by v, so two of them
 // give rates, plus what the collectors' fixtures cannot give (the BPF

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -20,15 +21,15 @@ import (
 )
 
 const (
-	unitPath       = "../../deploy/systemd/xdp_exporter.service"
-	daemonSetPath  = "../../deploy/kubernetes/daemonset.yaml"
-	servicePath    = "../../deploy/kubernetes/service.yaml"
-	monitorPath    = "../../deploy/kubernetes/servicemonitor.yaml"
-	k8sJobPath     = "../../deploy/kubernetes/prometheus-job.yml"
-	promConfigPath = "../../deploy/prometheus/prometheus.yml"
-	privilegesPath = "../../docs/privileges.md"
-	installPath    = "../../docs/install.md"
-	dockerfilePath = "../../Dockerfile"
+	unitPath       = "systemd/xdp_exporter.service"
+	daemonSetPath  = "kubernetes/daemonset.yaml"
+	servicePath    = "kubernetes/service.yaml"
+	monitorPath    = "kubernetes/servicemonitor.yaml"
+	k8sJobPath     = "kubernetes/prometheus-job.yml"
+	promConfigPath = "prometheus/prometheus.yml"
+	privilegesPath = "../docs/privileges.md"
+	installPath    = "../docs/install.md"
+	dockerfilePath = "../Dockerfile"
 )
 
 // capSet is a set of capability names, upper case without the CAP_
@@ -266,11 +267,11 @@ func TestSystemdCapabilities(t *testing.T) {
 		"--inh-caps="+capList, "--ambient-caps="+capList, "--bounding-set="+capList, "--no-new-privs",
 		bin, "--runtime.drop-capabilities", "--web.listen-address="+addr))
 	body := e.Scrape(t)
-	if err := checkScrape(body); err != nil {
+	if err := exportertest.CheckScrape(body); err != nil {
 		t.Fatalf("with the unit's capabilities: %v\nlog:\n%s", err, e.Stderr)
 	}
 
-	if uids := procStatus(t, e.Cmd.Process.Pid).UIDs; uids != [4]uint64{65534, 65534, 65534, 65534} {
+	if uids := e.Status(t).UIDs; uids != [4]uint64{65534, 65534, 65534, 65534} {
 		t.Fatalf("the exporter runs as uids %v (real, effective, saved, fs), want 65534", uids)
 	}
 
@@ -281,7 +282,7 @@ func TestSystemdCapabilities(t *testing.T) {
 		}
 	}
 	bounding := newCapSet(strings.Fields(s["CapabilityBoundingSet"][0])...)
-	for path, got := range threadCaps(t, e.Cmd.Process.Pid) {
+	for path, got := range e.ThreadCaps(t) {
 		if g := capSetOf(bits(got.Effective)); !g.equal(capSetOf(keep)) {
 			t.Errorf("%s: effective %q, want %q", path, g, capSetOf(keep))
 		}
@@ -460,9 +461,9 @@ func checkContainer(t *testing.T, c k8sContainer) {
 		"runAsUser: 0":         sc.RunAsUser != nil && *sc.RunAsUser == 0,
 		"runAsNonRoot: false":  sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot,
 		"no volumeMounts":      len(c.VolumeMounts) == 0,
-		"drops capabilities":   contains(c.Args, "--runtime.drop-capabilities"),
+		"drops capabilities":   slices.Contains(c.Args, "--runtime.drop-capabilities"),
 		"port 9739 (metrics)":  len(c.Ports) == 1 && c.Ports[0].ContainerPort == 9739 && c.Ports[0].Name == "metrics",
-		"listens on port 9739": contains(c.Args, "--web.listen-address=:9739"),
+		"listens on port 9739": slices.Contains(c.Args, "--web.listen-address=:9739"),
 	} {
 		if !ok {
 			t.Errorf("%s: container %s: want %s", daemonSetPath, c.Name, name)
@@ -500,15 +501,6 @@ func checkPodDiscovery(t *testing.T, app, port string) {
 	if !regexp.MustCompile("^(?:" + keep.Regex + ")$").MatchString(strings.Join(joined, ";")) {
 		t.Errorf("%s: keep rule %+v drops the DaemonSet's pods (%v)", k8sJobPath, keep, joined)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // TestPrometheusConfig runs `promtool check config` on the example

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"archive/tar"
@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
@@ -64,10 +65,10 @@ func TestImage(t *testing.T) {
 	// port; the image's default arguments drop capabilities, which needs
 	// the capabilities to be there in the first place.
 	testenv.Privileged(t)
-	e := startExporterAt(t, exe, append(append(c.Entrypoint[1:], c.Cmd...), "--web.listen-address="+exportertest.FreeAddr(t))...)
+	e := startAt(t, exe, append(append(c.Entrypoint[1:], c.Cmd...), "--web.listen-address="+exportertest.FreeAddr(t))...)
 	body := e.Scrape(t)
-	promtoolCheck(t, body)
-	if err := checkScrape(body); err != nil {
+	promtest.CheckMetrics(t, body)
+	if err := exportertest.CheckScrape(body); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(body, "xdp_exporter_build_info{") {
@@ -83,7 +84,7 @@ func buildImage(t *testing.T, podman string) string {
 	// The build context holds what `make image` sends: the Dockerfile,
 	// .dockerignore and the binary `make build` leaves at the root.
 	ctx := t.TempDir()
-	for src, dst := range map[string]string{"../../Dockerfile": "Dockerfile", "../../.dockerignore": ".dockerignore", exportertest.Build(t): "xdp_exporter"} {
+	for src, dst := range map[string]string{"../Dockerfile": "Dockerfile", "../.dockerignore": ".dockerignore", exportertest.Build(t): "xdp_exporter"} {
 		b, err := os.ReadFile(src)
 		if err != nil {
 			t.Fatal(err)
@@ -239,9 +240,9 @@ func keys(m map[string][]byte) []string {
 	return out
 }
 
-// startExporterAt is startExporter for a given binary and complete
-// argument list (the listen address included).
-func startExporterAt(t *testing.T, bin string, args ...string) *exporter {
+// startAt starts bin with a complete argument list, the listen address
+// among them.
+func startAt(t *testing.T, bin string, args ...string) *exportertest.Process {
 	t.Helper()
 	addr := ""
 	for _, a := range args {
