@@ -411,8 +411,16 @@ func build(b board, boards []board) (dashboard.Dashboard, error) {
 		return out, err
 	}
 	for _, p := range out.Panels {
-		if p.Panel != nil {
-			p.Panel.PluginVersion = ptr(pluginVersion)
+		if p.Panel == nil {
+			continue
+		}
+		p.Panel.PluginVersion = ptr(pluginVersion)
+		// The SDK's table builder sets a hidden footer, an option the
+		// table panel no longer has (@grafana/schema 13's table
+		// Options; Grafana 12 moved footers into the field config): no
+		// footer is what Grafana draws without it too.
+		if o, ok := p.Panel.Options.(*table.Options); ok {
+			o.Footer = nil
 		}
 	}
 	return out, nil

@@ -46,7 +46,7 @@ func xyCharts(t *testing.T, prom *promtest.Server, vars dashboards.Vars, from, t
 			charts++
 			name := d.Title + " / " + p.Title
 			frames, paper := panelFrames(t, prom, p, vars, from, to)
-			series, errs, err := p.Draw(frames)
+			series, errs, err := p.Draw(t, frames)
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 				continue

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -27,12 +26,17 @@ type Field struct {
 	Name              string
 	Type              FieldType
 	Labels            map[string]string
-	DisplayName       string // config.displayName
 	DisplayNameFromDS string // config.displayNameFromDS
 	Values            []any
+	// Display and Matched are Grafana's (Panel.Apply): the field's
+	// display name, and the keys of the panel's field matchers that
+	// select it.
+	Display string
+	Matched []string
 }
 
-// Frame is a Grafana data frame.
+// Frame is a Grafana data frame as the datasources return it (FromMatrix,
+// FromCSV) and the panel's transformations leave it (Panel.Apply).
 type Frame struct {
 	Name   string
 	RefID  string
@@ -129,136 +133,4 @@ func FromCSV(refID, content string) (*Frame, error) {
 		f.Fields = append(f.Fields, field)
 	}
 	return f, nil
-}
-
-// DisplayName is a field's name as matchers, legends and the groupBy and
-// organize transformations see it: getFieldDisplayName and
-// calculateFieldDisplayName in packages/grafana-data/src/field/fieldState.ts.
-// The config's displayName wins, then the datasource's displayNameFromDS;
-// a time field keeps its name; otherwise the frame name (when frame names
-// differ), the field name unless it is "Value", and the labels (the value
-// of the only label name when all frames have just one) make the name, and
-// a field name two fields of the frame share gets a " 1", " 2" suffix.
-func DisplayName(field *Field, frame *Frame, all []*Frame) string {
-	if field.DisplayName != "" {
-		return field.DisplayName
-	}
-	if field.DisplayNameFromDS != "" {
-		return field.DisplayNameFromDS
-	}
-	if field.Type == TypeTime && len(field.Labels) == 0 {
-		if field.Name == "" {
-			return "Time"
-		}
-		return field.Name
-	}
-	var parts []string
-	namesDiffer := false
-	for i := 1; i < len(all); i++ {
-		if all[i].Name != all[i-1].Name {
-			namesDiffer = true
-			break
-		}
-	}
-	frameNameAdded, labelsAdded := false, false
-	if namesDiffer && frame != nil && frame.Name != "" {
-		parts = append(parts, frame.Name)
-		frameNameAdded = true
-	}
-	if field.Name != "" && field.Name != "Value" {
-		parts = append(parts, field.Name)
-	}
-	if len(field.Labels) > 0 && frame != nil {
-		frames := all
-		if frames == nil {
-			frames = []*Frame{frame}
-		}
-		if single := singleLabelName(frames); single == "" {
-			parts = append(parts, formatLabels(field.Labels))
-			labelsAdded = true
-		} else if v, ok := field.Labels[single]; ok {
-			parts = append(parts, v)
-			labelsAdded = true
-		}
-	}
-	if frame != nil && !frameNameAdded && !labelsAdded && field.Name == "Value" && frame.Name != "" {
-		parts = append(parts, frame.Name)
-	}
-	name := "Value"
-	switch {
-	case len(parts) > 0:
-		name = strings.Join(parts, " ")
-	case field.Name != "":
-		name = field.Name
-	}
-	if name == field.Name {
-		return uniqueName(field, frame)
-	}
-	return name
-}
-
-// uniqueName is getUniqueFieldName (fieldState.ts): fields of a frame
-// that share a name are "name 1", "name 2", ... in field order.
-func uniqueName(field *Field, frame *Frame) string {
-	if frame == nil {
-		return field.Name
-	}
-	dupes, self := 0, false
-	for _, f := range frame.Fields {
-		if f == field {
-			self = true
-			if dupes > 0 {
-				dupes++
-				break
-			}
-		} else if f.Name == field.Name {
-			dupes++
-			if self {
-				break
-			}
-		}
-	}
-	if dupes == 0 {
-		return field.Name
-	}
-	return field.Name + " " + strconv.Itoa(dupes)
-}
-
-func singleLabelName(frames []*Frame) string {
-	single := ""
-	for _, fr := range frames {
-		for _, f := range fr.Fields {
-			for k := range f.Labels {
-				if single == "" {
-					single = k
-				} else if k != single {
-					return ""
-				}
-			}
-		}
-	}
-	return single
-}
-
-// formatLabels is formatLabels in packages/grafana-data/src/utils/labels.ts:
-// {a="1", b="2"} with the names sorted, __name__ in front without a key.
-func formatLabels(labels map[string]string) string {
-	keys := make([]string, 0, len(labels))
-	for k := range labels {
-		if k != "__name__" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString(labels["__name__"])
-	b.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(k + `="` + labels[k] + `"`)
-	}
-	b.WriteByte('}')
-	return b.String()
 }

@@ -96,3 +96,18 @@ func LoadDashboard(path string) (*Dashboard, error) {
 	}
 	return &d, nil
 }
+
+// Matcher is a frame or field matcher of the dashboard JSON.
+type Matcher struct {
+	ID      string `json:"id"`
+	Options any    `json:"options,omitempty"`
+}
+
+// Transformation is one entry of a panel's "transformations", as the
+// dashboard JSON holds it and @grafana/data's transformDataFrame takes it.
+type Transformation struct {
+	ID       string         `json:"id"`
+	Disabled bool           `json:"disabled,omitempty"`
+	Filter   *Matcher       `json:"filter,omitempty"`
+	Options  map[string]any `json:"options,omitempty"`
+}

@@ -2,6 +2,8 @@ package grafana
 
 import (
 	"fmt"
+	"slices"
+	"testing"
 )
 
 // Migrate returns the xychart options Grafana draws with after loading the
@@ -19,11 +21,13 @@ func (p *Panel) Migrate() (PanelOptions, error) {
 }
 
 // Draw is what an xychart panel draws from its queries' frames: the
-// panel's transformations, the migration its JSON gets on load, and the
-// series preparation. The error is for a panel Grafana cannot draw at
-// all; errs has, by index in options.series, why a config found no series.
-func (p *Panel) Draw(frames []*Frame) (series []XYSeries, errs map[int]error, err error) {
-	frames, err = Transform(p.Transformations, frames)
+// panel's transformations, display names and matchers by Grafana's own
+// code (Apply), the migration its JSON gets on load, and the series
+// preparation. The error is for a panel Grafana cannot draw at all; errs
+// has, by index in options.series, why a config found no series.
+func (p *Panel) Draw(t testing.TB, frames []*Frame) (series []XYSeries, errs map[int]error, err error) {
+	t.Helper()
+	frames, err = p.Apply(t, frames)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -43,13 +47,15 @@ type XYSeries struct {
 }
 
 // PrepSeries is prepSeries in public/app/plugins/panel/xychart/utils.ts
-// (v2/utils.ts while the new xychart was beside the old one): in manual
-// mode each series config needs a frame, an x and a y matcher; the frame
-// matcher is byIndex (no other frame matcher is implemented there); x is
-// the first number or time field of that frame the x matcher selects (the
-// earlier version took numbers only), y the first other number field the
-// y matcher selects. It returns the series found and, by config index,
-// why each config that found none did not.
+// (v2/utils.ts while the new xychart was beside the old one), which is
+// Grafana's AGPL code: in manual mode each series config needs a frame, an
+// x and a y matcher; the frame matcher is byIndex (no other frame matcher
+// is implemented there); x is the first number or time field of that
+// frame the x matcher selects (the earlier version took numbers only), y
+// the first other number field the y matcher selects. Which fields a
+// matcher selects, and their display names, are Grafana's own answer
+// (Apply). It returns the series found and, by config index, why each
+// config that found none did not.
 func PrepSeries(opts PanelOptions, frames []*Frame) ([]XYSeries, map[int]error) {
 	errs := map[int]error{}
 	if opts.Mapping != "manual" {
@@ -58,7 +64,7 @@ func PrepSeries(opts PanelOptions, frames []*Frame) ([]XYSeries, map[int]error) 
 	}
 	var out []XYSeries
 	for i, c := range opts.Series {
-		s, err := prepOne(c, frames)
+		s, err := prepOne(i, c, frames)
 		if err != nil {
 			errs[i] = fmt.Errorf("series %d: %w", i, err)
 			continue
@@ -69,7 +75,7 @@ func PrepSeries(opts PanelOptions, frames []*Frame) ([]XYSeries, map[int]error) 
 	return out, errs
 }
 
-func prepOne(c SeriesConfig, frames []*Frame) (XYSeries, error) {
+func prepOne(i int, c SeriesConfig, frames []*Frame) (XYSeries, error) {
 	if c.Frame == nil || c.X == nil || c.Y == nil {
 		return XYSeries{}, fmt.Errorf("manual series without frame, x and y matchers is skipped")
 	}
@@ -81,23 +87,18 @@ func prepOne(c SeriesConfig, frames []*Frame) (XYSeries, error) {
 		return XYSeries{}, fmt.Errorf("frame index %v: the panel has %d frames after its transformations", c.Frame.Matcher.Options, len(frames))
 	}
 	fr := frames[int(idx)]
-	xm, err := fieldMatcher(c.X.Matcher, fr, frames)
-	if err != nil {
-		return XYSeries{}, fmt.Errorf("x: %w", err)
-	}
-	ym, err := fieldMatcher(c.Y.Matcher, fr, frames)
-	if err != nil {
-		return XYSeries{}, fmt.Errorf("y: %w", err)
-	}
-	x := firstField(fr, func(f *Field) bool { return (f.Type == TypeNumber || f.Type == TypeTime) && xm(f) })
+	xKey, yKey := seriesKey(i, "x"), seriesKey(i, "y")
+	x := firstField(fr, func(f *Field) bool {
+		return (f.Type == TypeNumber || f.Type == TypeTime) && slices.Contains(f.Matched, xKey)
+	})
 	if x == nil {
-		return XYSeries{}, fmt.Errorf("no number field %v in frame %d (fields: %v)", c.X.Matcher.Options, int(idx), names(fr, frames))
+		return XYSeries{}, fmt.Errorf("no number field %v in frame %d (fields: %v)", c.X.Matcher.Options, int(idx), names(fr))
 	}
-	y := firstField(fr, func(f *Field) bool { return f != x && f.Type == TypeNumber && ym(f) })
+	y := firstField(fr, func(f *Field) bool { return f != x && f.Type == TypeNumber && slices.Contains(f.Matched, yKey) })
 	if y == nil {
-		return XYSeries{}, fmt.Errorf("no number field %v in frame %d (fields: %v)", c.Y.Matcher.Options, int(idx), names(fr, frames))
+		return XYSeries{}, fmt.Errorf("no number field %v in frame %d (fields: %v)", c.Y.Matcher.Options, int(idx), names(fr))
 	}
-	return XYSeries{Name: DisplayName(y, fr, frames), X: x, Y: y}, nil
+	return XYSeries{Name: y.Display, X: x, Y: y}, nil
 }
 
 func firstField(fr *Frame, match func(*Field) bool) *Field {
@@ -121,26 +122,10 @@ func (s XYSeries) Points() int {
 	return n
 }
 
-// fieldMatcher supports byName (display name equality, as
-// packages/grafana-data/src/transformations/matchers/nameMatcher.ts) and
-// byType.
-func fieldMatcher(m Matcher, frame *Frame, all []*Frame) (func(*Field) bool, error) {
-	switch m.ID {
-	case "byName":
-		name, _ := m.Options.(string)
-		return func(f *Field) bool { return DisplayName(f, frame, all) == name }, nil
-	case "byType":
-		t, _ := m.Options.(string)
-		return func(f *Field) bool { return string(f.Type) == t }, nil
-	default:
-		return nil, fmt.Errorf("field matcher %q is not modelled", m.ID)
-	}
-}
-
-func names(fr *Frame, all []*Frame) []string {
+func names(fr *Frame) []string {
 	var out []string
 	for _, f := range fr.Fields {
-		out = append(out, DisplayName(f, fr, all)+" ("+string(f.Type)+")")
+		out = append(out, f.Display+" ("+string(f.Type)+")")
 	}
 	return out
 }
