@@ -4,17 +4,27 @@ GO ?= go
 
 all: build
 
+# What --version, the start-up log line and xdp_exporter_build_info say:
+# the tag or commit (git describe), the revision and branch, who built it
+# and when (prometheus/common/version). OUT names the binary.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+OUT ?= xdp_exporter
+versionpkg := github.com/prometheus/common/version
+LDFLAGS := -X $(versionpkg).Version=$(VERSION) -X $(versionpkg).Revision=$(REVISION) -X $(versionpkg).Branch=$(BRANCH) \
+	-X $(versionpkg).BuildUser=$(shell id -un)@$(shell hostname) -X $(versionpkg).BuildDate=$(shell date -u +%Y%m%d-%H:%M:%S)
+
 build:
-	CGO_ENABLED=0 $(GO) build -o xdp_exporter ./cmd/xdp_exporter
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(OUT) ./cmd/xdp_exporter
 
 # The container image (Dockerfile): FROM scratch around the static binary,
 # so it builds offline. CONTAINER_ENGINE=docker works the same.
 CONTAINER_ENGINE ?= podman
 IMAGE ?= xdp_exporter
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 image: build
 	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) \
-		--build-arg REVISION=$(shell git rev-parse HEAD 2>/dev/null || echo unknown) \
+		--build-arg REVISION=$(REVISION) \
 		-t $(IMAGE):$(VERSION) .
 
 deps:

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -37,6 +38,17 @@ const defaultListenAddress = ":9739"
 
 func main() {
 	os.Exit(run(os.Args[1:]))
+}
+
+// A binary built without the Makefile's -ldflags (go build, go install
+// MODULE@VERSION) says what it is from the Go toolchain's build
+// information: the module's version for a download, "(devel)" for a
+// checkout, whose VCS revision prometheus/common/version reads from the
+// same information where the build recorded it (-buildvcs).
+func init() {
+	if bi, ok := debug.ReadBuildInfo(); ok && version.Version == "" {
+		version.Version = bi.Main.Version
+	}
 }
 
 func run(args []string) int {
