@@ -57,13 +57,14 @@ fuzz:
 # (dashboards), and docs/kernels.md's support table (kernelmatrix, from its
 # recording). RECORD=1 first rewrites the recordings the tests compare
 # with: the netdev replies captured from this kernel and the constructed
-# ones, the AF_XDP diag reply, the whole-host fixture's scrape, and what
-# the kernel matrix measures (it boots the matrix: about 15 minutes).
+# ones, the AF_XDP diag reply, the whole-host fixture's scrape, the XY
+# charts' transformed frames, and what the kernel matrix measures (it boots
+# the matrix: about 15 minutes).
 RECORD ?=
 generate:
 ifeq ($(RECORD),1)
-	XDP_EXPORTER_RECORD=1 $(GO) test -count=1 -run '^(TestReplies|TestDecodeRecording|TestHostRecording)$$' \
-		./internal/kernel/netdev ./internal/kernel/xskdiag ./collector
+	XDP_EXPORTER_RECORD=1 $(GO) test -count=1 -run '^(TestReplies|TestDecodeRecording|TestHostRecording|TestXYReferenceSeriesResolve)$$' \
+		./internal/kernel/netdev ./internal/kernel/xskdiag ./collector ./dashboards
 	XDP_EXPORTER_RECORD=1 $(GO) test -count=1 -v -timeout 45m -run '^TestKernelMatrix$$' ./kernelmatrix
 endif
 	$(GO) generate ./...
