@@ -56,16 +56,17 @@ fuzz:
 # the dashboards and rules with the Helm chart's and the mixin's copies
 # (dashboards), and docs/kernels.md's support table (kernelmatrix, from its
 # recording). RECORD=1 first rewrites the recordings the tests compare
-# with: the netdev replies captured from this kernel and the constructed
-# ones, the AF_XDP diag reply, the whole-host fixture's scrape, the XY
-# charts' transformed frames, and what the kernel matrix measures (it boots
-# the matrix: about 15 minutes).
+# with: the constructed netdev replies, the AF_XDP diag reply, the
+# whole-host fixture's scrape, the XY charts' transformed frames, and what
+# the kernel matrix measures (it boots the matrix: about 15 minutes).
+# RECORD=capture also records the netdev replies of this kernel, whose
+# values internal/kernel/netdev's TestDecodeCaptured then states anew.
 RECORD ?=
 generate:
-ifeq ($(RECORD),1)
-	XDP_EXPORTER_RECORD=1 $(GO) test -count=1 -run '^(TestReplies|TestDecodeRecording|TestHostRecording|TestXYReferenceSeriesResolve)$$' \
+ifneq ($(RECORD),)
+	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 -run '^(TestReplies|TestDecodeRecording|TestHostRecording|TestXYReferenceSeriesResolve)$$' \
 		./internal/kernel/netdev ./internal/kernel/xskdiag ./collector ./dashboards
-	XDP_EXPORTER_RECORD=1 $(GO) test -count=1 -v -timeout 45m -run '^TestKernelMatrix$$' ./kernelmatrix
+	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 -v -timeout 45m -run '^TestKernelMatrix$$' ./kernelmatrix
 endif
 	$(GO) generate ./...
 

@@ -51,7 +51,7 @@ func init() {
 				"Hold a BPF_ENABLE_STATS fd so the kernel counts run count and run time of every BPF program "+
 					"(about 20 ns per program run: two clock reads); see docs/collectors/bpf.md.").Bool()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return NewBPFCollector(BPFConfig{EnableStats: *enableStats, ProcFS: shared.ProcFS, Filter: shared.Filter}, logger)
+				return asCollector(newBPFCollector(BPFConfig{EnableStats: *enableStats, ProcFS: shared.ProcFS, Filter: shared.Filter}, logger))
 			}
 		},
 	})
@@ -77,12 +77,8 @@ type bpfCollector struct {
 	progs  *bpfprog.Reader
 }
 
-// NewBPFCollector checks that BPF programs can be listed and, when asked,
+// newBPFCollector checks that BPF programs can be listed and, when asked,
 // enables BPF run-time statistics until Close.
-func NewBPFCollector(cfg BPFConfig, logger *slog.Logger) (Collector, error) {
-	return asCollector(newBPFCollector(cfg, logger))
-}
-
 func newBPFCollector(cfg BPFConfig, logger *slog.Logger) (*bpfCollector, error) {
 	cfg.ProcFS = procRoot(cfg.ProcFS)
 	if err := bpfprog.CheckList(); err != nil {

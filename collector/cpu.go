@@ -41,7 +41,7 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			all := f.Flag("softirqs.all", "Export every /proc/softirqs vector, not only NET_RX and NET_TX (adds 8 series per CPU).").Default("false").Bool()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return NewCPUCollector(CPUConfig{ProcFS: shared.ProcFS, SoftirqsAll: *all, Filter: shared.Filter}, logger)
+				return asCollector(newCPUCollector(CPUConfig{ProcFS: shared.ProcFS, SoftirqsAll: *all, Filter: shared.Filter}, logger))
 			}
 		},
 	})
@@ -66,11 +66,7 @@ type cpuCollector struct {
 	softnet counter32.Extender[softnetKey]
 }
 
-// NewCPUCollector checks that cfg.ProcFS is a directory and returns the collector.
-func NewCPUCollector(cfg CPUConfig, logger *slog.Logger) (Collector, error) {
-	return asCollector(newCPUCollector(cfg, logger))
-}
-
+// newCPUCollector checks that cfg.ProcFS is a directory and returns the collector.
 func newCPUCollector(cfg CPUConfig, logger *slog.Logger) (*cpuCollector, error) {
 	cfg.ProcFS = procRoot(cfg.ProcFS)
 	fs, err := procfs.NewFS(cfg.ProcFS)

@@ -63,7 +63,7 @@ func init() {
 				if *vectors != "all" {
 					cfg.SoftirqVectors = strings.Split(*vectors, ",")
 				}
-				return NewNapiCollector(cfg, logger)
+				return asCollector(loadNapiCollector(cfg, logger))
 			}
 		},
 	})
@@ -95,11 +95,7 @@ type napiCollector struct {
 	netns   uint64 // the exporter's own network namespace inode
 }
 
-// NewNapiCollector loads and attaches the napi programs.
-func NewNapiCollector(cfg NapiConfig, logger *slog.Logger) (Collector, error) {
-	return asCollector(loadNapiCollector(cfg, logger))
-}
-
+// loadNapiCollector loads and attaches the napi programs.
 func loadNapiCollector(cfg NapiConfig, logger *slog.Logger) (*napiCollector, error) {
 	spec, err := napi.Spec()
 	if err != nil {

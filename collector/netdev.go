@@ -29,7 +29,7 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			perQueue := f.Flag("per-queue-stats", "Report qstats per queue (the widest families: stats x queues x devices).").Default("true").Bool()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return NewNetdevCollector(NetdevConfig{Filter: shared.Filter, PerQueueStats: *perQueue, ProcFS: shared.ProcFS}, logger)
+				return asCollector(dialNetdevCollector(NetdevConfig{Filter: shared.Filter, PerQueueStats: *perQueue, ProcFS: shared.ProcFS}, logger))
 			}
 		},
 	})
@@ -80,13 +80,9 @@ type netdevCollector struct {
 	unsupported map[uint8]bool
 }
 
-// NewNetdevCollector resolves the "netdev" generic netlink family. It fails when the kernel has no such family (before 6.3).
-func NewNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (Collector, error) {
-	return asCollector(dialNetdevCollector(cfg, logger))
-}
-
+// dialNetdevCollector resolves the "netdev" generic netlink family. It fails when the kernel has no such family (before 6.3).
 func dialNetdevCollector(cfg NetdevConfig, logger *slog.Logger) (*netdevCollector, error) {
-	r, err := netdev.Open()
+	r, err := netdev.Dial()
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
 	}
 	c := &pcieCollector{cfg: cfg, logger: logger}
 	// Without the family the drivers' IRQ names stand in.
-	if r, err := netdev.Open(); err == nil {
+	if r, err := netdev.Dial(); err == nil {
 		c.netdev = r
 	}
 	return c, nil

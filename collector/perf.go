@@ -79,7 +79,7 @@ func init() {
 					}
 					cfg.CPUs = list
 				}
-				return NewPerfCollector(cfg, logger)
+				return asCollector(newPerfCollector(cfg, logger))
 			}
 		},
 	})
@@ -155,13 +155,9 @@ type perfCollector struct {
 	logger    *slog.Logger
 }
 
-// NewPerfCollector opens the configured groups on every selected CPU. A
+// newPerfCollector opens the configured groups on every selected CPU. A
 // group the host cannot count (no PMU, event unknown) is logged once and
 // left out; the constructor fails only when no group could be opened at all.
-func NewPerfCollector(cfg PerfConfig, logger *slog.Logger) (Collector, error) {
-	return asCollector(newPerfCollector(cfg, logger))
-}
-
 func newPerfCollector(cfg PerfConfig, logger *slog.Logger) (*perfCollector, error) {
 	cfg.SysFS = sysRoot(cfg.SysFS)
 	cpus := cfg.CPUs

@@ -19,7 +19,7 @@ func init() {
 		DeviceLabel:    true,
 		Flags: func(f *FlagSet) Builder {
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return NewXSKCollector(XSKConfig{Filter: shared.Filter}, logger)
+				return asCollector(newXSKCollector(XSKConfig{Filter: shared.Filter}, logger))
 			}
 		},
 	})
@@ -65,14 +65,10 @@ type xskCollector struct {
 	src    xskdiag.Reader
 }
 
-// NewXSKCollector opens a sock_diag socket (xskdiag.Open); without
+// newXSKCollector opens a sock_diag socket (xskdiag.Dial); without
 // CONFIG_XDP_SOCKETS_DIAG the collector is unsupported.
-func NewXSKCollector(cfg XSKConfig, logger *slog.Logger) (Collector, error) {
-	return asCollector(newXSKCollector(cfg, logger))
-}
-
 func newXSKCollector(cfg XSKConfig, logger *slog.Logger) (*xskCollector, error) {
-	r, err := xskdiag.Open()
+	r, err := xskdiag.Dial()
 	if err != nil {
 		return nil, err
 	}

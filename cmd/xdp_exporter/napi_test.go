@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +8,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
-	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
 
 // TestNapiEndToEnd runs the binary with its defaults (napi is on), sends
@@ -20,19 +17,9 @@ import (
 func TestNapiEndToEnd(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
 	vethtest.AttachVerdict(t, pair, xdptest.Drop)
-	g, err := trafficgen.New()
-	testenv.Check(t, err, "loading the traffic generator")
-	defer g.Close()
-
 	e := startExporter(t, "--collector.napi")
-	sent, err := g.Run(context.Background(), trafficgen.Config{
-		NS: pair.NS, Ifindex: pair.Peer.Index,
-		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
-		Count: 50_000, CPUs: []int{0, 1},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	const sent = 50_000
+	vethtest.SendExactly(t, pair, sent)
 
 	var work float64
 	deadline := time.Now().Add(5 * time.Second)

@@ -420,22 +420,23 @@ type Conn struct {
 	family uint16
 }
 
-// Dial resolves the family; errors.Is(err, ErrNoFamily) where the kernel
-// has none. Open gives its replies decoded.
-func Dial() (*Conn, error) {
+// Dial resolves the family and returns the kernel's Reader, a socket per
+// dump (Conn) decoded; errors.Is(err, ErrNoFamily) where the kernel has
+// none.
+func Dial() (Decoded, error) {
 	conn, err := genetlink.Dial(nil)
 	if err != nil {
-		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
+		return Decoded{}, fmt.Errorf("opening a generic netlink socket: %w", err)
 	}
 	defer conn.Close()
 	fam, err := conn.GetFamily(FamilyName)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w (%v)", ErrNoFamily, err)
+		return Decoded{}, fmt.Errorf("%w (%v)", ErrNoFamily, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("resolving generic netlink family %q: %w", FamilyName, err)
+		return Decoded{}, fmt.Errorf("resolving generic netlink family %q: %w", FamilyName, err)
 	}
-	return &Conn{family: fam.ID}, nil
+	return Decoded{&Conn{family: fam.ID}}, nil
 }
 
 // Dump runs one dump request on a socket of its own.
@@ -474,16 +475,6 @@ type Reader interface {
 // Decoded reads a Source's replies: the Reader of the kernel (a Conn) or of
 // recorded replies.
 type Decoded struct{ Source }
-
-// Open resolves the family and returns the kernel's Reader; ErrNoFamily
-// where the kernel has none.
-func Open() (Reader, error) {
-	conn, err := Dial()
-	if err != nil {
-		return nil, err
-	}
-	return Decoded{conn}, nil
-}
 
 // dumpDecode runs one dump and decodes its replies; a decoding error
 // comes with the replies decoded before it.

@@ -1,12 +1,9 @@
 package netdev
 
 import (
-	"bufio"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
@@ -27,7 +25,8 @@ import (
 //   - Captured: dev-get, qstats-get (both scopes), queue-get and napi-get
 //     replies recorded from the kernel of the development VM (Linux 6.18,
 //     virtio_net eth0 with ifindex 4, lo with ifindex 1) by
-//     TestReplies with XDP_EXPORTER_RECORD=1 (make generate RECORD=1).
+//     TestReplies with XDP_EXPORTER_RECORD=capture (make generate
+//     RECORD=capture).
 //   - Constructed: page-pool-get, page-pool-stats-get (this kernel has no
 //     CONFIG_PAGE_POOL_STATS and veth pools are not linked to their netdev,
 //     so no kernel here produces them) and a napi-get/queue-get pair with
@@ -83,59 +82,35 @@ func (r replay) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
 
 func (replay) Close() error { return nil }
 
+// readReplies reads a recording of generic netlink messages.
 func readReplies(path string) ([]genetlink.Message, error) {
-	f, err := os.Open(path)
+	b, err := nltest.ReadHex(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	var out []genetlink.Message
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		b, err := hex.DecodeString(line)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		var nm netlink.Message
-		if err := nm.UnmarshalBinary(b); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		var gm genetlink.Message
-		if err := gm.UnmarshalBinary(nm.Data); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		out = append(out, gm)
+	msgs, ok := nltest.Genl(b)
+	if !ok {
+		return nil, fmt.Errorf("%s: not generic netlink messages", path)
 	}
-	return out, sc.Err()
+	return msgs, nil
 }
 
+// writeReplies records msgs as the kernel sends them, with the header the
+// captured files carry.
 func writeReplies(t *testing.T, path, comment string, msgs []genetlink.Message) {
 	t.Helper()
-	var b strings.Builder
-	for _, line := range strings.Split(comment, "\n") {
-		b.WriteString("# " + line + "\n")
-	}
+	var nms []netlink.Message
 	for _, gm := range msgs {
 		data, err := gm.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
 		}
-		nm := netlink.Message{
+		nms = append(nms, netlink.Message{
 			Header: netlink.Header{Length: uint32(16 + len(data)), Type: fixtureFamilyID, Flags: netlink.Multi, Sequence: 1, PID: 4000},
 			Data:   data,
-		}
-		raw, err := nm.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString(hex.EncodeToString(raw) + "\n")
+		})
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := nltest.WriteHex(path, comment, nms); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -252,15 +227,18 @@ const constructedComment = "CONSTRUCTED, not captured: no kernel on the developm
 	"Built by constructedReplies (internal/kernel/netdev/replies_test.go) the way the kernel fills it;\n" +
 	"regenerate with make generate RECORD=1"
 
-// TestReplies holds the constructed files to the code that builds them
-// and, with XDP_EXPORTER_RECORD=1, writes them and records the captured
-// ones from this kernel.
+// TestReplies holds the constructed files to the code that builds them;
+// XDP_EXPORTER_RECORD=1 writes them, and =capture also records the
+// captured ones from this kernel (TestDecodeCaptured then states their
+// values anew).
 func TestReplies(t *testing.T) {
 	built := constructedReplies(t)
 	if testenv.Recording() {
 		for name, msgs := range built {
 			writeReplies(t, filepath.Join(replies, name+".hex"), constructedComment, msgs)
 		}
+	}
+	if testenv.Capturing() {
 		captureLive(t)
 	}
 	for name, want := range built {
@@ -286,7 +264,7 @@ func captureLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	comment := "CAPTURED from the kernel of the development VM (Linux " + unix.ByteSliceToString(uname.Release[:]) +
-		", virtio_net eth0 ifindex 4) by\nmake generate RECORD=1 (messages of other devices dropped)"
+		", virtio_net eth0 ifindex 4) by\nmake generate RECORD=capture (messages of other devices dropped)"
 	for _, req := range requests {
 		if strings.HasPrefix(req.file, "page-pool") {
 			continue
@@ -402,14 +380,14 @@ func TestReplayUnsupported(t *testing.T) {
 	}
 }
 
-// TestOpenLive reads this kernel: where it has the family (Linux 6.3+),
-// dev-get lists the loopback device; where it has not, Open says the
+// TestDialLive reads this kernel: where it has the family (Linux 6.3+),
+// dev-get lists the loopback device; where it has not, Dial says the
 // family is missing, as not supported.
-func TestOpenLive(t *testing.T) {
-	r, err := Open()
+func TestDialLive(t *testing.T) {
+	r, err := Dial()
 	if testenv.KernelBefore(t, 6, 3) {
 		if !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, ErrNoFamily) {
-			t.Fatalf("Linux before 6.3: Open = %v, want ErrNoFamily", err)
+			t.Fatalf("Linux before 6.3: Dial = %v, want ErrNoFamily", err)
 		}
 		return
 	}

@@ -130,3 +130,20 @@ func AddSeeds(f *testing.F, seeds [][]byte, err error) {
 		f.Add(s)
 	}
 }
+
+// WriteHex writes msgs as a recording, one message per line in hex after
+// the comment's lines, each behind "# ".
+func WriteHex(path, comment string, msgs []netlink.Message) error {
+	var b strings.Builder
+	for _, line := range strings.Split(comment, "\n") {
+		b.WriteString("# " + line + "\n")
+	}
+	for _, m := range msgs {
+		raw, err := m.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		b.WriteString(hex.EncodeToString(raw) + "\n")
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}

@@ -2,9 +2,7 @@ package xskdiag
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -107,18 +105,10 @@ func (recorded) Close() error { return nil }
 // from.
 func TestDecodeRecording(t *testing.T) {
 	if testenv.Recording() {
-		var b strings.Builder
-		b.WriteString("# CONSTRUCTED, not captured: the development VM's kernel lacks CONFIG_XDP_SOCKETS_DIAG.\n")
-		b.WriteString("# Built by constructedReply (internal/kernel/xskdiag/decode_test.go) as net/xdp/xsk_diag.c fills it;\n")
-		b.WriteString("# regenerate with make generate RECORD=1\n")
-		for _, m := range constructedReply(t) {
-			raw, err := m.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString(hex.EncodeToString(raw) + "\n")
-		}
-		if err := os.WriteFile(recording, []byte(b.String()), 0o644); err != nil {
+		comment := "CONSTRUCTED, not captured: the development VM's kernel lacks CONFIG_XDP_SOCKETS_DIAG.\n" +
+			"Built by constructedReply (internal/kernel/xskdiag/decode_test.go) as net/xdp/xsk_diag.c fills it;\n" +
+			"regenerate with make generate RECORD=1"
+		if err := nltest.WriteHex(recording, comment, constructedReply(t)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -152,14 +142,14 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// TestOpenLive opens sock_diag on this kernel: without
-// CONFIG_XDP_SOCKETS_DIAG Open says so, as not supported, with the
+// TestDialLive opens sock_diag on this kernel: without
+// CONFIG_XDP_SOCKETS_DIAG Dial says so, as not supported, with the
 // kernel's answer; with it, a dump decodes.
-func TestOpenLive(t *testing.T) {
-	r, err := Open()
+func TestDialLive(t *testing.T) {
+	r, err := Dial()
 	if errors.Is(err, ErrNotSupported) {
 		if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), unix.ENOENT.Error()) {
-			t.Fatalf("Open = %v, want not supported naming ENOENT", err)
+			t.Fatalf("Dial = %v, want not supported naming ENOENT", err)
 		}
 		t.Logf("this kernel has no AF_XDP socket diag: %v", err)
 		return

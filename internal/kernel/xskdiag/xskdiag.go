@@ -70,24 +70,24 @@ var ErrNotSupported = fmt.Errorf("%w: the kernel has no AF_XDP socket diag (need
 // Conn is the kernel's Source: a sock_diag netlink socket.
 type Conn struct{ conn *netlink.Conn }
 
-// Dial opens a sock_diag socket and runs one dump to find out whether the
-// kernel answers for AF_XDP: without CONFIG_XDP_SOCKETS_DIAG it answers
-// ENOENT, and errors.Is(err, ErrNotSupported), the kernel's answer in
-// its message.
-func Dial() (*Conn, error) {
+// Dial opens a sock_diag socket, the kernel's Reader, and runs one dump to
+// find out whether the kernel answers for AF_XDP: without
+// CONFIG_XDP_SOCKETS_DIAG it answers ENOENT, and errors.Is(err,
+// ErrNotSupported), the kernel's answer in its message.
+func Dial() (Decoded, error) {
 	conn, err := netlink.Dial(unix.NETLINK_SOCK_DIAG, nil)
 	if err != nil {
-		return nil, fmt.Errorf("opening a sock_diag netlink socket: %w", err)
+		return Decoded{}, fmt.Errorf("opening a sock_diag netlink socket: %w", err)
 	}
 	c := &Conn{conn: conn}
 	if _, err := c.execute(); err != nil {
 		conn.Close()
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, fmt.Errorf("%w (%v)", ErrNotSupported, err)
+			return Decoded{}, fmt.Errorf("%w (%v)", ErrNotSupported, err)
 		}
-		return nil, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
+		return Decoded{}, fmt.Errorf("AF_XDP sock_diag dump: %w", err)
 	}
-	return c, nil
+	return Decoded{c}, nil
 }
 
 // Request is struct xdp_diag_req asking for info, ring sizes and stats of
@@ -188,15 +188,6 @@ type Reader interface {
 
 // Decoded reads a Source's replies.
 type Decoded struct{ Source }
-
-// Open dials sock_diag (Dial) and returns the kernel's Reader.
-func Open() (Reader, error) {
-	conn, err := Dial()
-	if err != nil {
-		return nil, err
-	}
-	return Decoded{conn}, nil
-}
 
 // Sockets dumps and decodes every AF_XDP socket of the namespace.
 func (d Decoded) Sockets() ([]Socket, error) {

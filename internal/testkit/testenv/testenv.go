@@ -73,11 +73,18 @@ func KernelBefore(t testing.TB, major, minor int) bool {
 	return maj < major || maj == major && mnr < minor
 }
 
-// RecordEnv set to 1 makes the tests that compare with a recording
-// (replies captured from this kernel, a scrape of the whole-host fixture,
-// what the kernel matrix measured) rewrite it instead: make generate
-// RECORD=1. Without it every test only compares.
+// RecordEnv set to 1 makes the tests that compare with a recording (the
+// replies constructed as a kernel sends them, a scrape of the whole-host
+// fixture, the XY charts' transformed frames, what the kernel matrix
+// measured) rewrite it instead: make generate RECORD=1. Set to capture it
+// also records the replies of the running kernel, whose values the
+// readers' tests then state anew: make generate RECORD=capture. Without it
+// every test only compares.
 const RecordEnv = "XDP_EXPORTER_RECORD"
 
 // Recording reports whether RecordEnv asks for recordings to be written.
-func Recording() bool { return os.Getenv(RecordEnv) == "1" }
+func Recording() bool { return os.Getenv(RecordEnv) == "1" || Capturing() }
+
+// Capturing reports whether RecordEnv asks for the running kernel's
+// replies to be recorded too.
+func Capturing() bool { return os.Getenv(RecordEnv) == "capture" }
