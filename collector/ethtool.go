@@ -22,9 +22,9 @@ import (
 func init() {
 	register(Registration{
 		Name:           "ethtool",
-		Help:           "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl",
+		Help:           "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl, and the vendor-neutral NIC signals (port packets, host-resource drops, allocation failures) from them and the kernel's standard counters",
 		DefaultEnabled: true,
-		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls are unprivileged). Each ioctl takes the RTNL lock.",
+		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls, the ethtool and netdev netlink dumps and RTM_GETSTATS are unprivileged). Each ioctl takes the RTNL lock. The standard counters: ethtool's eth-mac group (Linux 5.13), netdev qstats (6.9), rtnl_link_stats64; each missing one is said once at INFO.",
 		DeviceLabel:    true,
 		DeviceExclude:  "lo",
 		MetricsExclude: DefaultEthtoolMetricsExclude,
@@ -84,6 +84,8 @@ type ethtoolCollector struct {
 	devices map[int]*ethtoolDev // by ifindex
 	descs   map[string]*prometheus.Desc
 
+	unsupported standardSources
+
 	scratch sync.Pool // *[]uint64
 }
 
@@ -125,11 +127,12 @@ type ethtoolKey struct {
 }
 
 // ethtoolEntry is everything about a device that only changes with its
-// string sets: the plan that turns the GSTATS array into samples, the
-// private flag names, and which optional calls the driver refuses.
+// string sets: the plan that turns the GSTATS array into samples, whether
+// the driver names a host-resource drop, and the private flag names.
 type ethtoolEntry struct {
-	key     ethtoolKey
-	samples []ethtoolSample
+	key      ethtoolKey
+	samples  []ethtoolSample
+	hasDrops bool
 	// privBits are the GPFLAGS bits of the private flags reported, with
 	// their label pairs.
 	privBits  []int
@@ -153,6 +156,7 @@ type ethtoolSample struct {
 	typ    prometheus.ValueType
 	scale  float64
 	pairs  []*dto.LabelPair // built once; read-only afterwards
+	std    stdKey           // sent only where the device lacks this standard counter
 }
 
 func (c *ethtoolCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
@@ -177,25 +181,26 @@ func (c *ethtoolCollector) Update(ctx context.Context, snap *LinkSnapshot, ch ch
 	}
 	c.mu.Unlock()
 
+	std, stdErr := c.readStandard()
 	errs := parallel.Each(ctx, len(selected), min(ethtoolParallelism, runtime.GOMAXPROCS(0)), func(i int) error {
-		if err := c.deviceSafe(selected[i], ch); err != nil {
+		if err := c.deviceSafe(selected[i], std, ch); err != nil {
 			return fmt.Errorf("%s: %w", selected[i].Label, err)
 		}
 		return nil
 	})
-	return errors.Join(errs...)
+	return errors.Join(append(errs, stdErr)...)
 }
 
 // deviceSafe turns a panic in one device's decoding into that device's
 // error: the scrape framework recovers panics only on the goroutine that
 // runs Update, and a panic on a worker would end the process.
-func (c *ethtoolCollector) deviceSafe(d ethtoolDevice, ch chan<- prometheus.Metric) (err error) {
+func (c *ethtoolCollector) deviceSafe(d ethtoolDevice, std *nicStandard, ch chan<- prometheus.Metric) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
-	return c.device(d, ch)
+	return c.device(d, std, ch)
 }
 
 // skippable sorts ioctl errors: a device that vanished (ENODEV, ENXIO) or a
@@ -204,7 +209,7 @@ func skippable(err error) bool {
 	return errors.Is(err, unix.ENODEV) || errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EOPNOTSUPP)
 }
 
-func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) error {
+func (c *ethtoolCollector) device(d ethtoolDevice, std *nicStandard, ch chan<- prometheus.Metric) error {
 	info, err := c.src.DriverInfo(d.Name)
 	if err != nil {
 		if skippable(err) {
@@ -235,8 +240,9 @@ func (c *ethtoolCollector) device(d ethtoolDevice, ch chan<- prometheus.Metric) 
 		return errors.Join(append(errs, fmt.Errorf("ETHTOOL_GSTRINGS: %w", err))...)
 	}
 	if len(e.samples) > 0 {
-		errs = append(errs, c.sendStats(ch, d, st, e, info.NStats))
+		errs = append(errs, c.sendStats(ch, d, st, e, info.NStats, std))
 	}
+	c.sendStandard(ch, d, info.Driver, e, std)
 	c.sendRing(ch, d, st, &errs)
 	c.sendPrivFlags(ch, d, st, e, &errs)
 	return errors.Join(errs...)
@@ -270,8 +276,9 @@ func (c *ethtoolCollector) sendChannels(ch chan<- prometheus.Metric, d ethtoolDe
 	return [4]uint32{chans.RxCount, chans.TxCount, chans.OtherCount, chans.CombinedCount}
 }
 
-// sendStats reads the stats and sends them by the plan.
-func (c *ethtoolCollector) sendStats(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, e *ethtoolEntry, nStats int) error {
+// sendStats reads the stats and sends them by the plan, but for the
+// signals the device's standard counters give (sendStandard sends those).
+func (c *ethtoolCollector) sendStats(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, e *ethtoolEntry, nStats int, std *nicStandard) error {
 	sp, _ := c.scratch.Get().(*[]uint64)
 	if sp == nil {
 		sp = new([]uint64)
@@ -290,6 +297,9 @@ func (c *ethtoolCollector) sendStats(ch chan<- prometheus.Metric, d ethtoolDevic
 	default:
 		ms := make([]prebuilt.Metric, len(e.samples))
 		for i, s := range e.samples {
+			if std.replaces(d.Index, s.std) {
+				continue
+			}
 			v := vals[s.idx]
 			for _, j := range s.summed {
 				v += vals[j]

@@ -17,6 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolnl"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 
 // fixtureDev is one device read from captured `ethtool -i`, `-S`, `-g`,
@@ -162,13 +165,23 @@ func setNum(p *uint32, s string) error {
 }
 
 // fixtureSource answers the collector from fixtures and counts the calls it
-// gets, so tests can check what is cached.
+// gets, so tests can check what is cached. The standard sources answer
+// what std holds: none by default, as a dump of ethtool -S captures none.
 type fixtureSource struct {
 	mu    sync.Mutex
 	devs  map[string]*fixtureDev
 	index map[string]int
 	gone  map[string]bool // answer ENODEV, as for a deleted interface
 	calls map[string]int  // "StatNames eth0" -> count
+	std   fixtureStandard
+}
+
+// fixtureStandard is what the standard sources answer, errors included.
+type fixtureStandard struct {
+	mac                        []ethtoolnl.MAC
+	qstats                     []netdev.Qstats
+	link                       []rtnl.LinkStats
+	macErr, qstatsErr, linkErr error
 }
 
 func newFixtureSource(devs map[string]*fixtureDev) *fixtureSource {
@@ -280,6 +293,27 @@ func (s *fixtureSource) PrivFlags(name string) (uint32, error) {
 		return 0, err
 	}
 	return d.priv, nil
+}
+
+func (s *fixtureSource) MACStats() ([]ethtoolnl.MAC, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls["MACStats "]++
+	return s.std.mac, s.std.macErr
+}
+
+func (s *fixtureSource) Qstats() ([]netdev.Qstats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls["Qstats "]++
+	return s.std.qstats, s.std.qstatsErr
+}
+
+func (s *fixtureSource) LinkStats() ([]rtnl.LinkStats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls["LinkStats "]++
+	return s.std.link, s.std.linkErr
 }
 
 func (s *fixtureSource) Close() error { return nil }

@@ -37,7 +37,7 @@ var (
 // queueSpellings are the names ethtoolname.ParseQueue maps to (base, queue): the
 // driver schemes documented on ethtoolname.ParseQueue.
 func queueSpellings(base, queue string) []string {
-	out := []string{"[" + queue + "]: " + base, "queue_" + queue + "_" + base}
+	out := []string{"[" + queue + "]: " + base, "queue_" + queue + "_" + base, base + "[" + queue + "]"}
 	for _, dir := range []string{"rx", "tx", "ch"} {
 		if b, ok := strings.CutPrefix(base, dir+"_"); ok {
 			out = append(out, dir+queue+"_"+b)

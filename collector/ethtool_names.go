@@ -33,21 +33,9 @@ var (
 		"1 if the driver private flag (ethtool --show-priv-flags, e.g. mlx5 rx_cqe_compress, rx_striding_rq) is on, 0 if off.", Gauge,
 		"device", "flag")
 
-	ethtoolPhyPackets = newFamily("ethtool", "ethtool_phy_packets_total",
-		"Packets seen at the physical port, including ones the NIC later dropped (ethtool -S rx_packets_phy, tx_packets_phy; mlx5).", Counter,
-		"device", "direction")
-	ethtoolPhyBytes = newFamily("ethtool", "ethtool_phy_bytes_total",
-		"Bytes seen at the physical port (ethtool -S rx_bytes_phy, tx_bytes_phy; mlx5).", Counter,
-		"device", "direction")
 	ethtoolPhyRxSize = newFamily("ethtool", "ethtool_phy_rx_packets_by_size_total",
 		"Packets received at the physical port by frame size in bytes, e.g. size=\"64\" or \"65_to_127\" (ethtool -S rx_64_bytes_phy, rx_65_to_127_bytes_phy, ...; mlx5).", Counter,
 		"device", "size")
-	ethtoolPhyDiscards = newFamily("ethtool", "ethtool_phy_discards_total",
-		"Packets the port discarded for lack of host resources (PCIe, buffers) before they reached a queue (ethtool -S rx_discards_phy, tx_discards_phy; mlx5).", Counter,
-		"device", "direction")
-	ethtoolRxOutOfBuffer = newFamily("ethtool", "ethtool_rx_out_of_buffer_total",
-		"Packets dropped because no receive descriptor was posted: the CPU did not refill the ring in time (ethtool -S rx_out_of_buffer; mlx5).", Counter,
-		"device")
 	ethtoolPageCache = newFamily("ethtool", "ethtool_rx_page_cache_events_total",
 		"mlx5 RX page cache events per queue: reuse, full, empty, busy, waive (ethtool -S rx<N>_cache_reuse, _full, _empty, _busy, _waive).", Counter,
 		"device", "queue", "event")
@@ -153,17 +141,10 @@ var perQueueCurated = map[string]curatedStat{
 	"tx_xdp_tx_drops":    {ethtoolXDPXmitFail, "error", 1},
 }
 
-// deviceCurated maps device-wide stats to their curated family.
+// deviceCurated maps device-wide stats to their curated family: mlx5's
+// PCIe counters (en_stats.c pcie_perf_stats_desc), a signal no other
+// driver names.
 var deviceCurated = map[string]curatedStat{
-	"rx_packets_phy":  {ethtoolPhyPackets, "rx", 1},
-	"tx_packets_phy":  {ethtoolPhyPackets, "tx", 1},
-	"rx_bytes_phy":    {ethtoolPhyBytes, "rx", 1},
-	"tx_bytes_phy":    {ethtoolPhyBytes, "tx", 1},
-	"rx_discards_phy": {ethtoolPhyDiscards, "rx", 1},
-	"tx_discards_phy": {ethtoolPhyDiscards, "tx", 1},
-
-	"rx_out_of_buffer": {ethtoolRxOutOfBuffer, "", 1},
-
 	"outbound_pci_stalled_rd":        {ethtoolPCIStalled, "read", 0.01},
 	"outbound_pci_stalled_wr":        {ethtoolPCIStalled, "write", 0.01},
 	"outbound_pci_stalled_rd_events": {ethtoolPCIStalledSeconds, "read", 1},

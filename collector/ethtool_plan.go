@@ -35,7 +35,8 @@ func (c *ethtoolCollector) entry(d ethtoolDevice, st *ethtoolDev, key ethtoolKey
 		if err != nil {
 			return nil, err
 		}
-		e.samples = c.classify(d.Label, names)
+		e.samples, e.hasDrops = c.classify(d.Label, key.driver, names)
+		logStandard(c.logger, d.Label, key.driver, e)
 	}
 	if key.nPrivFlags > 0 {
 		names, err := c.src.PrivFlagNames(d.Name)
@@ -71,17 +72,22 @@ type ethtoolTarget struct {
 	typ    prometheus.ValueType
 	scale  float64
 	labels []string
-	sum    bool // the stats of every queue add up to this series
+	sum    bool   // the stats of every queue add up to this series
+	std    stdKey // a standard counter that takes its place where the device has it
+	drop   bool   // a host-resource drop the driver names
 }
 
 // classify decides, once per string set, which series each stat becomes:
-// a curated family, an untyped family (if metrics-include selects it), or
-// nothing. Two stats that land on the same series keep the one whose
-// driver name sorts first, so the choice does not depend on driver order,
-// and the loser is logged at debug level (once: this runs only when the
-// string set changes).
-func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample {
+// a NIC signal the driver's table names (nic.go), a curated family, an
+// untyped family (if metrics-include selects it), or nothing. Two stats
+// that land on the same series of a family that does not sum them keep
+// the one whose driver name sorts first, so the choice does not depend on
+// driver order, and the loser is logged at debug level (once: this runs
+// only when the string set changes). hasDrops says whether the driver
+// names a host-resource drop among these stats.
+func (c *ethtoolCollector) classify(dev, driver string, names []string) (samples []ethtoolSample, hasDrops bool) {
 	stats, hasPerQueue := ethtoolname.ParseAll(names)
+	idx := driverIndexes[driver]
 	type cand struct {
 		t       ethtoolTarget
 		indexes []int
@@ -92,10 +98,11 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 		if st.Name == "" {
 			continue
 		}
-		t, ok := c.target(dev, st, hasPerQueue)
+		t, ok := c.target(dev, idx, st, hasPerQueue)
 		if !ok {
 			continue
 		}
+		hasDrops = hasDrops || t.drop
 		key := t.desc.String() + "\xff" + strings.Join(t.labels, "\xff")
 		if s, dup := series[key]; dup {
 			s.indexes = append(s.indexes, i)
@@ -110,23 +117,27 @@ func (c *ethtoolCollector) classify(dev string, names []string) []ethtoolSample 
 		out = append(out, c.sample(dev, names, s.t, s.indexes))
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].idx < out[j].idx })
-	return out
+	return out, hasDrops
 }
 
 // target is the series of one stat, or false when it is not exported.
-func (c *ethtoolCollector) target(dev string, st ethtoolname.Stat, hasPerQueue map[string]bool) (ethtoolTarget, bool) {
+func (c *ethtoolCollector) target(dev string, idx *driverIndex, st ethtoolname.Stat, hasPerQueue map[string]bool) (ethtoolTarget, bool) {
+	if ds, ok := idx.lookup(st); ok {
+		t, fam := signalTarget(dev, ds)
+		return t, c.fams.keeps(fam)
+	}
 	if cs, ok := perQueueCurated[st.Base]; ok && (st.PerQueue || !hasPerQueue[st.Base]) {
 		queue, sum := st.Queue, st.PerQueue && c.sum != nil && c.sum.MatchString(cs.fam.ShortName())
 		if sum {
 			queue = ""
 		}
-		return ethtoolTarget{cs.fam.Desc(), cs.fam.valueType(), cs.scale, labelsFor(dev, queue, cs.extra, true), sum}, c.fams.keeps(cs.fam)
+		return ethtoolTarget{desc: cs.fam.Desc(), typ: cs.fam.valueType(), scale: cs.scale, labels: labelsFor(dev, queue, cs.extra, true), sum: sum}, c.fams.keeps(cs.fam)
 	}
 	if cs, ok := deviceCurated[st.Name]; ok {
-		return ethtoolTarget{cs.fam.Desc(), cs.fam.valueType(), cs.scale, labelsFor(dev, "", cs.extra, false), false}, c.fams.keeps(cs.fam)
+		return ethtoolTarget{desc: cs.fam.Desc(), typ: cs.fam.valueType(), scale: cs.scale, labels: labelsFor(dev, "", cs.extra, false)}, c.fams.keeps(cs.fam)
 	}
 	if size, ok := ethtoolname.PhyRxSize(st.Name); ok {
-		return ethtoolTarget{ethtoolPhyRxSize.Desc(), prometheus.CounterValue, 1, []string{dev, size}, false}, c.fams.keeps(ethtoolPhyRxSize)
+		return ethtoolTarget{desc: ethtoolPhyRxSize.Desc(), typ: prometheus.CounterValue, scale: 1, labels: []string{dev, size}}, c.fams.keeps(ethtoolPhyRxSize)
 	}
 	name := ethtoolname.Sanitize(st.Base)
 	if name == "" {
@@ -140,7 +151,7 @@ func (c *ethtoolCollector) target(dev string, st ethtoolname.Stat, hasPerQueue m
 	if !c.fams.keepsMember(fam, name) {
 		return ethtoolTarget{}, false
 	}
-	return ethtoolTarget{c.untypedDesc(fam, name), prometheus.UntypedValue, 1, labels, false}, true
+	return ethtoolTarget{desc: c.untypedDesc(fam, name), typ: prometheus.UntypedValue, scale: 1, labels: labels}, true
 }
 
 // sample is the series t of the stats at indexes: their sum, or where
@@ -148,7 +159,7 @@ func (c *ethtoolCollector) target(dev string, st ethtoolname.Stat, hasPerQueue m
 func (c *ethtoolCollector) sample(dev string, names []string, t ethtoolTarget, indexes []int) ethtoolSample {
 	pairs := prometheus.MakeLabelPairs(t.desc, t.labels)
 	if t.sum {
-		return ethtoolSample{idx: indexes[0], summed: indexes[1:], desc: t.desc, typ: t.typ, scale: t.scale, pairs: pairs}
+		return ethtoolSample{idx: indexes[0], summed: indexes[1:], desc: t.desc, typ: t.typ, scale: t.scale, pairs: pairs, std: t.std}
 	}
 	keep := indexes[0]
 	for _, i := range indexes[1:] {

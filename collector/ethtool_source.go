@@ -1,9 +1,16 @@
 package collector
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/safchain/ethtool"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolnl"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 
 // ethtoolDevice is one interface the source can query.
@@ -29,19 +36,71 @@ type ethtoolSource interface {
 	// PrivFlagNames returns the private flag names indexed by bit.
 	PrivFlagNames(dev string) ([]string, error)
 	PrivFlags(dev string) (uint32, error)
+	// MACStats is the eth-mac group of every device (ethtool netlink);
+	// errors.ErrUnsupported before Linux 5.13.
+	MACStats() ([]ethtoolnl.MAC, error)
+	// Qstats is the device-scope netdev qstats of every device;
+	// errors.ErrUnsupported before Linux 6.9.
+	Qstats() ([]netdev.Qstats, error)
+	// LinkStats is the struct rtnl_link_stats64 of every device.
+	LinkStats() ([]rtnl.LinkStats, error)
 	Close() error
 }
 
 // kernelEthtool is the ethtoolSource of the running kernel: the ioctls of
-// ethtoolioctl on the devices of the scrape's link snapshot.
-type kernelEthtool struct{ *ethtoolioctl.Conn }
-
-func newKernelEthtool() (kernelEthtool, error) {
-	conn, err := ethtoolioctl.Open()
-	return kernelEthtool{conn}, err
+// ethtoolioctl on the devices of the scrape's link snapshot, and one dump
+// per scrape of each standard source.
+type kernelEthtool struct {
+	*ethtoolioctl.Conn
+	// mac and qstats are the families' readers, nil where the kernel
+	// has no family (dialErr says why).
+	mac               ethtoolnl.Reader
+	qstats            netdev.Reader
+	macErr, qstatsErr error
 }
 
-func (k kernelEthtool) Devices(snap *LinkSnapshot) ([]ethtoolDevice, error) {
+func newKernelEthtool() (*kernelEthtool, error) {
+	conn, err := ethtoolioctl.Open()
+	if err != nil {
+		return nil, err
+	}
+	k := &kernelEthtool{Conn: conn}
+	if mac, err := ethtoolnl.Dial(); err == nil {
+		k.mac = mac
+	} else {
+		k.macErr = err
+	}
+	if q, err := netdev.Dial(); err == nil {
+		k.qstats = q
+	} else {
+		k.qstatsErr = err
+	}
+	return k, nil
+}
+
+func (k *kernelEthtool) MACStats() ([]ethtoolnl.MAC, error) {
+	if k.mac == nil {
+		return nil, k.macErr
+	}
+	return k.mac.MACStats()
+}
+
+// Qstats answers EOPNOTSUPP on kernels with the netdev family but without
+// qstats-get (6.3 to 6.8): not supported there either.
+func (k *kernelEthtool) Qstats() ([]netdev.Qstats, error) {
+	if k.qstats == nil {
+		return nil, k.qstatsErr
+	}
+	qs, err := k.qstats.Qstats(false)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil, fmt.Errorf("%w: the kernel has no netdev qstats-get (needs Linux 6.9 or later): %v", errors.ErrUnsupported, err)
+	}
+	return qs, err
+}
+
+func (k *kernelEthtool) LinkStats() ([]rtnl.LinkStats, error) { return rtnl.DumpStats64() }
+
+func (k *kernelEthtool) Devices(snap *LinkSnapshot) ([]ethtoolDevice, error) {
 	links, err := snap.Get()
 	if links == nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,8 +23,10 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolnl"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci/pcitest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
@@ -75,7 +78,11 @@ var mlx5Queued = regexp.MustCompile(`^(rx|tx|ch)(\d+)_(.+)$`)
 
 // hostEthtool is the captured mlx5 dump (testdata/ethtool/mlx5.txt) grown
 // to 64 queues: every per-queue name the capture has for any queue exists
-// for each of the 64, device-wide names stay as captured.
+// for each of the 64, device-wide names stay as captured. The standard
+// sources answer as mlx5 fills them on Linux 6.18: the eth-mac frames and
+// octets (the values of the *_phy names, mlx5e_stats_eth_mac_get), the
+// netdev family's qstats of newHostNetdev, and rx_missed_errors as
+// rx_out_of_buffer (mlx5e_get_stats).
 func hostEthtool(t testing.TB) *fixtureSource {
 	devs := map[string]*fixtureDev{}
 	for _, n := range hostNICs {
@@ -112,7 +119,23 @@ func hostEthtool(t testing.TB) *fixtureSource {
 		d.chans = &ethtool.Channels{MaxCombined: hostQueues, CombinedCount: hostQueues}
 		devs[n.name] = d
 	}
-	return newFixtureSource(devs)
+	src := newFixtureSource(devs)
+	src.std.qstats = newHostNetdev().qstats
+	for _, n := range hostNICs {
+		src.index[n.name] = int(n.ifindex)
+		d := devs[n.name]
+		val := func(name string) uint64 { return d.vals[slices.Index(d.names, name)] }
+		mac := ethtoolnl.MAC{Ifindex: n.ifindex}
+		for id, name := range map[int]string{ethtoolnl.FramesReceivedOK: "rx_packets_phy", ethtoolnl.FramesTransmittedOK: "tx_packets_phy",
+			ethtoolnl.OctetsReceivedOK: "rx_bytes_phy", ethtoolnl.OctetsTransmittedOK: "tx_bytes_phy"} {
+			mac.Values[id], mac.Present[id] = val(name), true
+		}
+		src.std.mac = append(src.std.mac, mac)
+		link := rtnl.LinkStats{Index: n.ifindex, N: len(rtnl.Stats64Names)}
+		link.Values[slices.Index(rtnl.Stats64Names[:], "rx_missed_errors")] = val("rx_out_of_buffer")
+		src.std.link = append(src.std.link, link)
+	}
+	return src
 }
 
 // hostNetdev is the netdev family's answer for the fixture host as the

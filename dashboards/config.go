@@ -18,7 +18,8 @@ import (
 //	go run ./dashboards/cmd/gen -config my-thresholds.yaml -out /tmp/rules
 //
 // The seed figures quoted below come from the XDP paper's benchmark notes
-// (mlx5 ConnectX-5, Xeon E5-1650 v4; ../shared/seeds/000_*.txt).
+// (the benchmark notes behind the XDP paper, CoNEXT 2018: mlx5 ConnectX-5,
+// Xeon E5-1650 v4).
 type Config struct {
 	// RunbookURL is the base of every alert's runbook_url; the alert's
 	// anchor (its name in lower case) is appended after '#'.

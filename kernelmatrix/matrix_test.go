@@ -59,11 +59,13 @@ var guestPackages = []guestPackage{
 	// The napi object's typed slot keys, claimed and freed.
 	{pkg: "bpf/napi"},
 	// The readers against each kernel's own objects: the ethtool ioctls
-	// on a real veth (the guard page); the link dump with XDP by mode;
+	// on a real veth (the guard page); the ethtool family's eth-mac
+	// statistics (absent before 5.13, where the reader must say so); the
+	// link dump with XDP by mode and the rtnl_link_stats64 dump;
 	// programs and bpf_links by id; the netdev family (absent before
-	// 6.3, where the reader must say so); AF_XDP socket diag (a module
-	// of Debian's 6.12).
+	// 6.3); AF_XDP socket diag (a module of Debian's 6.12).
 	{pkg: "internal/kernel/ethtoolioctl"},
+	{pkg: "internal/kernel/ethtoolnl"},
 	{pkg: "internal/kernel/rtnl"},
 	{pkg: "internal/kernel/bpfprog"},
 	{pkg: "internal/kernel/netdev"},

@@ -1,15 +1,14 @@
 // Package paper holds the measurements behind the XDP paper's (CoNEXT 2018)
-// figures, from the benchmark notes this project comes from
-// (../shared/seeds/000_*.txt): the dashboards draw them as reference curves
-// and xdp-lab sweep beside its own. Rates are packets per second; NaN is a
-// cell the paper has no value for.
+// figures, from the paper's benchmark notes: the dashboards draw them as
+// reference curves and xdp-lab sweep beside its own. Rates are packets per
+// second; NaN is a cell the paper has no value for.
 package paper
 
 import "math"
 
 var nan = math.NaN()
 
-// Seed tables (../shared/seeds/000_*.txt), the data behind the paper's
+// The benchmark notes' tables, the data behind the paper's
 // matplotlib figures. The columns each figure plots are the ones its
 // plotting code indexes.
 var (

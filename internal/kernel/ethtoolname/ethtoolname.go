@@ -17,7 +17,17 @@ import (
 //	i40e, iavf        rx-0.packets, tx-3.bytes                 -> rx_packets, tx_bytes
 //	bnxt              [0]: rx_ucast_packets                    -> rx_ucast_packets
 //	ena               queue_0_rx_cnt                           -> rx_cnt
+//	gve               rx_no_buffers_posted[0]                  -> rx_no_buffers_posted
 func ParseQueue(name string) (base, queue string, ok bool) {
+	// gve: "name[N]"
+	if head, found := strings.CutSuffix(name, "]"); found {
+		if i := strings.LastIndexByte(head, '['); i > 0 {
+			if q, tail, found := cutDigits(head[i+1:]); found && tail == "" {
+				return head[:i], q, true
+			}
+		}
+		return "", "", false
+	}
 	// bnxt: "[N]: name"
 	if rest, found := strings.CutPrefix(name, "["); found {
 		if q, tail, found := cutDigits(rest); found {

@@ -34,6 +34,12 @@ func TestParseQueue(t *testing.T) {
 		// ena
 		{"queue_0_rx_cnt", "rx_cnt", "0", true},
 		{"queue_7_tx_bytes", "tx_bytes", "7", true},
+		// gve
+		{"rx_no_buffers_posted[0]", "rx_no_buffers_posted", "0", true},
+		{"tx_xdp_xmit_errors[11]", "tx_xdp_xmit_errors", "11", true},
+		{"[3]", "", "", false},
+		{"rx_posted_desc[]", "", "", false},
+		{"rx_posted_desc[01]", "", "", false},
 		// not queues
 		{"peer_ifindex", "", "", false},
 		{"tx_queue_01_bytes", "", "", false}, // leading zero

@@ -75,45 +75,12 @@ func (r replay) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
 		if o, ok := r.override[file]; ok {
 			file = o
 		}
-		return readReplies(filepath.Join(replies, file+".hex"))
+		return nltest.ReadGenl(filepath.Join(replies, file+".hex"))
 	}
 	return nil, fmt.Errorf("replay: no recording for command %d: %w", cmd, unix.EOPNOTSUPP)
 }
 
 func (replay) Close() error { return nil }
-
-// readReplies reads a recording of generic netlink messages.
-func readReplies(path string) ([]genetlink.Message, error) {
-	b, err := nltest.ReadHex(path)
-	if err != nil {
-		return nil, err
-	}
-	msgs, ok := nltest.Genl(b)
-	if !ok {
-		return nil, fmt.Errorf("%s: not generic netlink messages", path)
-	}
-	return msgs, nil
-}
-
-// writeReplies records msgs as the kernel sends them, with the header the
-// captured files carry.
-func writeReplies(t *testing.T, path, comment string, msgs []genetlink.Message) {
-	t.Helper()
-	var nms []netlink.Message
-	for _, gm := range msgs {
-		data, err := gm.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		nms = append(nms, netlink.Message{
-			Header: netlink.Header{Length: uint32(16 + len(data)), Type: fixtureFamilyID, Flags: netlink.Multi, Sequence: 1, PID: 4000},
-			Data:   data,
-		})
-	}
-	if err := nltest.WriteHex(path, comment, nms); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // putUint mimics the kernel's nla_put_uint.
 func putUint(ae *netlink.AttributeEncoder, typ uint16, v uint64) {
@@ -235,14 +202,14 @@ func TestReplies(t *testing.T) {
 	built := constructedReplies(t)
 	if testenv.Recording() {
 		for name, msgs := range built {
-			writeReplies(t, filepath.Join(replies, name+".hex"), constructedComment, msgs)
+			testenv.Check(t, nltest.WriteGenl(filepath.Join(replies, name+".hex"), constructedComment, fixtureFamilyID, msgs), "recording")
 		}
 	}
 	if testenv.Capturing() {
 		captureLive(t)
 	}
 	for name, want := range built {
-		got, err := readReplies(filepath.Join(replies, name+".hex"))
+		got, err := nltest.ReadGenl(filepath.Join(replies, name+".hex"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +258,7 @@ func captureLive(t *testing.T) {
 				keep = append(keep, m)
 			}
 		}
-		writeReplies(t, filepath.Join(replies, req.file+".hex"), comment, keep)
+		testenv.Check(t, nltest.WriteGenl(filepath.Join(replies, req.file+".hex"), comment, fixtureFamilyID, keep), "recording")
 	}
 }
 

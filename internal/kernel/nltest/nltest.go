@@ -147,3 +147,35 @@ func WriteHex(path, comment string, msgs []netlink.Message) error {
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
+
+// ReadGenl reads a recording of generic netlink messages.
+func ReadGenl(path string) ([]genetlink.Message, error) {
+	b, err := ReadHex(path)
+	if err != nil {
+		return nil, err
+	}
+	msgs, ok := Genl(b)
+	if !ok {
+		return nil, fmt.Errorf("%s: not generic netlink messages", path)
+	}
+	return msgs, nil
+}
+
+// WriteGenl records generic netlink messages as the kernel sends them in
+// a dump, under family's id, with the sequence number and port id of
+// every recording (1 and 4000): the same reply recorded twice is the same
+// file.
+func WriteGenl(path, comment string, family uint16, msgs []genetlink.Message) error {
+	nms := make([]netlink.Message, 0, len(msgs))
+	for _, gm := range msgs {
+		data, err := gm.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		nms = append(nms, netlink.Message{
+			Header: netlink.Header{Length: uint32(16 + len(data)), Type: netlink.HeaderType(family), Flags: netlink.Multi, Sequence: 1, PID: 4000},
+			Data:   data,
+		})
+	}
+	return WriteHex(path, comment, nms)
+}

@@ -1,6 +1,7 @@
 // Package rtnl speaks rtnetlink (NETLINK_ROUTE) for what the exporter
 // needs of it: one dump of the namespace's links with their XDP programs
-// per mode, and detaching the XDP programs of a device.
+// per mode, one dump of their struct rtnl_link_stats64 (stats.go), and
+// detaching the XDP programs of a device.
 package rtnl
 
 import (
@@ -57,8 +58,9 @@ func Dump() ([]Link, error) {
 		return nil, fmt.Errorf("dumping links: opening a route netlink socket: %w", err)
 	}
 	defer conn.Close()
-	// Without the link statistics (IFLA_STATS, IFLA_STATS64), which
-	// nothing here reads, each message is about half the size.
+	// Without the link statistics (IFLA_STATS, IFLA_STATS64) each message
+	// is about half the size; DumpStats64 reads them for the collectors
+	// that need them, only the 64-bit set.
 	ae := netlink.NewAttributeEncoder()
 	ae.Uint32(unix.IFLA_EXT_MASK, rtextFilterSkipStats)
 	attrs, err := ae.Encode()
@@ -69,20 +71,9 @@ func Dump() ([]Link, error) {
 		Header: netlink.Header{Type: unix.RTM_GETLINK, Flags: netlink.Request | netlink.Dump},
 		Data:   append(ifinfomsg(unix.AF_UNSPEC, 0), attrs...),
 	}
-	// A dump interrupted by a concurrent link change (NLM_F_DUMP_INTR) may
-	// miss or repeat devices, so it is retried; a dump takes well under a
-	// millisecond, and with interfaces churning (containers starting) three
-	// tries in a row were seen interrupted.
-	var msgs []netlink.Message
-	interrupted := false
-	for range 10 {
-		if msgs, err = conn.Execute(req); err != nil {
-			return nil, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
-		}
-		interrupted = slices.ContainsFunc(msgs, func(m netlink.Message) bool { return m.Header.Flags&netlink.DumpInterrupted != 0 })
-		if !interrupted {
-			break
-		}
+	msgs, interrupted, err := execute(conn, req)
+	if err != nil {
+		return nil, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
 	}
 	list := make([]Link, 0, len(msgs))
 	seen := make(map[uint32]bool, len(msgs))
@@ -103,6 +94,23 @@ func Dump() ([]Link, error) {
 		return list, fmt.Errorf("dumping links (RTM_GETLINK): %w 10 times in a row (NLM_F_DUMP_INTR)", ErrDumpInterrupted)
 	}
 	return list, nil
+}
+
+// execute runs a dump, again while a concurrent link change interrupts
+// it (NLM_F_DUMP_INTR): such a dump may miss or repeat devices. A dump
+// takes well under a millisecond, and with interfaces churning
+// (containers starting) three tries in a row were seen interrupted.
+func execute(conn *netlink.Conn, req netlink.Message) (msgs []netlink.Message, interrupted bool, err error) {
+	for range 10 {
+		if msgs, err = conn.Execute(req); err != nil {
+			return nil, false, err
+		}
+		interrupted = slices.ContainsFunc(msgs, func(m netlink.Message) bool { return m.Header.Flags&netlink.DumpInterrupted != 0 })
+		if !interrupted {
+			break
+		}
+	}
+	return msgs, interrupted, nil
 }
 
 // ifinfomsg is struct ifinfomsg (include/uapi/linux/rtnetlink.h) of a

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -174,6 +175,33 @@ func EthtoolS(t testing.TB, netns, dev string) map[string]uint64 {
 		t.Fatalf("%s printed no statistics:\n%s", strings.Join(args, " "), out)
 	}
 	return stats
+}
+
+// IPStats64 runs `ip -j -s -s link show dev` inside the named network
+// namespace when netns is not empty and returns its stats64 object: the
+// counters iproute2 reads from RTM_GETLINK's IFLA_STATS64, an oracle that
+// shares no code with the exporter's RTM_GETSTATS dump. Keys are ip's:
+// rx["packets"], rx["dropped"], rx["missed_errors"], tx["bytes"]...
+func IPStats64(t testing.TB, netns, dev string) (rx, tx map[string]uint64) {
+	t.Helper()
+	args := []string{"ip", "-j", "-s", "-s", "link", "show", "dev", dev}
+	if netns != "" {
+		args = append([]string{"ip", "netns", "exec", netns}, args...)
+	}
+	out, err := exec.Command(args[0], args[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	var links []struct {
+		Stats64 struct {
+			Rx map[string]uint64 `json:"rx"`
+			Tx map[string]uint64 `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return links[0].Stats64.Rx, links[0].Stats64.Tx
 }
 
 // ObserverLink is a tracing link of the exporter's observer program, with

@@ -1,0 +1,263 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolnl"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
+)
+
+// The vendor-neutral NIC signals, one series set per device and signal,
+// each from one source, named in its source label, never two summed:
+//
+//   - port packets and bytes: the IEEE 802.3 MAC counters of ethtool's
+//     eth-mac group where the driver fills them (FramesReceivedOK and
+//     OctetsReceivedOK are defined alike for every driver), else the
+//     driver's own names (driverTables);
+//   - receive buffer allocation failures: netdev qstats rx-alloc-fail where
+//     the driver reports it (its definition is the kernel's), else the
+//     driver's names;
+//   - host-resource drops: the driver's names where the exporter knows
+//     them, else qstats rx-hw-drop-overruns, else rtnl_link_stats64. Here
+//     the standard counters come last because on the drivers that fill
+//     them they hold part of the signal: mlx5 reports only rx_out_of_buffer
+//     as rx_missed_errors (not rx_discards_phy, the port's drops), ice only
+//     its port's drops, i40e only its VSI's, bnxt only its rings'; sfc's
+//     qstats overruns are its truncations alone. rx_missed_errors is
+//     "packets dropped by the device due to lack of buffer space"
+//     (include/uapi/linux/if_link.h), zero where a driver does not count
+//     it: on a driver the exporter does not know it is the best there is.
+var (
+	nicPortPackets = newFamily("ethtool", "nic_port_packets_total",
+		"Packets received (direction rx) or sent at the port, before any drop for lack of host resources: the offered load. "+
+			"source eth_mac: the IEEE 802.3 FramesReceivedOK/FramesTransmittedOK of ethtool's eth-mac group (Linux 5.13); "+
+			"ethtool: the driver's ethtool -S names, summed (docs/collectors/ethtool.md lists them per driver).", Counter,
+		"device", "direction", "source")
+	nicPortBytes = newFamily("ethtool", "nic_port_bytes_total",
+		"Bytes received or sent at the port, from the same source as xdp_nic_port_packets_total "+
+			"(eth_mac OctetsReceivedOK/OctetsTransmittedOK, or the driver's names).", Counter,
+		"device", "direction", "source")
+	nicHostDrops = newFamily("ethtool", "nic_rx_host_drops_total",
+		"Received packets the NIC dropped for lack of host resources: where=port, the port had nowhere to put them "+
+			"(its buffer full: PCIe, memory or DDIO did not drain it); where=ring, no RX descriptor or buffer was posted "+
+			"(the CPU did not refill the ring in time). stat names the counter: the driver's ethtool -S name (source ethtool), "+
+			"qstats rx-hw-drop-overruns (source netdev_qstats) or a struct rtnl_link_stats64 field (source link_stats64), "+
+			"in that order of precedence per device.", Counter,
+		"device", "source", "stat", "where")
+	nicAllocFailures = newFamily("ethtool", "nic_rx_alloc_failures_total",
+		"Receive buffer (page, skb, DMA mapping) allocation failures: netdev qstats rx-alloc-fail where the driver reports it "+
+			"(source netdev_qstats), else the driver's ethtool -S names (source ethtool), stat naming the counter.", Counter,
+		"device", "source", "stat")
+	ethtoolAllowance = newFamily("ethtool", "ethtool_allowance_exceeded_packets_total",
+		"Packets the cloud queued or dropped because the instance exceeded an allowance: bw_in, bw_out (bandwidth), pps, "+
+			"conntrack, linklocal (ethtool -S <allowance>_allowance_exceeded; ENA).", Counter,
+		"device", "allowance")
+)
+
+// Values of the source label.
+const (
+	srcEthtool = "ethtool"
+	srcEthMAC  = "eth_mac"
+	srcQstats  = "netdev_qstats"
+	srcStats64 = "link_stats64"
+)
+
+// defaultLinkDrops is the rtnl_link_stats64 field of a driver with no
+// drop names and no qstats overruns.
+const defaultLinkDrops = "rx_missed_errors"
+
+// stdKey names a standard counter that, where the device has it, takes a
+// signal's place from the driver's names.
+type stdKey uint8
+
+const (
+	stdNone stdKey = iota
+	stdMACRxFrames
+	stdMACTxFrames
+	stdMACRxOctets
+	stdMACTxOctets
+	stdAllocFail
+)
+
+// stdKeyOf is the standard counter that replaces sig, if any.
+func stdKeyOf(sig nicSignal) stdKey {
+	switch sig {
+	case sigPortRxPackets:
+		return stdMACRxFrames
+	case sigPortTxPackets:
+		return stdMACTxFrames
+	case sigPortRxBytes:
+		return stdMACRxOctets
+	case sigPortTxBytes:
+		return stdMACTxOctets
+	case sigAllocFail:
+		return stdAllocFail
+	}
+	return stdNone
+}
+
+// macStats are the eth-mac counters of the port families, by stdKey.
+var macStats = []struct {
+	key       stdKey
+	id        int
+	fam       *Family
+	direction string
+}{
+	{stdMACRxFrames, ethtoolnl.FramesReceivedOK, nicPortPackets, "rx"},
+	{stdMACTxFrames, ethtoolnl.FramesTransmittedOK, nicPortPackets, "tx"},
+	{stdMACRxOctets, ethtoolnl.OctetsReceivedOK, nicPortBytes, "rx"},
+	{stdMACTxOctets, ethtoolnl.OctetsTransmittedOK, nicPortBytes, "tx"},
+}
+
+// qstat indexes of netdev.QstatNames.
+const (
+	qstatAllocFail     = 4 // rx-alloc-fail
+	qstatDropOverruns  = 6 // rx-hw-drop-overruns
+	qstatAllocFailName = "rx-alloc-fail"
+	qstatOverrunsName  = "rx-hw-drop-overruns"
+)
+
+// nicStandard is the kernel's standard counters of every device, read
+// once per scrape, by ifindex.
+type nicStandard struct {
+	mac    map[int]ethtoolnl.MAC
+	qstats map[int]netdev.Qstats
+	link   map[int]rtnl.LinkStats
+}
+
+// replaces reports whether the device's standard counters hold key.
+func (s *nicStandard) replaces(index int, key stdKey) bool {
+	switch key {
+	case stdNone:
+		return false
+	case stdAllocFail:
+		q, ok := s.qstats[index]
+		return ok && q.Present[qstatAllocFail]
+	}
+	m, ok := s.mac[index]
+	if !ok {
+		return false
+	}
+	for _, ms := range macStats {
+		if ms.key == key {
+			return m.Present[ms.id]
+		}
+	}
+	return false
+}
+
+// standardSources reads the standard counters the kept families need. A
+// source this kernel lacks is said once at info and then not asked for;
+// a source that fails is the collector's error, the others still used.
+type standardSources struct {
+	mac, qstats, link atomic.Bool // true: not supported here
+}
+
+func (c *ethtoolCollector) readStandard() (*nicStandard, error) {
+	std := &nicStandard{}
+	var errs []error
+	port := c.fams.keeps(nicPortPackets) || c.fams.keeps(nicPortBytes)
+	drops, alloc := c.fams.keeps(nicHostDrops), c.fams.keeps(nicAllocFailures)
+	if port && !c.unsupported.mac.Load() {
+		macs, err := c.src.MACStats()
+		c.standardErr("eth-mac", "the kernel needs ETHTOOL_MSG_STATS_GET (Linux 5.13): port counters come from the driver's names", err, &c.unsupported.mac, &errs)
+		std.mac = make(map[int]ethtoolnl.MAC, len(macs))
+		for _, m := range macs {
+			std.mac[int(m.Ifindex)] = m
+		}
+	}
+	if (drops || alloc) && !c.unsupported.qstats.Load() {
+		qs, err := c.src.Qstats()
+		c.standardErr("qstats-get", "the kernel needs netdev qstats (Linux 6.9): drops and allocation failures come from the driver's names and rtnl_link_stats64", err, &c.unsupported.qstats, &errs)
+		std.qstats = make(map[int]netdev.Qstats, len(qs))
+		for _, q := range qs {
+			std.qstats[int(q.Ifindex)] = mergeQstats(std.qstats[int(q.Ifindex)], q)
+		}
+	}
+	if drops && !c.unsupported.link.Load() {
+		ls, err := c.src.LinkStats()
+		c.standardErr("rtnl_link_stats64", "the kernel needs RTM_GETSTATS (Linux 4.7): no drop signal where the driver names none", err, &c.unsupported.link, &errs)
+		std.link = make(map[int]rtnl.LinkStats, len(ls))
+		for _, l := range ls {
+			std.link[int(l.Index)] = l
+		}
+	}
+	return std, errors.Join(errs...)
+}
+
+// mergeQstats adds the counters of b that a lacks: a device's replies
+// share out its counters.
+func mergeQstats(a, b netdev.Qstats) netdev.Qstats {
+	a.Ifindex = b.Ifindex
+	for i, ok := range b.Present {
+		if ok && !a.Present[i] {
+			a.Values[i], a.Present[i] = b.Values[i], true
+		}
+	}
+	return a
+}
+
+// standardErr sorts the error of one standard source. An unsupported
+// one is said in the form of the netdev collector's missing commands, so
+// that the kernel matrix tabulates both.
+func (c *ethtoolCollector) standardErr(what, hint string, err error, unsupported *atomic.Bool, errs *[]error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, errors.ErrUnsupported):
+		if !unsupported.Swap(true) {
+			c.logger.Info("source of NIC signals not supported by this kernel; the next source is used", "source", what, "hint", hint, "err", err)
+		}
+	default:
+		*errs = append(*errs, fmt.Errorf("%s: %w", what, err))
+	}
+}
+
+// sendStandard sends the device's signals that come from the standard
+// counters: the eth-mac port counters and qstats rx-alloc-fail (the plan
+// left the driver's names for those out), and, where the plan has no
+// drop name, the drops of qstats or rtnl_link_stats64.
+func (c *ethtoolCollector) sendStandard(ch chan<- prometheus.Metric, d ethtoolDevice, driver string, e *ethtoolEntry, std *nicStandard) {
+	if m, ok := std.mac[d.Index]; ok {
+		for _, ms := range macStats {
+			if m.Present[ms.id] {
+				c.fams.send(ch, ms.fam, float64(m.Values[ms.id]), d.Label, ms.direction, srcEthMAC)
+			}
+		}
+	}
+	q, hasQ := std.qstats[d.Index]
+	if hasQ && q.Present[qstatAllocFail] {
+		c.fams.send(ch, nicAllocFailures, float64(q.Values[qstatAllocFail]), d.Label, srcQstats, qstatAllocFailName)
+	}
+	if e != nil && e.hasDrops {
+		return
+	}
+	if hasQ && q.Present[qstatDropOverruns] {
+		c.fams.send(ch, nicHostDrops, float64(q.Values[qstatDropOverruns]), d.Label, srcQstats, qstatOverrunsName, "")
+		return
+	}
+	field := defaultLinkDrops
+	if idx := driverIndexes[driver]; idx != nil && idx.table.linkDrops != "" {
+		field = idx.table.linkDrops
+	}
+	if l, ok := std.link[d.Index]; ok {
+		if v, ok := l.Field(field); ok {
+			c.fams.send(ch, nicHostDrops, float64(v), d.Label, srcStats64, field, "")
+		}
+	}
+}
+
+// logStandard says at debug which source each signal of a new plan
+// takes, once per string set.
+func logStandard(logger *slog.Logger, dev, driver string, e *ethtoolEntry) {
+	if driverIndexes[driver] == nil {
+		logger.Debug("driver without a name table: its NIC signals come from the kernel's standard counters", "device", dev, "driver", driver)
+		return
+	}
+	logger.Debug("NIC signals from the driver's names", "device", dev, "driver", driver, "host_drops_named", e.hasDrops)
+}

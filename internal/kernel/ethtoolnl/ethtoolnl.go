@@ -1,0 +1,238 @@
+// Package ethtoolnl reads the IEEE 802.3 MAC statistics of the kernel's
+// "ethtool" generic netlink family (ethtool -S DEV --groups eth-mac):
+// counters every driver that implements them names the same way, where
+// ethtool -S names are the driver's own.
+//
+// It is written by hand on mdlayher/genetlink: mdlayher/ethtool (v0.7.0)
+// has no ETHTOOL_MSG_STATS_GET. The command, attribute ids and enums are
+// transcribed from include/uapi/linux/ethtool_netlink.h (Linux 5.13, where
+// the standard statistics began; the kernel only appends to them) and
+// the replies are built by net/ethtool/stats.c.
+package ethtoolnl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/mdlayher/genetlink"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
+)
+
+// FamilyName is the generic netlink family (Linux 5.6).
+const FamilyName = "ethtool"
+
+// Commands and the family version (ETHTOOL_GENL_VERSION).
+const (
+	CmdStatsGet      = unix.ETHTOOL_MSG_STATS_GET       // 32, Linux 5.13
+	CmdStatsGetReply = unix.ETHTOOL_MSG_STATS_GET_REPLY // 33
+	genlVersion      = 1
+)
+
+// Attributes of a STATS_GET request and reply, and of the nests in them.
+const (
+	aHeader        = 2 // ETHTOOL_A_STATS_HEADER, nest of ETHTOOL_A_HEADER_*
+	aGroups        = 3 // ETHTOOL_A_STATS_GROUPS, bitset of enum ETHTOOL_STATS_*
+	aGroup         = 4 // ETHTOOL_A_STATS_GRP, nest: one per group asked for
+	aHeaderIfindex = 1 // ETHTOOL_A_HEADER_DEV_INDEX, u32
+	aHeaderName    = 2 // ETHTOOL_A_HEADER_DEV_NAME, string
+	aGroupID       = 2 // ETHTOOL_A_STATS_GRP_ID, u32
+	aGroupStat     = 4 // ETHTOOL_A_STATS_GRP_STAT, nest of one u64 whose type is the statistic's id
+	groupEthMAC    = 1 // ETHTOOL_STATS_ETH_MAC
+	groupCount     = 2 // groups up to eth-mac: the bitset size every kernel since 5.13 accepts
+)
+
+// MACStatNames are enum ETHTOOL_A_STATS_ETH_MAC_*: the ids the kernel
+// gives the counters of struct ethtool_eth_mac_stats (IEEE 802.3 clause
+// 30 names), id i named by entry i.
+var MACStatNames = [...]string{
+	"FramesTransmittedOK", "SingleCollisionFrames", "MultipleCollisionFrames", "FramesReceivedOK",
+	"FrameCheckSequenceErrors", "AlignmentErrors", "OctetsTransmittedOK", "FramesWithDeferredXmissions",
+	"LateCollisions", "FramesAbortedDueToXSColls", "FramesLostDueToIntMACXmitError", "CarrierSenseErrors",
+	"OctetsReceivedOK", "FramesLostDueToIntMACRcvError", "MulticastFramesXmittedOK", "BroadcastFramesXmittedOK",
+	"FramesWithExcessiveDeferral", "MulticastFramesReceivedOK", "BroadcastFramesReceivedOK", "InRangeLengthErrors",
+	"OutOfRangeLengthField", "FrameTooLongErrors",
+}
+
+// The MAC counters the exporter reads, by id.
+const (
+	FramesTransmittedOK = 0
+	FramesReceivedOK    = 3
+	OctetsTransmittedOK = 6
+	OctetsReceivedOK    = 12
+)
+
+// MAC is one device's eth-mac group. The kernel sends only the counters
+// the driver filled (net/ethtool/stats.c skips ETHTOOL_STAT_NOT_SET), and
+// the group, empty, for a driver without get_eth_mac_stats.
+type MAC struct {
+	Ifindex uint32
+	Name    string
+	Present [len(MACStatNames)]bool
+	Values  [len(MACStatNames)]uint64
+}
+
+// Errors of kernels without the family or the command: not supported
+// here (errors.ErrUnsupported).
+var (
+	ErrNoFamily = fmt.Errorf(`%w: the kernel has no "ethtool" generic netlink family (needs Linux 5.6 or later)`, errors.ErrUnsupported)
+	ErrNoStats  = fmt.Errorf("%w: the kernel has no ETHTOOL_MSG_STATS_GET (needs Linux 5.13 or later)", errors.ErrUnsupported)
+)
+
+// Source runs one dump request and returns its replies. Conn is the
+// kernel's; tests replay recorded replies.
+type Source interface {
+	Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error)
+	Close() error
+}
+
+// Conn opens a socket per dump, as netdev.Conn does and for the same
+// reason: a dump that failed part-way leaves replies that poison the socket.
+type Conn struct{ family uint16 }
+
+// Dial resolves the family and returns the kernel's Reader;
+// errors.Is(err, ErrNoFamily) where the kernel has none.
+func Dial() (Decoded, error) {
+	conn, err := genetlink.Dial(nil)
+	if err != nil {
+		return Decoded{}, fmt.Errorf("opening a generic netlink socket: %w", err)
+	}
+	defer conn.Close()
+	fam, err := conn.GetFamily(FamilyName)
+	if errors.Is(err, os.ErrNotExist) {
+		return Decoded{}, fmt.Errorf("%w (%v)", ErrNoFamily, err)
+	}
+	if err != nil {
+		return Decoded{}, fmt.Errorf("resolving generic netlink family %q: %w", FamilyName, err)
+	}
+	return Decoded{&Conn{family: fam.ID}}, nil
+}
+
+// Dump runs one dump request on a socket of its own.
+func (c *Conn) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
+	conn, err := genetlink.Dial(nil)
+	if err != nil {
+		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
+	}
+	defer conn.Close()
+	req := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: genlVersion}, Data: attrs}
+	return conn.Execute(req, c.family, netlink.Request|netlink.Dump)
+}
+
+// Close releases nothing: sockets live for one dump.
+func (c *Conn) Close() error { return nil }
+
+// Reader is what the collectors ask of the family.
+type Reader interface {
+	// MACStats is the eth-mac group of every device.
+	MACStats() ([]MAC, error)
+	Close() error
+}
+
+// Decoded reads a Source's replies: the kernel's (a Conn) or recorded ones.
+type Decoded struct{ Source }
+
+// MACStats dumps the eth-mac group of every device; errors.Is(err,
+// ErrNoStats) on kernels before 5.13, which answer EOPNOTSUPP.
+func (d Decoded) MACStats() ([]MAC, error) {
+	msgs, err := d.Dump(CmdStatsGet, MACRequest())
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return nil, fmt.Errorf("%w (%v)", ErrNoStats, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dumping ethtool eth-mac statistics: %w", err)
+	}
+	return DecodeMAC(msgs)
+}
+
+// MACRequest is the attributes of a STATS_GET asking for the eth-mac group
+// alone: a compact bitset (ETHTOOL_A_BITSET_NOMASK, _SIZE, _VALUE) of
+// groupCount bits with ETHTOOL_STATS_ETH_MAC set. Without a source
+// (ETHTOOL_A_STATS_SRC, Linux 6.4) the kernel reports the aggregate of
+// the express and preemptible MACs.
+func MACRequest() []byte {
+	ae := netlink.NewAttributeEncoder()
+	ae.Nested(aHeader, func(*netlink.AttributeEncoder) error { return nil })
+	ae.Nested(aGroups, func(nae *netlink.AttributeEncoder) error {
+		nae.Flag(unix.ETHTOOL_A_BITSET_NOMASK, true)
+		nae.Uint32(unix.ETHTOOL_A_BITSET_SIZE, groupCount)
+		nae.Uint32(unix.ETHTOOL_A_BITSET_VALUE, 1<<groupEthMAC)
+		return nil
+	})
+	b, err := ae.Encode()
+	if err != nil {
+		panic(err) // fixed attributes always encode
+	}
+	return b
+}
+
+// DecodeMAC decodes the replies of a STATS_GET dump; a reply without the
+// eth-mac group (another group asked for) gives an empty MAC.
+func DecodeMAC(msgs []genetlink.Message) ([]MAC, error) {
+	out := make([]MAC, 0, len(msgs))
+	for i, m := range msgs {
+		var s MAC
+		err := nlattr.Decode(m.Data, func(ad *netlink.AttributeDecoder) error {
+			for ad.Next() {
+				switch ad.Type() {
+				case aHeader:
+					ad.Nested(func(nad *netlink.AttributeDecoder) error {
+						decodeHeader(nad, &s)
+						return nil
+					})
+				case aGroup:
+					ad.Nested(func(nad *netlink.AttributeDecoder) error {
+						return decodeGroup(nad, &s)
+					})
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("STATS_GET reply %d: %w", i, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func decodeHeader(ad *netlink.AttributeDecoder, s *MAC) {
+	for ad.Next() {
+		switch ad.Type() {
+		case aHeaderIfindex:
+			s.Ifindex = ad.Uint32()
+		case aHeaderName:
+			s.Name = ad.String()
+		}
+	}
+}
+
+// decodeGroup reads one ETHTOOL_A_STATS_GRP: its id, then one
+// ETHTOOL_A_STATS_GRP_STAT nest per counter the driver filled. The id
+// comes first (stats_put_stats), so counters of other groups are skipped.
+func decodeGroup(ad *netlink.AttributeDecoder, s *MAC) error {
+	mac := false
+	for ad.Next() {
+		switch ad.Type() {
+		case aGroupID:
+			mac = ad.Uint32() == groupEthMAC
+		case aGroupStat:
+			if !mac {
+				continue
+			}
+			ad.Nested(func(nad *netlink.AttributeDecoder) error {
+				for nad.Next() {
+					if id := int(nad.Type()); id < len(s.Values) {
+						s.Values[id] = nad.Uint64()
+						s.Present[id] = true
+					}
+				}
+				return nil
+			})
+		}
+	}
+	return nil
+}
