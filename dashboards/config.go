@@ -92,14 +92,14 @@ type LabConfig struct {
 	SteadyTolerance float64 `yaml:"steady_tolerance"`
 }
 
-// NICDropsConfig: the NIC discards at the port while the RX CPUs still have
-// idle time, i.e. the host cannot take packets off the wire fast enough
-// although the CPUs could process them: PCIe (or memory/DDIO) bottleneck.
-// Seed: rx_discards_phy 13,760,980/s of rx_packets_phy 88,049,446/s (15.6%)
-// with the six RX CPUs 37-40% idle.
+// NICDropsConfig: the NIC drops for lack of host resources while the RX
+// CPUs still have idle time, i.e. the host cannot take packets off the
+// wire fast enough although the CPUs could process them: PCIe (or
+// memory/DDIO) bottleneck. Seed: rx_discards_phy 13,760,980/s of
+// rx_packets_phy 88,049,446/s (15.6%) with the six RX CPUs 37-40% idle.
 type NICDropsConfig struct {
 	MinDiscards  float64 `yaml:"min_discards_per_second"`
-	MinRatio     float64 `yaml:"min_discard_ratio"` // of rx_packets_phy
+	MinRatio     float64 `yaml:"min_discard_ratio"` // of the port's received packets, where the device counts them
 	MinIdleRatio float64 `yaml:"min_rx_cpu_idle_ratio"`
 	For          string  `yaml:"for"`
 	Severity     string  `yaml:"severity"`
@@ -111,7 +111,7 @@ type NICDropsConfig struct {
 // must stay quiet.
 type OutOfBufferConfig struct {
 	MinDrops float64 `yaml:"min_drops_per_second"`
-	MinRatio float64 `yaml:"min_drop_ratio"` // of rx_packets_phy
+	MinRatio float64 `yaml:"min_drop_ratio"` // of the port's received packets, where the device counts them
 	For      string  `yaml:"for"`
 	Severity string  `yaml:"severity"`
 }

@@ -38,11 +38,10 @@ func fleetBoard(cfg Config) board {
 					targets:     []target{{refID: "A", expr: top(r.deviceXDP() + "{" + selInstDev + "}"), legend: "{{instance}} {{device}}"}},
 				},
 				{
-					title: "Port discards per host (top 20)", unit: "pps", min: &f0, exempt: exemptPHY,
-					description: "rx_discards_phy and rx_out_of_buffer per host: the NIC dropping before XDP ran.",
+					title: "Host-resource drops per host (top 20)", unit: "pps", min: &f0,
+					description: "Packets the NICs of each host dropped for lack of host resources, before XDP ran (xdp_nic_rx_host_drops_total, from each device's best source): at the port (its buffer full: PCIe, memory, DDIO) and on the rings (no descriptor posted), where the driver tells them apart.",
 					targets: []target{
-						{refID: "A", expr: top(r.hostDiscards() + inst), legend: "{{instance}} discards"},
-						{refID: "B", expr: top(r.hostOOB() + inst), legend: "{{instance}} out of buffer"},
+						{refID: "A", expr: top(r.hostHostDrops() + inst), legend: "{{instance}} {{where}}"},
 					},
 				},
 			}},

@@ -90,9 +90,10 @@ func LabRecordingRules(cfg Config) RuleFile {
 		rec(r.stackRate(), sumRate(h, "xdp_napi_poll_work_sum")),
 		rec(r.stackSteadyRate(), steady(r.stackRate(), h, r.stackCPUs())+"\nunless on ("+h+")\n"+withSelector("xdp_rxq_info", sel)),
 		rec(r.stackSteadyCPUs(), at(r.stackCPUs(), r.stackSteadyRate(), h)),
-		// Offered load: the port's received packets (mlx5 rx_packets_phy)
-		// or, without a physical port, the packets the rxq program saw.
-		rec(r.offered(), sumRate(h, `xdp_ethtool_phy_packets_total{direction="rx"}`)+"\nor\n"+sumRate(h, "xdp_rxq_packets_total")),
+		// Offered load: the port's received packets (xdp_nic_port_packets_total,
+		// from each device's one source) or, without a physical port, the
+		// packets the rxq program saw.
+		rec(r.offered(), sumRate(h, `xdp_nic_port_packets_total{direction="rx"}`)+"\nor\n"+sumRate(h, "xdp_rxq_packets_total")),
 		rec(r.rxqCPUsBusy(), "1 - avg by ("+h+") (\n  "+perCPU(`xdp_cpu_seconds_total{mode="idle"}`, "xdp_cpu_seconds_total")+
 			"\n  and on ("+h+", cpu)\n  "+rxqCPUs+"\n)"),
 		// The worst RX CPU's cache-miss ratio at the steady points of an

@@ -68,7 +68,7 @@ func csvTable(header []string, rows [][]float64, scale float64) string {
 const (
 	exemptPerf = "hardware perf counters (cycles, instructions, cache-references, cache-misses): the lab VM has no PMU"
 	exemptRing = "ethtool -g ring parameters: veth does not implement them"
-	exemptPHY  = "physical-port counters (mlx5 rx_packets_phy, rx_discards_phy, rx_out_of_buffer): veth has no port"
+	exemptPort = "a port counter (xdp_nic_port_packets_total: eth-mac or the driver's): veth has no port"
 	exemptPCIe = "mlx5 outbound_pci_stalled_rd/wr: needs a PCIe NIC"
 	exemptLink = "PCIe link files and NUMA: the lab's devices are veths, and this VM's NIC sits on conventional PCI on one node"
 	exemptPage = "mlx5 page cache stats (rx_cache_*) or driver page_pool stats (rx_pp_*, CONFIG_PAGE_POOL_STATS): absent on veth in the lab kernel"
@@ -108,7 +108,7 @@ func paperBoard(cfg Config) board {
 				{
 					title: "CPU usage vs offered load",
 					description: "Live: busy share (1 - idle) of the RX CPUs, from xdp_cpu_seconds_total, against the offered load: the port's received packets " +
-						"(xdp_ethtool_phy_packets_total, mlx5) or, without a physical port, the packets the rxq program saw. Reference (dashed): the paper's single-core XDP, Linux (iptables raw) and DPDK.",
+						"(xdp_nic_port_packets_total: ethtool's eth-mac FramesReceivedOK, else the driver's port counter) or, without a physical port, the packets the rxq program saw. Reference (dashed): the paper's single-core XDP, Linux (iptables raw) and DPDK.",
 					kind: kindXY, unit: "percent", min: &f0, max: &f105, width: 12, height: 10, yLabel: "CPU usage (%)",
 					// The paper's xlim(0, 27): the panel's y max would apply to x too.
 					xAxis: axis{label: "Offered load (Mpps)", unit: "none", min: ptr(0.0), max: ptr(27.0)},

@@ -83,12 +83,17 @@ func (r recorded) rxCPUs() string    { return "instance:xdp_rx_cpus:count" }
 func (r recorded) rxImbalance() string {
 	return "instance_device:xdp_rx_queue_packets:max_over_mean"
 }
-func (r recorded) phyRx() string { return r.rate("instance_device", "xdp_ethtool_phy_rx_packets") }
-func (r recorded) phyDiscards() string {
-	return r.rate("instance_device", "xdp_ethtool_phy_rx_discards")
+
+// portRx is the packets each device's port received, and hostDrops the
+// packets it dropped for lack of host resources, by where and counter:
+// each from its device's one source (collector/nic.go), named in the
+// source label.
+func (r recorded) portRx() string { return r.rate("instance_device", "xdp_nic_port_rx_packets") }
+func (r recorded) hostDrops() string {
+	return r.rate("instance_device", "xdp_nic_rx_host_drops")
 }
-func (r recorded) outOfBuffer() string {
-	return r.rate("instance_device", "xdp_ethtool_rx_out_of_buffer")
+func (r recorded) allocFailures() string {
+	return r.rate("instance_device", "xdp_nic_rx_alloc_failures")
 }
 func (r recorded) pageCache() string {
 	return r.rate("instance_device_event", "xdp_ethtool_rx_page_cache_events")
@@ -110,9 +115,10 @@ func (r recorded) napiExhausted() string {
 func (r recorded) deviceRx() string     { return r.rate("instance_device", "xdp_device_rx_packets") }
 func (r recorded) exceptions() string   { return r.rate("instance_device", "xdp_exceptions") }
 func (r recorded) redirectErrs() string { return r.rate("instance_device", "xdp_redirect_errors") }
-func (r recorded) hostPhyRx() string    { return r.rate("instance", "xdp_ethtool_phy_rx_packets") }
-func (r recorded) hostDiscards() string { return r.rate("instance", "xdp_ethtool_phy_rx_discards") }
-func (r recorded) hostOOB() string      { return r.rate("instance", "xdp_ethtool_rx_out_of_buffer") }
+func (r recorded) hostPortRx() string   { return r.rate("instance", "xdp_nic_port_rx_packets") }
+func (r recorded) hostHostDrops() string {
+	return r.rate("instance_where", "xdp_nic_rx_host_drops")
+}
 func (r recorded) hostActions() string {
 	return r.rate("instance_action", "xdp_ethtool_rx_xdp_packets")
 }
@@ -195,9 +201,9 @@ func RecordingRules(cfg Config) RuleFile {
 			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_netdev_queue_rx_packets_total{type="rx"}`)+`, "source", "netdev_qstats", "", "")`+
 			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_ethtool_rx_queue_packets_total{queue!=""}`)+`, "source", "ethtool", "", "")`),
 		rec(r.rxImbalance(), "max by ("+h+", device, source) ("+r.rxQueue()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")\n/\navg by ("+h+", device, source) ("+r.rxQueue()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")"),
-		rec(r.phyRx(), sumRate(h+", device", `xdp_ethtool_phy_packets_total{direction="rx"}`)),
-		rec(r.phyDiscards(), sumRate(h+", device", `xdp_ethtool_phy_discards_total{direction="rx"}`)),
-		rec(r.outOfBuffer(), sumRate(h+", device", "xdp_ethtool_rx_out_of_buffer_total")),
+		rec(r.portRx(), sumRate(h+", device, source", `xdp_nic_port_packets_total{direction="rx"}`)),
+		rec(r.hostDrops(), sumRate(h+", device, source, stat, where", "xdp_nic_rx_host_drops_total")),
+		rec(r.allocFailures(), sumRate(h+", device, source, stat", "xdp_nic_rx_alloc_failures_total")),
 		rec(r.pageCache(), sumRate(h+", device, event", "xdp_ethtool_rx_page_cache_events_total")),
 		rec(r.pagePool(), sumRate(h+", device, path", "xdp_ethtool_rx_page_pool_allocations_total")),
 		rec(r.cqePackets(), sumRate(h+", device", "xdp_ethtool_rx_cqe_compressed_packets_total")),
@@ -223,10 +229,9 @@ func RecordingRules(cfg Config) RuleFile {
 		// the attached programs' run counts for both.
 		rec(r.deviceXDP(), r.deviceRxq()+"\nor\nsum by ("+h+", device) ("+r.xdpActions()+")"),
 		rec(r.hostXDP(), "sum by ("+h+") ("+r.deviceXDP()+")\nor\n"+sumRate(h, "xdp_bpf_prog_runs_total")),
-		rec(r.hostPhyRx(), "sum by ("+h+") ("+r.phyRx()+")"),
+		rec(r.hostPortRx(), "sum by ("+h+") ("+r.portRx()+")"),
 		rec(r.hostVerdicts(), sumRate(h+", action", "xdp_rxq_packets_total")),
-		rec(r.hostDiscards(), "sum by ("+h+") ("+r.phyDiscards()+")"),
-		rec(r.hostOOB(), "sum by ("+h+") ("+r.outOfBuffer()+")"),
+		rec(r.hostHostDrops(), "sum by ("+h+", where) ("+r.hostDrops()+")"),
 		rec(r.hostActions(), "sum by ("+h+", action) ("+r.xdpActions()+")"),
 		rec(r.hostExc(), "sum by ("+h+") ("+r.exceptions()+")"),
 		rec(r.hostRedirErr(), "sum by ("+h+") ("+r.redirectErrs()+")"),
@@ -362,27 +367,40 @@ func AlertingRules(cfg Config) RuleFile {
 	inst := `{instance='%s'}`
 	instDev := `{instance='%s',device='%s'}`
 
+	// The drops of a device with no port counter (virtio_net, veth) have
+	// no ratio to pass: their rate alone is the condition.
+	port := "sum by (" + h + ", device) (" + r.portRx() + ")"
+	ofPort := func(drops, ratio string) string {
+		return "(\n  " + drops + " / on (" + h + ", device) group_left ()\n  " + port + " > " + ratio +
+			"\n  or\n  " + drops + " unless on (" + h + ", device) " + port + "\n)"
+	}
+	// The counters behind a device's drops, "rx_discards_phy (port),
+	// rx_out_of_buffer (ring)".
+	dropStats := func(where string) string {
+		return `{{ range $i, $s := printf "` + r.hostDrops() + `{instance='%s',device='%s'` + where + `}" $labels.instance $labels.device | query | sortByLabel "stat" }}` +
+			`{{ if $i }}, {{ end }}{{ $s.Labels.stat }}{{ with $s.Labels.where }} ({{ . }}){{ end }}{{ end }}`
+	}
+	portValue := queryValue("sum by (instance, device) ("+r.portRx()+instDev+")", "$labels.instance $labels.device", "humanize")
+
 	c := cfg.NICDropsWhileIdle
+	drops := "sum by (" + h + ", device, source) (" + r.hostDrops() + ")"
 	nicDrops := alert(AlertNICDropsWhileIdle,
-		"(\n  "+r.phyDiscards()+" > "+num(c.MinDiscards)+
-			"\n  and\n  "+r.phyDiscards()+" / "+r.phyRx()+" > "+num(c.MinRatio)+
-			"\n)\nand on ("+h+")\n"+r.rxIdle()+" > "+num(c.MinIdleRatio),
+		"(\n  "+drops+" > "+num(c.MinDiscards)+"\n  and\n  "+ofPort(drops, num(c.MinRatio))+"\n)\nand on ("+h+")\n"+r.rxIdle()+" > "+num(c.MinIdleRatio),
 		c.For, c.Severity,
-		"{{ $labels.device }} on {{ $labels.instance }} discards packets at the port while its RX CPUs are idle",
-		"The NIC discards {{ $value | humanize }} packets/s at the port (rx_discards_phy) out of "+
-			queryValue(r.phyRx()+instDev, "$labels.instance $labels.device", "humanize")+
-			" packets/s received, while the RX CPUs are "+
+		"{{ $labels.device }} on {{ $labels.instance }} drops packets for lack of host resources while its RX CPUs are idle",
+		"The NIC drops {{ $value | humanize }} packets/s for lack of host resources ({{ $labels.source }}: "+dropStats("")+") out of "+
+			portValue+" packets/s received at the port, while the RX CPUs are "+
 			queryValue(r.rxIdle()+inst, "$labels.instance", "humanizePercentage")+
 			" idle on average: the host, not the CPUs, cannot move packets off the NIC fast enough.")
 
 	o := cfg.RxOutOfBuffer
+	ring := "sum by (" + h + ", device, source) (" + r.hostDrops() + `{where="ring"})`
 	oob := alert(AlertRxOutOfBuffer,
-		r.outOfBuffer()+" > "+num(o.MinDrops)+"\nand\n"+r.outOfBuffer()+" / "+r.phyRx()+" > "+num(o.MinRatio),
+		ring+" > "+num(o.MinDrops)+"\nand\n"+ofPort(ring, num(o.MinRatio)),
 		o.For, o.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} drops packets for lack of RX buffers",
-		"The NIC found no posted RX descriptor for {{ $value | humanize }} packets/s (rx_out_of_buffer) out of "+
-			queryValue(r.phyRx()+instDev, "$labels.instance $labels.device", "humanize")+
-			" packets/s at the port, while the RX CPUs are "+
+		"The NIC found no RX descriptor or buffer posted for {{ $value | humanize }} packets/s ({{ $labels.source }}: "+dropStats(",where='ring'")+") out of "+
+			portValue+" packets/s at the port, while the RX CPUs are "+
 			queryValue(r.rxIdle()+inst, "$labels.instance", "humanizePercentage")+
 			" idle on average (busy: CPU overload; idle: page recycling starves the refill).")
 

@@ -233,7 +233,7 @@ func runBoard(cfg Config) board {
 				{
 					title: "Every driver stat that changed, per second",
 					description: "ethtool_stats.pl's view: each ethtool -S counter of the selected devices that moved over the rate window, per second, by its exporter family (stat) and labels. " +
-						"Curated families (rx_xdp_packets, phy_packets, ...) appear under their name; the driver's other stats as stat_<name> and queue_stat_<name>.",
+						"Curated families (rx_xdp_packets, rx_page_cache_events, ...) appear under their name; the driver's other stats as stat_<name> and queue_stat_<name>.",
 					kind: kindTable, unit: "ops", width: 12, height: 10,
 					targets: []target{{refID: "A", instant: true, expr: recDev(lab.changedStats())}},
 				},
@@ -244,22 +244,21 @@ func runBoard(cfg Config) board {
 					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_ethtool_(channels|ring_descriptors|private_flag_enabled)",` + selInstDev + `}`}},
 				},
 				{
-					title:       "PHY received vs delivered",
-					description: "Packets/s at the physical port (rx_packets_phy) against packets the driver delivered to XDP and the stack (netdev qstats rx-packets). The gap is what the NIC dropped.",
-					unit:        "pps", min: &f0, exempt: exemptPHY,
+					title:       "Port received vs delivered",
+					description: "Packets/s the port received, the offered load (xdp_nic_port_packets_total: ethtool's eth-mac FramesReceivedOK, else the driver's own port counter, named in source), against packets the driver delivered to XDP and the stack (netdev qstats rx-packets). The gap is what the NIC dropped.",
+					unit:        "pps", min: &f0, exempt: exemptPort,
 					targets: []target{
-						{refID: "A", expr: sumBy("device", "xdp_ethtool_phy_packets_total", selInstDev+`,direction="rx"`), legend: "{{device}} PHY received"},
+						{refID: "A", expr: sumBy("device, source", "xdp_nic_port_packets_total", selInstDev+`,direction="rx"`), legend: "{{device}} port received ({{source}})"},
 						{refID: "B", expr: sumBy("device", "xdp_netdev_qstats_rx_packets_total", selInstDev), legend: "{{device}} delivered (qstats)",
 							exempt: "netdev qstats rx-packets: veth implements no queue stats"},
 					},
 				},
 				{
-					title:       "Port discards and out-of-buffer drops",
-					description: "rx_discards_phy (the port had nowhere to put the packet: PCIe/host back-pressure) and rx_out_of_buffer (no RX descriptor posted: the driver did not refill in time).",
-					unit:        "pps", min: &f0, exempt: exemptPHY, runbook: AlertRxOutOfBuffer,
+					title:       "Drops for lack of host resources",
+					description: "Packets the NIC dropped before XDP ran (xdp_nic_rx_host_drops_total), by counter: where=port, the port had nowhere to put them (PCIe/host back-pressure: mlx5 rx_discards_phy, ice rx_dropped.nic, ixgbe rx_missed_errors); where=ring, no RX descriptor or buffer was posted (the driver did not refill in time: mlx5 rx_out_of_buffer); no where, a standard counter that does not tell (qstats rx-hw-drop-overruns, rtnl_link_stats64).",
+					unit:        "pps", min: &f0, runbook: AlertRxOutOfBuffer,
 					targets: []target{
-						{refID: "A", expr: sumBy("device", "xdp_ethtool_phy_discards_total", selInstDev+`,direction="rx"`), legend: "{{device}} rx_discards_phy"},
-						{refID: "B", expr: sumBy("device", "xdp_ethtool_rx_out_of_buffer_total", selInstDev), legend: "{{device}} rx_out_of_buffer"},
+						{refID: "A", expr: sumBy("device, source, stat, where", "xdp_nic_rx_host_drops_total", selInstDev), legend: "{{device}} {{stat}} {{where}} ({{source}})"},
 					},
 				},
 				{
@@ -273,10 +272,10 @@ func runBoard(cfg Config) board {
 				},
 				{
 					title:       "CQE compression",
-					description: "Share of received packets that came through compressed completion entries (rx_cqe_compress_pkts / rx_packets_phy) and packets per compressed block. Compression saves PCIe transactions.",
+					description: "Share of the port's received packets that came through compressed completion entries (rx_cqe_compress_pkts / port packets) and packets per compressed block. Compression saves PCIe transactions.",
 					unit:        "short", min: &f0, exempt: exemptCQE,
 					targets: []target{
-						{refID: "A", expr: recDev(rec.cqePackets()) + " / " + recDev(rec.phyRx()), legend: "{{device}} compressed share"},
+						{refID: "A", expr: recDev(rec.cqePackets()) + " / ignoring (source) " + recDev(rec.portRx()), legend: "{{device}} compressed share"},
 						{refID: "B", expr: recDev(rec.cqePackets()) + " / " + recDev(rec.cqeBlocks()), legend: "{{device}} packets per block"},
 					},
 				},

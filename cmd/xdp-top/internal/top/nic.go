@@ -2,6 +2,8 @@ package top
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -9,13 +11,22 @@ import (
 )
 
 // curated are the ethtool families whose stats the exporter types and
-// names (PCIe, DDIO, page cache and pool, CQE compression): highlighted.
+// names (PCIe, DDIO, page cache and pool, CQE compression, the NIC
+// signals): highlighted.
 func curated(family string) bool {
 	return !strings.HasPrefix(family, "xdp_ethtool_stat_") && !strings.HasPrefix(family, "xdp_ethtool_queue_stat_")
 }
 
-// nic is ethtool_stats.pl's view: every driver stat that changed, per
-// second, sorted by device then name.
+// nicFamily says whether a counter family is one the view lists: the
+// driver's stats and the NIC signals.
+func nicFamily(name string) bool {
+	return strings.HasPrefix(name, "xdp_ethtool_") || strings.HasPrefix(name, "xdp_nic_")
+}
+
+// nic is ethtool_stats.pl's view: a line per device with its signals
+// (port load, drops for lack of host resources, allocation failures),
+// then every driver stat that changed, per second, sorted by device then
+// name.
 func (v viewCtx) nic() string {
 	if !v.cur.Has("xdp_ethtool_driver_info") {
 		return needs("ethtool", "xdp_ethtool_driver_info")
@@ -29,10 +40,10 @@ func (v viewCtx) nic() string {
 	}
 	var rows []row
 	for name, mf := range v.cur.Families {
-		if !strings.HasPrefix(name, "xdp_ethtool_") || mf.GetType() == dto.MetricType_GAUGE {
+		if !nicFamily(name) || mf.GetType() == dto.MetricType_GAUGE {
 			continue
 		}
-		stat := strings.TrimPrefix(name, "xdp_ethtool_")
+		stat := strings.TrimPrefix(strings.TrimPrefix(name, "xdp_"), "ethtool_")
 		if curated(name) {
 			stat = "* " + stat
 		}
@@ -54,7 +65,7 @@ func (v viewCtx) nic() string {
 		return lessLabels(a.m.GetLabel(), b.m.GetLabel())
 	})
 	t := newTable()
-	for _, d := range append(v.headers(), v.uncore()...) {
+	for _, d := range append(append(v.headers(), v.signals()...), v.uncore()...) {
 		t.row(d)
 	}
 	t.row("device", "stat (per second; * typed by the exporter)", "rate")
@@ -138,6 +149,68 @@ func (v viewCtx) headers() []string {
 	for _, d := range devs {
 		sort.Strings(parts[d])
 		out = append(out, d+": "+strings.Join(parts[d], ", "))
+	}
+	return out
+}
+
+// signals is one line per device with NIC signals: the port's received
+// packets per second, the drops for lack of host resources and their
+// share of them, the allocation failures, each with its source.
+func (v viewCtx) signals() []string {
+	type dev struct {
+		port, drops, alloc  float64
+		portSrc, dropSrc    string
+		hasPort, hasAlloc   bool
+		dropStats, allocSrc string
+	}
+	devs := map[string]*dev{}
+	get := func(s Series) *dev {
+		d := devs[s.Get("device")]
+		if d == nil {
+			d = &dev{}
+			devs[s.Get("device")] = d
+		}
+		return d
+	}
+	for _, s := range v.rates("xdp_nic_port_packets_total") {
+		if s.Get("direction") == "rx" {
+			d := get(s)
+			d.port, d.portSrc, d.hasPort = d.port+s.Value, s.Get("source"), true
+		}
+	}
+	for _, s := range byLabels(v.rates("xdp_nic_rx_host_drops_total"), "device", "source", "stat", "where") {
+		d := get(s)
+		d.drops += s.Value
+		d.dropSrc = s.Get("source")
+		where := ""
+		if w := s.Get("where"); w != "" {
+			where = " " + w
+		}
+		d.dropStats += fmt.Sprintf("%s%s %s, ", s.Get("stat"), where, pps(s.Value))
+	}
+	for _, s := range v.rates("xdp_nic_rx_alloc_failures_total") {
+		d := get(s)
+		d.alloc, d.allocSrc, d.hasAlloc = d.alloc+s.Value, s.Get("source"), true
+	}
+	names := slices.Sorted(maps.Keys(devs))
+	out := make([]string, 0, len(names))
+	for _, name := range names {
+		d := devs[name]
+		var parts []string
+		if d.hasPort {
+			parts = append(parts, fmt.Sprintf("port rx %s pps (%s)", pps(d.port), d.portSrc))
+		}
+		if d.dropSrc != "" {
+			share := ""
+			if d.hasPort && d.port > 0 {
+				share = fmt.Sprintf(", %.1f%% of port rx", 100*d.drops/d.port)
+			}
+			parts = append(parts, fmt.Sprintf("host-resource drops %s pps (%s: %s%s)", pps(d.drops), d.dropSrc, strings.TrimSuffix(d.dropStats, ", "), share))
+		}
+		if d.hasAlloc {
+			parts = append(parts, fmt.Sprintf("rx alloc failures %s/s (%s)", pps(d.alloc), d.allocSrc))
+		}
+		out = append(out, name+": "+strings.Join(parts, "; "))
 	}
 	return out
 }

@@ -139,27 +139,54 @@ func TestNapiView(t *testing.T) {
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func TestNICViewOnlyChanged(t *testing.T) {
-	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_ethtool_stat_rx_packets untyped\n# TYPE xdp_ethtool_rx_out_of_buffer_total counter\n# TYPE xdp_ethtool_channels gauge\n"
+	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_ethtool_stat_rx_packets untyped\n# TYPE xdp_ethtool_rx_page_cache_events_total counter\n# TYPE xdp_ethtool_channels gauge\n"
 	prev := parse(t, 0, head+`xdp_ethtool_driver_info{device="eth0",driver="mlx5_core"} 1
 xdp_ethtool_stat_rx_packets{device="eth0"} 100
 xdp_ethtool_stat_rx_packets{device="eth1"} 100
-xdp_ethtool_rx_out_of_buffer_total{device="eth0"} 0
+xdp_ethtool_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 0
 xdp_ethtool_channels{device="eth0",type="combined"} 8
 `)
 	cur := parse(t, 1, head+`xdp_ethtool_driver_info{device="eth0",driver="mlx5_core"} 1
 xdp_ethtool_stat_rx_packets{device="eth0"} 600
 xdp_ethtool_stat_rx_packets{device="eth1"} 100
-xdp_ethtool_rx_out_of_buffer_total{device="eth0"} 7
+xdp_ethtool_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 7
 xdp_ethtool_channels{device="eth0",type="combined"} 8
 `)
 	out := Render("nic", prev, cur, "")
-	for _, want := range []string{"eth0 stat_rx_packets 500", "eth0 * rx_out_of_buffer_total 7", "eth0: combined channels 8"} {
+	for _, want := range []string{"eth0 stat_rx_packets 500", "eth0 * rx_page_cache_events_total{queue=0,event=empty} 7", "eth0: combined channels 8"} {
 		if !containsFields(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "eth1") {
 		t.Errorf("eth1 changed nothing but is listed:\n%s", out)
+	}
+}
+
+// TestNICViewSignals: the NIC view's line per device has the seed's
+// port load, its drops for lack of host resources by counter and their
+// share, and the allocation failures, each with its source.
+func TestNICViewSignals(t *testing.T) {
+	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_nic_port_packets_total counter\n# TYPE xdp_nic_rx_host_drops_total counter\n# TYPE xdp_nic_rx_alloc_failures_total counter\n"
+	scrape := func(at, k float64) *Scrape {
+		return parse(t, at, head+fmt.Sprintf(`xdp_ethtool_driver_info{device="mlx5p1",driver="mlx5_core"} 1
+xdp_nic_port_packets_total{device="mlx5p1",direction="rx",source="ethtool"} %g
+xdp_nic_port_packets_total{device="mlx5p1",direction="tx",source="ethtool"} 0
+xdp_nic_rx_host_drops_total{device="mlx5p1",source="ethtool",stat="rx_discards_phy",where="port"} %g
+xdp_nic_rx_host_drops_total{device="mlx5p1",source="ethtool",stat="rx_out_of_buffer",where="ring"} %g
+xdp_nic_rx_alloc_failures_total{device="mlx5p1",source="netdev_qstats",stat="rx-alloc-fail"} %g
+xdp_nic_rx_host_drops_total{device="veth0",source="link_stats64",stat="rx_dropped"} %g
+`, k*88049446, k*13760980, k*93624, k*5, k*12))
+	}
+	out := Render("nic", scrape(0, 0), scrape(1, 1), "")
+	for _, want := range []string{
+		"mlx5p1: port rx 88,049,446 pps (ethtool); host-resource drops 13,854,604 pps (ethtool: rx_discards_phy port 13,760,980, rx_out_of_buffer ring 93,624, 15.7% of port rx); rx alloc failures 5/s (netdev_qstats)",
+		"veth0: host-resource drops 12 pps (link_stats64: rx_dropped 12)",
+		"mlx5p1 * nic_rx_host_drops_total{source=ethtool,stat=rx_discards_phy,where=port} 13,760,980",
+	} {
+		if !containsFields(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
 	}
 }
 
