@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cilium/ebpf/link"
@@ -187,8 +188,9 @@ func TestNetdevLiveUnsupported(t *testing.T) {
 
 // netdevValues is a netdev.Reader of typed values. A command in
 // unsupported fails as on a kernel without it (EOPNOTSUPP); calls counts
-// what was asked.
+// what was asked, from the collector's concurrent dumps.
 type netdevValues struct {
+	mu                  sync.Mutex
 	devs                []netdev.Dev
 	qstats, queueQstats []netdev.Qstats
 	queues              []netdev.Queue
@@ -200,6 +202,8 @@ type netdevValues struct {
 }
 
 func netdevAnswer[T any](v *netdevValues, cmd uint8, values []T) ([]T, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if v.calls == nil {
 		v.calls = map[uint8]int{}
 	}

@@ -46,10 +46,10 @@ type driverCase struct {
 
 func driverCases(t *testing.T) []driverCase {
 	var cases []driverCase
-	for _, f := range []string{"mlx5", "i40e", "ice", "ixgbe", "bnxt", "igb", "gve"} {
+	for _, f := range []string{"mlx5", "i40e", "ice", "ixgbe", "bnxt", "igb", "gve", "e1000e", "vmxnet3"} {
 		cases = append(cases, driverCase{name: f, dev: loadFixture(t, filepath.Join("testdata", "ethtool", f+".txt"))})
 	}
-	for _, d := range []string{"mlx4_en", "igc", "e1000e", "sfc", "nfp", "vmxnet3", "idpf"} {
+	for _, d := range []string{"mlx4_en", "igc", "sfc", "nfp", "idpf"} {
 		cases = append(cases, driverCase{name: d, dev: sourceDev(d)})
 	}
 	cases[len(cases)-1].std = linkDrops("rx_dropped") // idpf's vport discards
@@ -60,8 +60,8 @@ func driverCases(t *testing.T) []driverCase {
 		s.std.qstats = []netdev.Qstats{q}
 	}})
 	unknown := loadFixture(t, filepath.Join("testdata", "ethtool", "veth.txt"))
-	unknown.info.Driver = "8139too"
-	return append(cases, driverCase{name: "8139too", dev: unknown, std: linkDrops("rx_missed_errors")})
+	unknown.info.Driver = "8139cp"
+	return append(cases, driverCase{name: "8139cp", dev: unknown, std: linkDrops("rx_missed_errors")})
 }
 
 // linkDrops puts the drops into one rtnl_link_stats64 field.

@@ -44,10 +44,10 @@ const (
 // the tests left out there and why. Everything else in them runs on every
 // kernel.
 var guestPackages = []guestPackage{
-	// The checks of check_test.go; the matrix and the PCIe topology guest
-	// boot QEMU themselves and run on the host, as does the check of
-	// docs/kernels.md against the recording.
-	{pkg: "kernelmatrix", skip: "TestKernelMatrix|TestPCIeTopology|TestKernelsDocGenerated"},
+	// The checks of check_test.go; the matrix, the PCIe topology guest and
+	// the emulated NICs' guest boot QEMU themselves and run on the host, as
+	// does the check of docs/kernels.md against the recording.
+	{pkg: "kernelmatrix", skip: "TestKernelMatrix|TestPCIeTopology|TestEmulatedNICs|TestKernelsDocGenerated"},
 	// The churn tests make 2,000 veth pairs or program replacements: they
 	// test the reaper's bookkeeping, which no kernel changes, and take
 	// minutes under QEMU's emulator.

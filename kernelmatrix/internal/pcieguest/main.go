@@ -12,11 +12,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -25,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
+	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/guestexporter"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
 
@@ -46,18 +44,18 @@ func main() {
 const addr = "127.0.0.1:19739"
 
 func run(exporter, out, inject string, errorsN int, rx, tx string, frames uint64) error {
-	cmd := exec.Command(exporter, "--web.listen-address="+addr, "--collector.disable-defaults",
+	e, err := guestexporter.Start(exporter, addr, "--collector.disable-defaults",
 		"--collector.pcie", "--collector.rxq", "--collector.rxq.device="+rx, "--collector.rxq.action=drop")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		return err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(unix.SIGTERM)
-		_ = cmd.Wait()
-	}()
-	if err := waitUp(); err != nil {
-		return err
+	defer e.Stop()
+	scrape := func(out, name string) (string, error) {
+		b, err := e.Scrape()
+		if err != nil {
+			return "", err
+		}
+		return string(b), os.WriteFile(filepath.Join(out, name+".prom"), b, 0o644)
 	}
 	if _, err := scrape(out, "initial"); err != nil {
 		return err
@@ -95,35 +93,6 @@ func run(exporter, out, inject string, errorsN int, rx, tx string, frames uint64
 		}
 	}
 	return nil
-}
-
-func waitUp() error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the exporter did not answer: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// scrape writes /metrics to out/name.prom and returns it.
-func scrape(out, name string) (string, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	return string(b), os.WriteFile(filepath.Join(out, name+".prom"), b, 0o644)
 }
 
 // injectCorrectable writes n Bad TLP errors (PCI_ERR_COR_BAD_TLP) for
