@@ -2,7 +2,6 @@ package kernelmatrix
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -50,23 +49,10 @@ const emulatedFrames = 20_000
 // With XDP_EXPORTER_RECORD=capture the e1000e and vmxnet3 dumps become the
 // collector's fixtures.
 func TestEmulatedNICs(t *testing.T) {
-	testenv.Privileged(t)
-	if err := vm.Available(); err != nil {
-		testenv.Unavailable(t, "emulated NICs guest: %v", err)
+	ctx, k, bin, ok := trixieGuest(t, "emulated NICs guest", "nicguest", 20*time.Minute)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	k, err := vm.Fetch(ctx, "trixie")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := buildStatic(t, func(dir string) [][]string {
-		return [][]string{
-			{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"},
-			{"go", "build", "-o", filepath.Join(dir, "nicguest"), "./kernelmatrix/internal/nicguest"},
-		}
-	})
 	nicsJSON, err := json.Marshal(emunic.NICs)
 	if err != nil {
 		t.Fatal(err)

@@ -49,29 +49,16 @@ const (
 // train its link below what both ends can do: xdp_pcie_link_degraded is
 // 0 here, and the degraded case is in the collector's fixtures.
 func TestPCIeTopology(t *testing.T) {
-	testenv.Privileged(t)
-	if err := vm.Available(); err != nil {
-		testenv.Unavailable(t, "PCIe topology guest: %v", err)
+	ctx, k, bin, ok := trixieGuest(t, "PCIe topology guest", "pcieguest", 15*time.Minute)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	k, err := vm.Fetch(ctx, "trixie")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := buildStatic(t, func(dir string) [][]string {
-		return [][]string{
-			{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"},
-			{"go", "build", "-o", filepath.Join(dir, "pcieguest"), "./kernelmatrix/internal/pcieguest"},
-		}
-	})
 	out := t.TempDir()
 	script := fmt.Sprintf("export %s=packet\nmodprobe aer_inject\n"+
 		"%s/pcieguest -exporter %s/xdp_exporter -out \"$XDPVM_OUT\" -inject 0000:40:00.0 -errors %d -rx eth3 -tx eth2 -frames %d\n",
 		trafficgen.MethodEnv, bin, bin, aerErrors, pcieFrames)
 	var console strings.Builder
-	err = vm.Run(ctx, vm.Config{Kernel: k, Script: script, Out: out, Console: &console, NUMA: true, Devices: pcieTopology})
+	err := vm.Run(ctx, vm.Config{Kernel: k, Script: script, Out: out, Console: &console, NUMA: true, Devices: pcieTopology})
 	logHarness(t, console.String())
 	if err != nil {
 		t.Fatalf("%v\nguest console:\n%s\nthe pcie series the guest saw:\n%s", err, console.String(), pcieSeries(out))
@@ -196,4 +183,30 @@ func pcieSeries(dir string) string {
 		}
 	}
 	return b.String()
+}
+
+// trixieGuest is what a host test that boots a guest of its own needs:
+// Debian's 6.12 and, built static, the exporter and the guest half
+// kernelmatrix/internal/<guest>, with a context of timeout. ok is false
+// where this machine cannot boot guests (a failure in CI).
+func trixieGuest(t *testing.T, what, guest string, timeout time.Duration) (ctx context.Context, k vm.Kernel, bin string, ok bool) {
+	t.Helper()
+	testenv.Privileged(t)
+	if err := vm.Available(); err != nil {
+		testenv.Unavailable(t, "%s: %v", what, err)
+		return nil, k, "", false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	k, err := vm.Fetch(ctx, "trixie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = buildStatic(t, func(dir string) [][]string {
+		return [][]string{
+			{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"},
+			{"go", "build", "-o", filepath.Join(dir, guest), "./kernelmatrix/internal/" + guest},
+		}
+	})
+	return ctx, k, bin, true
 }

@@ -13,12 +13,12 @@ package ethtoolnl
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/genl"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
 )
 
@@ -82,48 +82,22 @@ var (
 	ErrNoStats  = fmt.Errorf("%w: the kernel has no ETHTOOL_MSG_STATS_GET (needs Linux 5.13 or later)", errors.ErrUnsupported)
 )
 
-// Source runs one dump request and returns its replies. Conn is the
-// kernel's; tests replay recorded replies.
+// Source runs one dump request and returns its replies. genl.Family is
+// the kernel's; tests replay recorded replies.
 type Source interface {
 	Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error)
 	Close() error
 }
 
-// Conn opens a socket per dump, as netdev.Conn does and for the same
-// reason: a dump that failed part-way leaves replies that poison the socket.
-type Conn struct{ family uint16 }
-
-// Dial resolves the family and returns the kernel's Reader;
-// errors.Is(err, ErrNoFamily) where the kernel has none.
+// Dial resolves the family and returns the kernel's Reader, a socket per
+// dump; errors.Is(err, ErrNoFamily) where the kernel has none.
 func Dial() (Decoded, error) {
-	conn, err := genetlink.Dial(nil)
+	f, err := genl.Resolve(FamilyName, genlVersion, ErrNoFamily)
 	if err != nil {
-		return Decoded{}, fmt.Errorf("opening a generic netlink socket: %w", err)
+		return Decoded{}, err
 	}
-	defer conn.Close()
-	fam, err := conn.GetFamily(FamilyName)
-	if errors.Is(err, os.ErrNotExist) {
-		return Decoded{}, fmt.Errorf("%w (%v)", ErrNoFamily, err)
-	}
-	if err != nil {
-		return Decoded{}, fmt.Errorf("resolving generic netlink family %q: %w", FamilyName, err)
-	}
-	return Decoded{&Conn{family: fam.ID}}, nil
+	return Decoded{f}, nil
 }
-
-// Dump runs one dump request on a socket of its own.
-func (c *Conn) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
-	conn, err := genetlink.Dial(nil)
-	if err != nil {
-		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
-	}
-	defer conn.Close()
-	req := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: genlVersion}, Data: attrs}
-	return conn.Execute(req, c.family, netlink.Request|netlink.Dump)
-}
-
-// Close releases nothing: sockets live for one dump.
-func (c *Conn) Close() error { return nil }
 
 // Reader is what the collectors ask of the family.
 type Reader interface {
@@ -132,7 +106,8 @@ type Reader interface {
 	Close() error
 }
 
-// Decoded reads a Source's replies: the kernel's (a Conn) or recorded ones.
+// Decoded reads a Source's replies: the kernel's (a genl.Family) or
+// recorded ones.
 type Decoded struct{ Source }
 
 // MACStats dumps the eth-mac group of every device; errors.Is(err,

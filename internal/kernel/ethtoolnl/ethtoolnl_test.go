@@ -193,3 +193,20 @@ func FuzzDecodeMAC(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMACStats is the ethtool collector's per-scrape cost of the
+// eth-mac group of every device in the namespace.
+func BenchmarkMACStats(b *testing.B) {
+	d, err := Dial()
+	if errors.Is(err, errors.ErrUnsupported) {
+		b.Skip(err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := d.MACStats(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

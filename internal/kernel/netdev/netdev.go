@@ -7,11 +7,11 @@ package netdev
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/genl"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
 )
 
@@ -400,8 +400,8 @@ var CmdNames = map[uint8]string{
 	CmdQstatsGet:        "qstats-get",
 }
 
-// Source runs one netdev dump request and returns its replies. Conn is
-// the kernel's; tests replay captured replies.
+// Source runs one netdev dump request and returns its replies.
+// genl.Family is the kernel's; tests replay captured replies.
 type Source interface {
 	Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error)
 	Close() error
@@ -411,47 +411,16 @@ type Source interface {
 // supported here (errors.ErrUnsupported).
 var ErrNoFamily = fmt.Errorf(`%w: the kernel has no "netdev" generic netlink family (needs Linux 6.3 or later)`, errors.ErrUnsupported)
 
-// Conn opens a socket per dump. A dump that fails part-way (EBUSY while
-// interfaces come and go) leaves its remaining replies queued on the
-// socket, and every later request on that socket then reads them and fails
-// with "mismatched sequence"; a fresh socket per dump cannot be poisoned
-// and lets concurrent scrapes run without sharing one.
-type Conn struct {
-	family uint16
-}
-
 // Dial resolves the family and returns the kernel's Reader, a socket per
-// dump (Conn) decoded; errors.Is(err, ErrNoFamily) where the kernel has
-// none.
+// dump (genl.Family) decoded; errors.Is(err, ErrNoFamily) where the
+// kernel has none.
 func Dial() (Decoded, error) {
-	conn, err := genetlink.Dial(nil)
+	f, err := genl.Resolve(FamilyName, 1, ErrNoFamily)
 	if err != nil {
-		return Decoded{}, fmt.Errorf("opening a generic netlink socket: %w", err)
+		return Decoded{}, err
 	}
-	defer conn.Close()
-	fam, err := conn.GetFamily(FamilyName)
-	if errors.Is(err, os.ErrNotExist) {
-		return Decoded{}, fmt.Errorf("%w (%v)", ErrNoFamily, err)
-	}
-	if err != nil {
-		return Decoded{}, fmt.Errorf("resolving generic netlink family %q: %w", FamilyName, err)
-	}
-	return Decoded{&Conn{family: fam.ID}}, nil
+	return Decoded{f}, nil
 }
-
-// Dump runs one dump request on a socket of its own.
-func (c *Conn) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
-	conn, err := genetlink.Dial(nil)
-	if err != nil {
-		return nil, fmt.Errorf("opening a generic netlink socket: %w", err)
-	}
-	defer conn.Close()
-	req := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: 1}, Data: attrs}
-	return conn.Execute(req, c.family, netlink.Request|netlink.Dump)
-}
-
-// Close releases nothing: sockets live for one dump.
-func (c *Conn) Close() error { return nil }
 
 // Reader is the family's dumps, decoded: what the collectors ask of the
 // kernel. Decoded is the kernel's (or a recording's); tests of what uses
@@ -472,8 +441,8 @@ type Reader interface {
 	Close() error
 }
 
-// Decoded reads a Source's replies: the Reader of the kernel (a Conn) or of
-// recorded replies.
+// Decoded reads a Source's replies: the Reader of the kernel (a
+// genl.Family) or of recorded replies.
 type Decoded struct{ Source }
 
 // dumpDecode runs one dump and decodes its replies; a decoding error

@@ -53,11 +53,6 @@ var xdpModes = []struct {
 // than one mode at once (XDP_ATTACHED_MULTI, offload next to native or
 // generic), in which case the kernel omits IFLA_XDP_PROG_ID.
 func Dump() ([]Link, error) {
-	conn, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
-	if err != nil {
-		return nil, fmt.Errorf("dumping links: opening a route netlink socket: %w", err)
-	}
-	defer conn.Close()
 	// Without the link statistics (IFLA_STATS, IFLA_STATS64) each message
 	// is about half the size; DumpStats64 reads them for the collectors
 	// that need them, only the 64-bit set.
@@ -71,29 +66,41 @@ func Dump() ([]Link, error) {
 		Header: netlink.Header{Type: unix.RTM_GETLINK, Flags: netlink.Request | netlink.Dump},
 		Data:   append(ifinfomsg(unix.AF_UNSPEC, 0), attrs...),
 	}
+	return dumpAll("dumping links (RTM_GETLINK)", req, unix.RTM_NEWLINK, ParseLink, func(l Link) uint32 { return l.Index })
+}
+
+// dumpAll runs a dump request on a route socket of its own and parses
+// every reply of type want, once per device: a dump that link changes
+// kept interrupting may repeat devices.
+func dumpAll[T any](what string, req netlink.Message, want netlink.HeaderType, parse func([]byte) (T, error), index func(T) uint32) ([]T, error) {
+	conn, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: opening a route netlink socket: %w", what, err)
+	}
+	defer conn.Close()
 	msgs, interrupted, err := execute(conn, req)
 	if err != nil {
-		return nil, fmt.Errorf("dumping links (RTM_GETLINK): %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	list := make([]Link, 0, len(msgs))
+	out := make([]T, 0, len(msgs))
 	seen := make(map[uint32]bool, len(msgs))
 	for _, m := range msgs {
-		if m.Header.Type != unix.RTM_NEWLINK {
+		if m.Header.Type != want {
 			continue
 		}
-		l, perr := ParseLink(m.Data)
-		if perr != nil {
-			return nil, perr
+		v, err := parse(m.Data)
+		if err != nil {
+			return nil, err
 		}
-		if !seen[l.Index] {
-			seen[l.Index] = true
-			list = append(list, l)
+		if i := index(v); !seen[i] {
+			seen[i] = true
+			out = append(out, v)
 		}
 	}
 	if interrupted {
-		return list, fmt.Errorf("dumping links (RTM_GETLINK): %w 10 times in a row (NLM_F_DUMP_INTR)", ErrDumpInterrupted)
+		return out, fmt.Errorf("%s: %w 10 times in a row (NLM_F_DUMP_INTR)", what, ErrDumpInterrupted)
 	}
-	return list, nil
+	return out, nil
 }
 
 // execute runs a dump, again while a concurrent link change interrupts

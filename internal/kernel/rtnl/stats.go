@@ -48,38 +48,11 @@ func (s LinkStats) Field(name string) (uint64, bool) {
 // requested (Linux 4.7), the counters `ip -s link` shows, computed by each
 // driver's ndo_get_stats64 at the time of the dump. Unprivileged.
 func DumpStats64() ([]LinkStats, error) {
-	conn, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
-	if err != nil {
-		return nil, fmt.Errorf("dumping link statistics: opening a route netlink socket: %w", err)
-	}
-	defer conn.Close()
 	req := netlink.Message{
 		Header: netlink.Header{Type: unix.RTM_GETSTATS, Flags: netlink.Request | netlink.Dump},
 		Data:   StatsRequest(0),
 	}
-	msgs, interrupted, err := execute(conn, req)
-	if err != nil {
-		return nil, fmt.Errorf("dumping link statistics (RTM_GETSTATS): %w", err)
-	}
-	out := make([]LinkStats, 0, len(msgs))
-	seen := make(map[uint32]bool, len(msgs))
-	for _, m := range msgs {
-		if m.Header.Type != unix.RTM_NEWSTATS {
-			continue
-		}
-		s, err := ParseStats(m.Data)
-		if err != nil {
-			return nil, err
-		}
-		if !seen[s.Index] {
-			seen[s.Index] = true
-			out = append(out, s)
-		}
-	}
-	if interrupted {
-		return out, fmt.Errorf("dumping link statistics (RTM_GETSTATS): %w 10 times in a row (NLM_F_DUMP_INTR)", ErrDumpInterrupted)
-	}
-	return out, nil
+	return dumpAll("dumping link statistics (RTM_GETSTATS)", req, unix.RTM_NEWSTATS, ParseStats, func(s LinkStats) uint32 { return s.Index })
 }
 
 // sizeofIfStatsMsg is struct if_stats_msg of include/uapi/linux/if_link.h:

@@ -107,3 +107,13 @@ func TestParseStatsKernelVersions(t *testing.T) {
 		t.Error("a message shorter than if_stats_msg parsed")
 	}
 }
+
+// BenchmarkDumpStats64 is the ethtool collector's per-scrape cost of the
+// rtnl_link_stats64 of every device in the namespace.
+func BenchmarkDumpStats64(b *testing.B) {
+	for b.Loop() {
+		if _, err := DumpStats64(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
