@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolname"
@@ -72,30 +73,24 @@ var driverTables = []driverTable{
 		// mlx4_en_DUMP_ETH_STATS reports as rx_fifo_errors.
 		{"rx_fifo_errors", sigDropPort, ""},
 	}},
-	{drivers: []string{"i40e"}, source: "drivers/net/ethernet/intel/i40e/i40e_ethtool.c", stats: []driverStat{
-		{"port.rx_unicast", sigPortRxPackets, ""}, {"port.rx_multicast", sigPortRxPackets, ""}, {"port.rx_broadcast", sigPortRxPackets, ""},
-		{"port.tx_unicast", sigPortTxPackets, ""}, {"port.tx_multicast", sigPortTxPackets, ""}, {"port.tx_broadcast", sigPortTxPackets, ""},
-		{"port.rx_bytes", sigPortRxBytes, ""}, {"port.tx_bytes", sigPortTxBytes, ""},
+	{drivers: []string{"i40e"}, source: "drivers/net/ethernet/intel/i40e/i40e_ethtool.c", stats: append(castPort("port.%s"),
 		// GLPRT_RDPC, the port's dropped packets; named port.rx_dropped
 		// before commit 5337d2949733 (Linux 6.7).
-		{"port.rx_discards", sigDropPort, ""}, {"port.rx_dropped", sigDropPort, ""},
+		driverStat{"port.rx_discards", sigDropPort, ""}, driverStat{"port.rx_dropped", sigDropPort, ""},
 		// GLV_RDPC, the VSI's no-descriptor drops, which that commit
 		// split out of rx_dropped into rx_missed_errors.
-		{"rx_missed_errors", sigDropRing, ""},
-		{"rx_alloc_fail", sigAllocFail, ""}, {"rx_pg_alloc_fail", sigAllocFail, ""},
-	}},
-	{drivers: []string{"ice"}, source: "drivers/net/ethernet/intel/ice/ice_ethtool.c", stats: []driverStat{
-		{"rx_unicast.nic", sigPortRxPackets, ""}, {"rx_multicast.nic", sigPortRxPackets, ""}, {"rx_broadcast.nic", sigPortRxPackets, ""},
-		{"tx_unicast.nic", sigPortTxPackets, ""}, {"tx_multicast.nic", sigPortTxPackets, ""}, {"tx_broadcast.nic", sigPortTxPackets, ""},
-		{"rx_bytes.nic", sigPortRxBytes, ""}, {"tx_bytes.nic", sigPortTxBytes, ""},
+		driverStat{"rx_missed_errors", sigDropRing, ""},
+		driverStat{"rx_alloc_fail", sigAllocFail, ""}, driverStat{"rx_pg_alloc_fail", sigAllocFail, ""},
+	)},
+	{drivers: []string{"ice"}, source: "drivers/net/ethernet/intel/ice/ice_ethtool.c", stats: append(castPort("%s.nic"),
 		// PRTRPB_RDPC, the port's receive packet buffer drops: "can mean
 		// that there is no PCIe bandwidth" (ice.rst). ice_update_vsi_stats
 		// reports it as rx_missed_errors.
-		{"rx_dropped.nic", sigDropPort, ""},
+		driverStat{"rx_dropped.nic", sigDropPort, ""},
 		// GLV_RDPC, the VSI's drops for lack of descriptors.
-		{"rx_dropped", sigDropRing, ""},
-		{"rx_alloc_fail", sigAllocFail, ""}, {"rx_pg_alloc_fail", sigAllocFail, ""},
-	}},
+		driverStat{"rx_dropped", sigDropRing, ""},
+		driverStat{"rx_alloc_fail", sigAllocFail, ""}, driverStat{"rx_pg_alloc_fail", sigAllocFail, ""},
+	)},
 	{drivers: []string{"ixgbe"}, source: "drivers/net/ethernet/intel/ixgbe/ixgbe_ethtool.c", stats: []driverStat{
 		{"rx_pkts_nic", sigPortRxPackets, ""}, {"tx_pkts_nic", sigPortTxPackets, ""},
 		{"rx_bytes_nic", sigPortRxBytes, ""}, {"tx_bytes_nic", sigPortTxBytes, ""},
@@ -183,6 +178,23 @@ var driverTables = []driverTable{
 	// driver's own (XDP, malformed). Its device statistics (virtio 1.3
 	// VIRTIO_NET_F_DEVICE_STATS) come as netdev qstats.
 	{drivers: []string{"virtio_net"}, source: "drivers/net/virtio_net.c"},
+}
+
+// castPort is i40e's and ice's port counters, name being the format of
+// each (port.%s, %s.nic): packets by cast (unicast, multicast, broadcast)
+// and bytes, in both directions.
+func castPort(name string) []driverStat {
+	var s []driverStat
+	for _, d := range []struct {
+		dir          string
+		pkts, octets nicSignal
+	}{{"rx", sigPortRxPackets, sigPortRxBytes}, {"tx", sigPortTxPackets, sigPortTxBytes}} {
+		for _, cast := range []string{"unicast", "multicast", "broadcast"} {
+			s = append(s, driverStat{fmt.Sprintf(name, d.dir+"_"+cast), d.pkts, ""})
+		}
+		s = append(s, driverStat{fmt.Sprintf(name, d.dir+"_bytes"), d.octets, ""})
+	}
+	return s
 }
 
 // e1000Family is the igb, igc and e1000e names: GPRC, GPTC, GORC, GOTC as

@@ -17,9 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolnl"
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
 )
 
 // fixtureDev is one device read from captured `ethtool -i`, `-S`, `-g`,
@@ -176,14 +173,6 @@ type fixtureSource struct {
 	std   fixtureStandard
 }
 
-// fixtureStandard is what the standard sources answer, errors included.
-type fixtureStandard struct {
-	mac                        []ethtoolnl.MAC
-	qstats                     []netdev.Qstats
-	link                       []rtnl.LinkStats
-	macErr, qstatsErr, linkErr error
-}
-
 func newFixtureSource(devs map[string]*fixtureDev) *fixtureSource {
 	s := &fixtureSource{devs: devs, index: map[string]int{}, gone: map[string]bool{}, calls: map[string]int{}}
 	names := make([]string, 0, len(devs))
@@ -293,27 +282,6 @@ func (s *fixtureSource) PrivFlags(name string) (uint32, error) {
 		return 0, err
 	}
 	return d.priv, nil
-}
-
-func (s *fixtureSource) MACStats() ([]ethtoolnl.MAC, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls["MACStats "]++
-	return s.std.mac, s.std.macErr
-}
-
-func (s *fixtureSource) Qstats() ([]netdev.Qstats, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls["Qstats "]++
-	return s.std.qstats, s.std.qstatsErr
-}
-
-func (s *fixtureSource) LinkStats() ([]rtnl.LinkStats, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.calls["LinkStats "]++
-	return s.std.link, s.std.linkErr
 }
 
 func (s *fixtureSource) Close() error { return nil }

@@ -159,7 +159,7 @@ func TestNetdevExcludedDumpNotMade(t *testing.T) {
 		v := testNetdev()
 		c, _ := valuesCollector(NetdevConfig{Filter: Filter{Families: fams}, PerQueueStats: true}, v)
 		mfs := gather(t, c)
-		asked, has := v.calls[netdev.CmdPagePoolStatsGet], mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
+		asked, has := v.calls[netdev.CmdPagePoolStatsGet].Load(), mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
 		if exclude == "" && (asked == 0 || !has) {
 			t.Errorf("without exclusions: page-pool-stats-get asked %d times, alloc_fast reported: %v", asked, has)
 		}

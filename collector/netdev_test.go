@@ -10,7 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cilium/ebpf/link"
@@ -190,7 +190,6 @@ func TestNetdevLiveUnsupported(t *testing.T) {
 // unsupported fails as on a kernel without it (EOPNOTSUPP); calls counts
 // what was asked, from the collector's concurrent dumps.
 type netdevValues struct {
-	mu                  sync.Mutex
 	devs                []netdev.Dev
 	qstats, queueQstats []netdev.Qstats
 	queues              []netdev.Queue
@@ -198,16 +197,11 @@ type netdevValues struct {
 	pools               []netdev.PagePool
 	poolStats           []netdev.PoolStats
 	unsupported         map[uint8]bool
-	calls               map[uint8]int
+	calls               [256]atomic.Int64
 }
 
 func netdevAnswer[T any](v *netdevValues, cmd uint8, values []T) ([]T, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.calls == nil {
-		v.calls = map[uint8]int{}
-	}
-	v.calls[cmd]++
+	v.calls[cmd].Add(1)
 	if v.unsupported[cmd] {
 		return nil, fmt.Errorf("%s: %w", netdev.CmdNames[cmd], unix.EOPNOTSUPP)
 	}
@@ -392,7 +386,7 @@ func TestNetdevUnsupportedOnce(t *testing.T) {
 			t.Fatal("page-pool-get metrics lost with page-pool-stats-get")
 		}
 	}
-	if n := v.calls[netdev.CmdPagePoolStatsGet]; n != 1 {
+	if n := v.calls[netdev.CmdPagePoolStatsGet].Load(); n != 1 {
 		t.Errorf("page-pool-stats-get asked %d times, want 1", n)
 	}
 	if n := strings.Count(log.String(), "CONFIG_PAGE_POOL_STATS"); n != 1 {

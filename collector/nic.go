@@ -34,30 +34,16 @@ import (
 //     (include/uapi/linux/if_link.h), zero where a driver does not count
 //     it: on a driver the exporter does not know it is the best there is.
 var (
-	nicPortPackets = newFamily("ethtool", "nic_port_packets_total",
-		"Packets received (direction rx) or sent at the port, before any drop for lack of host resources: the offered load. "+
-			"source eth_mac: the IEEE 802.3 FramesReceivedOK/FramesTransmittedOK of ethtool's eth-mac group (Linux 5.13); "+
-			"ethtool: the driver's ethtool -S names, summed (docs/collectors/ethtool.md lists them per driver).", Counter,
-		"device", "direction", "source")
-	nicPortBytes = newFamily("ethtool", "nic_port_bytes_total",
-		"Bytes received or sent at the port, from the same source as xdp_nic_port_packets_total "+
-			"(eth_mac OctetsReceivedOK/OctetsTransmittedOK, or the driver's names).", Counter,
-		"device", "direction", "source")
-	nicHostDrops = newFamily("ethtool", "nic_rx_host_drops_total",
-		"Received packets the NIC dropped for lack of host resources: where=port, the port had nowhere to put them "+
-			"(its buffer full: PCIe, memory or DDIO did not drain it); where=ring, no RX descriptor or buffer was posted "+
-			"(the CPU did not refill the ring in time). stat names the counter: the driver's ethtool -S name (source ethtool), "+
-			"qstats rx-hw-drop-overruns (source netdev_qstats) or a struct rtnl_link_stats64 field (source link_stats64), "+
-			"in that order of precedence per device.", Counter,
-		"device", "source", "stat", "where")
-	nicAllocFailures = newFamily("ethtool", "nic_rx_alloc_failures_total",
-		"Receive buffer (page, skb, DMA mapping) allocation failures: netdev qstats rx-alloc-fail where the driver reports it "+
-			"(source netdev_qstats), else the driver's ethtool -S names (source ethtool), stat naming the counter.", Counter,
-		"device", "source", "stat")
-	ethtoolAllowance = newFamily("ethtool", "ethtool_allowance_exceeded_packets_total",
-		"Packets the cloud queued or dropped because the instance exceeded an allowance: bw_in, bw_out (bandwidth), pps, "+
-			"conntrack, linklocal (ethtool -S <allowance>_allowance_exceeded; ENA).", Counter,
-		"device", "allowance")
+	nicPortPackets = newFamily("ethtool", "nic_port_packets_total", "Packets received (direction rx) or sent at the port, before any drop for lack of host resources: the offered load. source eth_mac: the IEEE 802.3 FramesReceivedOK/FramesTransmittedOK of ethtool's eth-mac group (Linux 5.13); ethtool: the driver's ethtool -S names, summed (docs/collectors/ethtool.md lists them per driver).",
+		Counter, "device", "direction", "source")
+	nicPortBytes = newFamily("ethtool", "nic_port_bytes_total", "Bytes received or sent at the port, from the same source as xdp_nic_port_packets_total (eth_mac OctetsReceivedOK/OctetsTransmittedOK, or the driver's names).",
+		Counter, "device", "direction", "source")
+	nicHostDrops = newFamily("ethtool", "nic_rx_host_drops_total", "Received packets the NIC dropped for lack of host resources: where=port, the port had nowhere to put them (its buffer full: PCIe, memory or DDIO did not drain it); where=ring, no RX descriptor or buffer was posted (the CPU did not refill the ring in time). stat names the counter: the driver's ethtool -S name (source ethtool), qstats rx-hw-drop-overruns (source netdev_qstats) or a struct rtnl_link_stats64 field (source link_stats64), in that order of precedence per device.",
+		Counter, "device", "source", "stat", "where")
+	nicAllocFailures = newFamily("ethtool", "nic_rx_alloc_failures_total", "Receive buffer (page, skb, DMA mapping) allocation failures: netdev qstats rx-alloc-fail where the driver reports it (source netdev_qstats), else the driver's ethtool -S names (source ethtool), stat naming the counter.",
+		Counter, "device", "source", "stat")
+	ethtoolAllowance = newFamily("ethtool", "ethtool_allowance_exceeded_packets_total", "Packets the cloud queued or dropped because the instance exceeded an allowance: bw_in, bw_out (bandwidth), pps, conntrack, linklocal (ethtool -S <allowance>_allowance_exceeded; ENA).",
+		Counter, "device", "allowance")
 )
 
 // Values of the source label.
@@ -160,35 +146,48 @@ type standardSources struct {
 }
 
 func (c *ethtoolCollector) readStandard() (*nicStandard, error) {
-	std := &nicStandard{}
 	var errs []error
 	port := c.fams.keeps(nicPortPackets) || c.fams.keeps(nicPortBytes)
 	drops, alloc := c.fams.keeps(nicHostDrops), c.fams.keeps(nicAllocFailures)
-	if port && !c.unsupported.mac.Load() {
-		macs, err := c.src.MACStats()
-		c.standardErr("eth-mac", "the kernel needs ETHTOOL_MSG_STATS_GET (Linux 5.13): port counters come from the driver's names", err, &c.unsupported.mac, &errs)
-		std.mac = make(map[int]ethtoolnl.MAC, len(macs))
-		for _, m := range macs {
-			std.mac[int(m.Ifindex)] = m
-		}
-	}
-	if (drops || alloc) && !c.unsupported.qstats.Load() {
-		qs, err := c.src.Qstats()
-		c.standardErr("qstats-get", "the kernel needs netdev qstats (Linux 6.9): drops and allocation failures come from the driver's names and rtnl_link_stats64", err, &c.unsupported.qstats, &errs)
-		std.qstats = make(map[int]netdev.Qstats, len(qs))
-		for _, q := range qs {
-			std.qstats[int(q.Ifindex)] = mergeQstats(std.qstats[int(q.Ifindex)], q)
-		}
-	}
-	if drops && !c.unsupported.link.Load() {
-		ls, err := c.src.LinkStats()
-		c.standardErr("rtnl_link_stats64", "the kernel needs RTM_GETSTATS (Linux 4.7): no drop signal where the driver names none", err, &c.unsupported.link, &errs)
-		std.link = make(map[int]rtnl.LinkStats, len(ls))
-		for _, l := range ls {
-			std.link[int(l.Index)] = l
-		}
+	read := standardReader{c, &errs}
+	std := &nicStandard{
+		mac: readOne(read, port, &c.unsupported.mac, "eth-mac", "the kernel needs ETHTOOL_MSG_STATS_GET (Linux 5.13): port counters come from the driver's names",
+			c.src.MACStats, func(m ethtoolnl.MAC) uint32 { return m.Ifindex }, nil),
+		qstats: readOne(read, drops || alloc, &c.unsupported.qstats, "qstats-get", "the kernel needs netdev qstats (Linux 6.9): drops and allocation failures come from the driver's names and rtnl_link_stats64",
+			c.src.Qstats, func(q netdev.Qstats) uint32 { return q.Ifindex }, mergeQstats),
+		link: readOne(read, drops, &c.unsupported.link, "rtnl_link_stats64", "the kernel needs RTM_GETSTATS (Linux 4.7): no drop signal where the driver names none",
+			c.src.LinkStats, func(l rtnl.LinkStats) uint32 { return l.Index }, nil),
 	}
 	return std, errors.Join(errs...)
+}
+
+// standardReader is the collector and the errors of one readStandard.
+type standardReader struct {
+	c    *ethtoolCollector
+	errs *[]error
+}
+
+// readOne reads one standard source, if a kept family needs it and the
+// kernel has it, by ifindex; merge joins two replies of one device (nil:
+// the first wins).
+func readOne[T any](r standardReader, needed bool, unsupported *atomic.Bool, what, hint string,
+	read func() ([]T, error), index func(T) uint32, merge func(a, b T) T) map[int]T {
+	if !needed || unsupported.Load() {
+		return nil
+	}
+	values, err := read()
+	r.c.standardErr(what, hint, err, unsupported, r.errs)
+	out := make(map[int]T, len(values))
+	for _, v := range values {
+		i := int(index(v))
+		if prev, ok := out[i]; ok && merge != nil {
+			v = merge(prev, v)
+		} else if ok {
+			continue
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // mergeQstats adds the counters of b that a lacks: a device's replies

@@ -304,3 +304,29 @@ func TestDriverTables(t *testing.T) {
 		}
 	}
 }
+
+// fixtureStandard is what the standard sources answer, errors included.
+type fixtureStandard struct {
+	mac                        []ethtoolnl.MAC
+	qstats                     []netdev.Qstats
+	link                       []rtnl.LinkStats
+	macErr, qstatsErr, linkErr error
+}
+
+// standard counts a call to a standard source and answers it.
+func standard[T any](s *fixtureSource, call string, values []T, err error) ([]T, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[call+" "]++
+	return values, err
+}
+
+func (s *fixtureSource) MACStats() ([]ethtoolnl.MAC, error) {
+	return standard(s, "MACStats", s.std.mac, s.std.macErr)
+}
+func (s *fixtureSource) Qstats() ([]netdev.Qstats, error) {
+	return standard(s, "Qstats", s.std.qstats, s.std.qstatsErr)
+}
+func (s *fixtureSource) LinkStats() ([]rtnl.LinkStats, error) {
+	return standard(s, "LinkStats", s.std.link, s.std.linkErr)
+}

@@ -15,11 +15,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/emunic"
 	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/vm"
-	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
-
-// emulatedFrames is what each NIC's feeder sends.
-const emulatedFrames = 20_000
 
 // TestEmulatedNICs boots Debian's 6.12 with QEMU's e1000e, vmxnet3 and
 // rtl8139, each fed by a virtio-net NIC on a hub of their own, and runs
@@ -49,24 +45,12 @@ const emulatedFrames = 20_000
 // With XDP_EXPORTER_RECORD=capture the e1000e and vmxnet3 dumps become the
 // collector's fixtures.
 func TestEmulatedNICs(t *testing.T) {
-	ctx, k, bin, ok := trixieGuest(t, "emulated NICs guest", "nicguest", 20*time.Minute)
+	guest, ok := trixieGuest(t, "emulated NICs guest", "nicguest", 20*time.Minute)
 	if !ok {
 		return
 	}
-	nicsJSON, err := json.Marshal(emunic.NICs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	script := fmt.Sprintf("export %s=packet\nmodprobe -a e1000e vmxnet3 8139cp\n"+
-		"%s/nicguest -exporter %s/xdp_exporter -out \"$XDPVM_OUT\" -frames %d -nics '%s'\n",
-		trafficgen.MethodEnv, bin, bin, emulatedFrames, nicsJSON)
-	var console strings.Builder
-	err = vm.Run(ctx, vm.Config{Kernel: k, Script: script, Out: out, Console: &console, Devices: emunic.QEMUArgs(emunic.NICs)})
-	logHarness(t, console.String())
-	if err != nil {
-		t.Fatalf("%v\nguest console:\n%s", err, console.String())
-	}
+	out, _ := guest.run(t, "modprobe -a e1000e vmxnet3 8139cp", "", vm.Config{Devices: emunic.QEMUArgs(emunic.NICs)},
+		func(string) string { return "" })
 	var nics []emunic.NIC
 	b, err := os.ReadFile(filepath.Join(out, "nics.json"))
 	if err == nil {
@@ -91,7 +75,7 @@ func TestEmulatedNICs(t *testing.T) {
 			g.checkUnknown()
 		}
 		if testenv.Capturing() && n.Driver != "8139cp" {
-			captureFixture(t, out, n, k.Version)
+			captureFixture(t, out, n, guest.kernel.Version)
 		}
 	}
 }

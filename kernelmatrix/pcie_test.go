@@ -49,24 +49,16 @@ const (
 // train its link below what both ends can do: xdp_pcie_link_degraded is
 // 0 here, and the degraded case is in the collector's fixtures.
 func TestPCIeTopology(t *testing.T) {
-	ctx, k, bin, ok := trixieGuest(t, "PCIe topology guest", "pcieguest", 15*time.Minute)
+	g, ok := trixieGuest(t, "PCIe topology guest", "pcieguest", 15*time.Minute)
 	if !ok {
 		return
 	}
-	out := t.TempDir()
-	script := fmt.Sprintf("export %s=packet\nmodprobe aer_inject\n"+
-		"%s/pcieguest -exporter %s/xdp_exporter -out \"$XDPVM_OUT\" -inject 0000:40:00.0 -errors %d -rx eth3 -tx eth2 -frames %d\n",
-		trafficgen.MethodEnv, bin, bin, aerErrors, pcieFrames)
-	var console strings.Builder
-	err := vm.Run(ctx, vm.Config{Kernel: k, Script: script, Out: out, Console: &console, NUMA: true, Devices: pcieTopology})
-	logHarness(t, console.String())
-	if err != nil {
-		t.Fatalf("%v\nguest console:\n%s\nthe pcie series the guest saw:\n%s", err, console.String(), pcieSeries(out))
-	}
+	out, console := g.run(t, "modprobe aer_inject", fmt.Sprintf("-inject 0000:40:00.0 -errors %d -rx eth3 -tx eth2 -frames %d", aerErrors, pcieFrames),
+		vm.Config{NUMA: true, Devices: pcieTopology}, func(out string) string { return "the pcie series the guest saw:\n" + pcieSeries(out) })
 	read := func(name string) exportertest.Families {
 		b, err := os.ReadFile(filepath.Join(out, name+".prom"))
 		if err != nil {
-			t.Fatalf("%s: %v\nguest console:\n%s", name, err, console.String())
+			t.Fatalf("%s: %v\nguest console:\n%s", name, err, console)
 		}
 		return exportertest.Parse(t, string(b))
 	}
@@ -185,16 +177,23 @@ func pcieSeries(dir string) string {
 	return b.String()
 }
 
-// trixieGuest is what a host test that boots a guest of its own needs:
-// Debian's 6.12 and, built static, the exporter and the guest half
+// ownGuest is the guest of a host test that boots one of its own:
+// Debian's 6.12 and, built static, the exporter and the test's guest half.
+type ownGuest struct {
+	ctx         context.Context
+	kernel      vm.Kernel
+	bin, binary string
+}
+
+// trixieGuest builds an ownGuest whose half is
 // kernelmatrix/internal/<guest>, with a context of timeout. ok is false
 // where this machine cannot boot guests (a failure in CI).
-func trixieGuest(t *testing.T, what, guest string, timeout time.Duration) (ctx context.Context, k vm.Kernel, bin string, ok bool) {
+func trixieGuest(t *testing.T, what, guest string, timeout time.Duration) (g ownGuest, ok bool) {
 	t.Helper()
 	testenv.Privileged(t)
 	if err := vm.Available(); err != nil {
 		testenv.Unavailable(t, "%s: %v", what, err)
-		return nil, k, "", false
+		return g, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
@@ -202,11 +201,31 @@ func trixieGuest(t *testing.T, what, guest string, timeout time.Duration) (ctx c
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin = buildStatic(t, func(dir string) [][]string {
+	bin := buildStatic(t, func(dir string) [][]string {
 		return [][]string{
 			{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"},
 			{"go", "build", "-o", filepath.Join(dir, guest), "./kernelmatrix/internal/" + guest},
 		}
 	})
-	return ctx, k, bin, true
+	return ownGuest{ctx, k, bin, guest}, true
+}
+
+// run boots the guest with cfg's devices, runs setup then the guest half
+// (`GUEST EXPORTER OUTDIR args`, frames through AF_PACKET: under the
+// emulator, live frames outrun NAPI), and returns the directory the half
+// wrote to and what the guest printed. A guest that fails ends t with the
+// console and what more says of out.
+func (g ownGuest) run(t *testing.T, setup, args string, cfg vm.Config, more func(out string) string) (out, console string) {
+	t.Helper()
+	out = t.TempDir()
+	var b strings.Builder
+	cfg.Kernel, cfg.Console, cfg.Out = g.kernel, &b, out
+	cfg.Script = fmt.Sprintf("export %s=packet\n%s\n%s/%s %s/xdp_exporter \"$XDPVM_OUT\" %s\n",
+		trafficgen.MethodEnv, setup, g.bin, g.binary, g.bin, args)
+	err := vm.Run(g.ctx, cfg)
+	logHarness(t, b.String())
+	if err != nil {
+		t.Fatalf("%v\nguest console:\n%s\n%s", err, b.String(), more(out))
+	}
+	return out, b.String()
 }

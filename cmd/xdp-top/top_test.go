@@ -258,11 +258,16 @@ func (tm *tmux) views(dev string) (rxq, napi []string, nic string) {
 	return rxq, napi, tm.screen(`rx_xdp_processed_packets_total`)
 }
 
-// plainViews splits --plain output into every interval of each view, and
-// the last one.
+// plainViews splits --plain output into every interval of each view that
+// shows rates, and the last one. An interval whose scrape before it timed
+// out (a loaded machine, the 1 s interval) rightly waits for a second
+// scrape; the checks need at least one with rates all the same.
 func plainViews(plain string) (blocks map[string][]string, last map[string]string) {
 	blocks, last = map[string][]string{}, map[string]string{}
 	for _, block := range strings.Split(plain, "--- ")[1:] {
+		if strings.Contains(block, "waiting for a second scrape") {
+			continue
+		}
 		if f := strings.Fields(block); len(f) > 1 {
 			blocks[f[1]] = append(blocks[f[1]], block)
 			last[f[1]] = block

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/genl"
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
 )
 
 // FamilyName is the generic netlink family (Linux 5.6).
@@ -148,30 +147,25 @@ func MACRequest() []byte {
 // eth-mac group (another group asked for) gives an empty MAC.
 func DecodeMAC(msgs []genetlink.Message) ([]MAC, error) {
 	out := make([]MAC, 0, len(msgs))
-	for i, m := range msgs {
+	err := genl.DecodeEach(msgs, "STATS_GET", func(ad *netlink.AttributeDecoder) error {
 		var s MAC
-		err := nlattr.Decode(m.Data, func(ad *netlink.AttributeDecoder) error {
-			for ad.Next() {
-				switch ad.Type() {
-				case aHeader:
-					ad.Nested(func(nad *netlink.AttributeDecoder) error {
-						decodeHeader(nad, &s)
-						return nil
-					})
-				case aGroup:
-					ad.Nested(func(nad *netlink.AttributeDecoder) error {
-						return decodeGroup(nad, &s)
-					})
-				}
+		for ad.Next() {
+			switch ad.Type() {
+			case aHeader:
+				ad.Nested(func(nad *netlink.AttributeDecoder) error {
+					decodeHeader(nad, &s)
+					return nil
+				})
+			case aGroup:
+				ad.Nested(func(nad *netlink.AttributeDecoder) error {
+					return decodeGroup(nad, &s)
+				})
 			}
-			return nil
-		})
-		if err != nil {
-			return out, fmt.Errorf("STATS_GET reply %d: %w", i, err)
 		}
 		out = append(out, s)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 func decodeHeader(ad *netlink.AttributeDecoder, s *MAC) {

@@ -184,12 +184,10 @@ func FuzzDecodeMAC(f *testing.F) {
 	seeds, err := nltest.ReadDir(replies)
 	nltest.AddSeeds(f, seeds, err)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		msgs, ok := nltest.Genl(raw)
-		if !ok {
-			return
-		}
-		if got, err := DecodeMAC(msgs); err == nil && len(got) != len(msgs) {
-			t.Fatalf("%d values from %d messages", len(got), len(msgs))
+		if msgs, ok := nltest.Genl(raw); ok {
+			if got, err := DecodeMAC(msgs); err == nil && len(got) != len(msgs) {
+				t.Fatalf("%d values from %d messages", len(got), len(msgs))
+			}
 		}
 	})
 }

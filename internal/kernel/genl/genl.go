@@ -10,6 +10,8 @@ import (
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
 )
 
 // Family is a resolved family. It opens a socket per dump: a dump that
@@ -50,6 +52,17 @@ func (f *Family) Dump(cmd uint8, attrs []byte) ([]genetlink.Message, error) {
 	defer conn.Close()
 	req := genetlink.Message{Header: genetlink.Header{Command: cmd, Version: f.version}, Data: attrs}
 	return conn.Execute(req, f.id, netlink.Request|netlink.Dump)
+}
+
+// DecodeEach runs fn over the attributes of every message, stopping at
+// the first malformed one; what names the messages in the error.
+func DecodeEach(msgs []genetlink.Message, what string, fn func(ad *netlink.AttributeDecoder) error) error {
+	for i, m := range msgs {
+		if err := nlattr.Decode(m.Data, fn); err != nil {
+			return fmt.Errorf("%s message %d: %w", what, i, err)
+		}
+	}
+	return nil
 }
 
 // Close releases nothing: sockets live for one dump.

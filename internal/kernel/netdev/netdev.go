@@ -124,17 +124,6 @@ var (
 	XSKFlagNames       = []string{"tx-timestamp", "tx-checksum", "tx-launch-time-fifo"}
 )
 
-// decodeEach runs fn over the attributes of every message, stopping at the
-// first malformed one.
-func decodeEach(msgs []genetlink.Message, what string, fn func(ad *netlink.AttributeDecoder) error) error {
-	for i, m := range msgs {
-		if err := nlattr.Decode(m.Data, fn); err != nil {
-			return fmt.Errorf("%s message %d: %w", what, i, err)
-		}
-	}
-	return nil
-}
-
 // Qstats is one qstats-get reply, per queue or (perQueue false) per
 // device.
 type Qstats struct {
@@ -149,7 +138,7 @@ type Qstats struct {
 // DecodeQstats decodes the replies of a qstats-get dump.
 func DecodeQstats(msgs []genetlink.Message) ([]Qstats, error) {
 	out := make([]Qstats, 0, len(msgs))
-	err := decodeEach(msgs, "qstats-get", func(ad *netlink.AttributeDecoder) error {
+	err := genl.DecodeEach(msgs, "qstats-get", func(ad *netlink.AttributeDecoder) error {
 		var s Qstats
 		for ad.Next() {
 			switch t := ad.Type(); {
@@ -188,7 +177,7 @@ type Dev struct {
 // DecodeDevs decodes the replies of a dev-get dump.
 func DecodeDevs(msgs []genetlink.Message) ([]Dev, error) {
 	out := make([]Dev, 0, len(msgs))
-	err := decodeEach(msgs, "dev-get", func(ad *netlink.AttributeDecoder) error {
+	err := genl.DecodeEach(msgs, "dev-get", func(ad *netlink.AttributeDecoder) error {
 		var d Dev
 		for ad.Next() {
 			switch ad.Type() {
@@ -224,7 +213,7 @@ type Queue struct {
 // DecodeQueues decodes the replies of a queue-get dump.
 func DecodeQueues(msgs []genetlink.Message) ([]Queue, error) {
 	out := make([]Queue, 0, len(msgs))
-	err := decodeEach(msgs, "queue-get", func(ad *netlink.AttributeDecoder) error {
+	err := genl.DecodeEach(msgs, "queue-get", func(ad *netlink.AttributeDecoder) error {
 		var q Queue
 		for ad.Next() {
 			switch ad.Type() {
@@ -260,7 +249,7 @@ type Napi struct {
 // DecodeNapis decodes the replies of a napi-get dump.
 func DecodeNapis(msgs []genetlink.Message) ([]Napi, error) {
 	out := make([]Napi, 0, len(msgs))
-	err := decodeEach(msgs, "napi-get", func(ad *netlink.AttributeDecoder) error {
+	err := genl.DecodeEach(msgs, "napi-get", func(ad *netlink.AttributeDecoder) error {
 		var n Napi
 		for ad.Next() {
 			switch ad.Type() {
@@ -300,7 +289,7 @@ type PagePool struct {
 // DecodePagePools decodes the replies of a page-pool-get dump.
 func DecodePagePools(msgs []genetlink.Message) ([]PagePool, error) {
 	out := make([]PagePool, 0, len(msgs))
-	err := decodeEach(msgs, "page-pool-get", func(ad *netlink.AttributeDecoder) error {
+	err := genl.DecodeEach(msgs, "page-pool-get", func(ad *netlink.AttributeDecoder) error {
 		var p PagePool
 		for ad.Next() {
 			switch ad.Type() {
@@ -335,7 +324,7 @@ type PoolStats struct {
 // DecodePagePoolStats decodes the replies of a page-pool-stats-get dump.
 func DecodePagePoolStats(msgs []genetlink.Message) ([]PoolStats, error) {
 	out := make([]PoolStats, 0, len(msgs))
-	err := decodeEach(msgs, "page-pool-stats-get", func(ad *netlink.AttributeDecoder) error {
+	err := genl.DecodeEach(msgs, "page-pool-stats-get", func(ad *netlink.AttributeDecoder) error {
 		var s PoolStats
 		for ad.Next() {
 			switch t := ad.Type(); {

@@ -22,6 +22,9 @@ type NIC struct {
 	Sent   uint64 `json:"sent"`
 }
 
+// Frames is what each NIC's feeder sends.
+const Frames = 20_000
+
 // NICs are QEMU 7.2's emulations whose Linux drivers the test runs: the
 // ring sizes are the drivers' minimums (E1000_MIN_RXD; vmxnet3 rounds
 // to VMXNET3_RING_SIZE_ALIGN); 8139cp has no ring parameters. rtl8139

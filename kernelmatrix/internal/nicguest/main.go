@@ -3,44 +3,30 @@
 // on a hub of its own with a virtio-net NIC that feeds it, it shrinks the
 // NIC's RX ring, starts the exporter (the vmxnet3 NIC under the rxq
 // collector), floods each NIC from its feeder as fast as AF_PACKET sends,
-// and writes to -out, once the counters settle, a scrape and the driver's
+// and writes to OUTDIR, once the counters settle, a scrape and the driver's
 // own view: ethtool -i and -S, ip -s link, /proc/interrupts and the RX
 // IRQs' effective affinity. The test on the host compares them.
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/vishvananda/netns"
 	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/emunic"
-	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/guestexporter"
-	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/guest"
 )
 
 func main() {
-	exporter := flag.String("exporter", "", "the xdp_exporter binary")
-	out := flag.String("out", "", "directory for what the host checks")
-	nicsJSON := flag.String("nics", "", "the NICs, as JSON ([]emunic.NIC)")
-	frames := flag.Uint64("frames", 20_000, "frames sent to each NIC")
-	flag.Parse()
-	var nics []emunic.NIC
-	if err := json.Unmarshal([]byte(*nicsJSON), &nics); err != nil {
-		fmt.Fprintln(os.Stderr, "nicguest: -nics:", err)
-		os.Exit(2)
-	}
-	if err := run(*exporter, *out, nics, *frames); err != nil {
-		fmt.Fprintln(os.Stderr, "nicguest:", err)
-		os.Exit(1)
-	}
+	guest.Main("nicguest", func(exporter, out string, _ []string) error {
+		return run(exporter, out, slices.Clone(emunic.NICs), emunic.Frames)
+	})
 }
 
 const addr = "127.0.0.1:19740"
@@ -64,7 +50,7 @@ func run(exporter, out string, nics []emunic.NIC, frames uint64) error {
 			args = append(args, "--collector.rxq", "--collector.rxq.device="+n.Dev, "--collector.rxq.action=drop")
 		}
 	}
-	e, err := guestexporter.Start(exporter, addr, args...)
+	e, err := guest.StartExporter(exporter, addr, args...)
 	if err != nil {
 		return err
 	}
@@ -137,25 +123,11 @@ func sh(args ...string) error {
 // flood sends frames from the feeder to the NIC as fast as AF_PACKET
 // goes: faster than the guest drains a small ring.
 func flood(n *emunic.NIC, frames uint64) error {
-	from, err := net.InterfaceByName(n.Feeder)
-	if err != nil {
+	if err := guest.Send(n.Feeder, n.Dev, frames, 0); err != nil {
 		return err
 	}
-	to, err := net.InterfaceByName(n.Dev)
-	if err != nil {
-		return err
-	}
-	g, err := trafficgen.New()
-	if err != nil {
-		return err
-	}
-	defer g.Close()
-	n.Sent, err = g.Run(context.Background(), trafficgen.Config{NS: netns.None(), Ifindex: from.Index, SrcMAC: from.HardwareAddr,
-		DstMAC: to.HardwareAddr, Count: frames, CPUs: []int{0}})
-	if err == nil && n.Sent != frames {
-		err = fmt.Errorf("%s: sent %d of %d frames", n.Feeder, n.Sent, frames)
-	}
-	return err
+	n.Sent = frames
+	return nil
 }
 
 // settle waits until no NIC's counters move: `ip -s link` the same twice
@@ -190,7 +162,7 @@ func settle(nics []emunic.NIC) error {
 // record writes the scrape, and for each NIC its driver's ethtool -i and
 // -S, ip -s -s link as JSON, and /proc/interrupts with the effective
 // affinity of every IRQ named after the NIC.
-func record(e *guestexporter.Exporter, out string, nics []emunic.NIC) error {
+func record(e *guest.Exporter, out string, nics []emunic.NIC) error {
 	body, err := e.Scrape()
 	if err != nil {
 		return err

@@ -7,44 +7,40 @@
 package main
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
-	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/guestexporter"
-	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/guest"
 )
 
 func main() {
-	exporter := flag.String("exporter", "", "the xdp_exporter binary")
-	out := flag.String("out", "", "directory for the scrapes")
-	inject := flag.String("inject", "", "PCI address of the root port to inject correctable errors into")
-	errorsN := flag.Int("errors", 0, "correctable errors (Bad TLP) to inject")
-	rx := flag.String("rx", "", "the NIC that receives, under the rxq collector")
-	tx := flag.String("tx", "", "the NIC that sends to it")
-	frames := flag.Uint64("frames", 500, "frames per CPU step")
-	flag.Parse()
-	if err := run(*exporter, *out, *inject, *errorsN, *rx, *tx, *frames); err != nil {
-		fmt.Fprintln(os.Stderr, "pcieguest:", err)
-		os.Exit(1)
-	}
+	guest.Main("pcieguest", func(exporter, out string, args []string) error {
+		fs := flag.NewFlagSet("pcieguest", flag.ContinueOnError)
+		inject := fs.String("inject", "", "PCI address of the root port to inject correctable errors into")
+		errorsN := fs.Int("errors", 0, "correctable errors (Bad TLP) to inject")
+		rx := fs.String("rx", "", "the NIC that receives, under the rxq collector")
+		tx := fs.String("tx", "", "the NIC that sends to it")
+		frames := fs.Uint64("frames", 500, "frames per CPU step")
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		return run(exporter, out, *inject, *errorsN, *rx, *tx, *frames)
+	})
 }
 
 const addr = "127.0.0.1:19739"
 
 func run(exporter, out, inject string, errorsN int, rx, tx string, frames uint64) error {
-	e, err := guestexporter.Start(exporter, addr, "--collector.disable-defaults",
+	e, err := guest.StartExporter(exporter, addr, "--collector.disable-defaults",
 		"--collector.pcie", "--collector.rxq", "--collector.rxq.device="+rx, "--collector.rxq.action=drop")
 	if err != nil {
 		return err
@@ -141,29 +137,6 @@ func rxIRQ(scrape, dev string) (string, error) {
 	return "", fmt.Errorf("the exporter names no IRQ for queue 0 of %s", dev)
 }
 
-// send sends n frames from tx to rx's MAC through AF_PACKET, paced so
-// the emulated NIC's ring never overflows.
-func send(tx, rx string, n uint64) error {
-	from, err := net.InterfaceByName(tx)
-	if err != nil {
-		return err
-	}
-	to, err := net.InterfaceByName(rx)
-	if err != nil {
-		return err
-	}
-	g, err := trafficgen.New()
-	if err != nil {
-		return err
-	}
-	defer g.Close()
-	sent, err := g.Run(context.Background(), trafficgen.Config{NS: netns.None(), Ifindex: from.Index, SrcMAC: from.HardwareAddr,
-		DstMAC: to.HardwareAddr, Count: n, Rate: 2000, CPUs: []int{0}})
-	if err != nil {
-		return err
-	}
-	if sent < n {
-		return fmt.Errorf("sent %d of %d frames", sent, n)
-	}
-	return nil
-}
+// send sends n frames from tx to rx's MAC, paced so the emulated NIC's
+// ring never overflows.
+func send(tx, rx string, n uint64) error { return guest.Send(tx, rx, n, 2000) }

@@ -54,16 +54,11 @@ xdp_rxq_packets_total{device="eth0",queue="0",cpu="0",action="drop"} 3000
 xdp_rxq_packets_total{device="eth0",queue="1",cpu="1",action="drop"} 5000
 `)
 	out := Render("rxq", prev, cur, "")
-	for _, want := range []string{
+	wantFields(t, out,
 		"observing eth0 prog 42",
 		"RXQ stats  RXQ:CPU  pps  drop  pass",
 		"rx_queue_index  0:0  4,000  3,000  1,000",
-		"rx_queue_index  1:1  5,000  5,000  0",
-	} {
-		if !containsFields(out, want) {
-			t.Errorf("missing %q in:\n%s", want, out)
-		}
-	}
+		"rx_queue_index  1:1  5,000  5,000  0")
 }
 
 func TestRxqView(t *testing.T) {
@@ -82,17 +77,12 @@ xdp_pcie_cpu_numa_remote{device="eth0",cpu="0"} 0
 xdp_pcie_cpu_numa_remote{device="eth0",cpu="2"} 1
 `)
 	out := Render("rxq", prev, cur, "")
-	for _, want := range []string{
+	wantFields(t, out,
 		"XDP-RX CPU  0      3,000,000",
 		"XDP-RX CPU  2      500,000 remote NUMA node",
 		"XDP-RX CPU  total  3,500,000  3",
 		"rx_queue_index  1:0      2,000,000",
-		"CPU 0 serves 2 busy queues",
-	} {
-		if !containsFields(out, want) {
-			t.Errorf("missing %q in:\n%s", want, out)
-		}
-	}
+		"CPU 0 serves 2 busy queues")
 	if containsFields(out, "XDP-RX CPU 0 3,000,000 remote") {
 		t.Errorf("CPU 0 is on the NIC's node but marked remote:\n%s", out)
 	}
@@ -102,6 +92,16 @@ xdp_pcie_cpu_numa_remote{device="eth0",cpu="2"} 1
 }
 
 // containsFields matches want's whitespace-separated fields on one line.
+// wantFields fails t for each of wants that no line of out contains.
+func wantFields(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !containsFields(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
 func containsFields(out, want string) bool {
 	w := strings.Join(strings.Fields(want), " ")
 	for _, line := range strings.Split(out, "\n") {
@@ -153,11 +153,7 @@ xdp_ethtool_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 7
 xdp_ethtool_channels{device="eth0",type="combined"} 8
 `)
 	out := Render("nic", prev, cur, "")
-	for _, want := range []string{"eth0 stat_rx_packets 500", "eth0 * rx_page_cache_events_total{queue=0,event=empty} 7", "eth0: combined channels 8"} {
-		if !containsFields(out, want) {
-			t.Errorf("missing %q in:\n%s", want, out)
-		}
-	}
+	wantFields(t, out, "eth0 stat_rx_packets 500", "eth0 * rx_page_cache_events_total{queue=0,event=empty} 7", "eth0: combined channels 8")
 	if strings.Contains(out, "eth1") {
 		t.Errorf("eth1 changed nothing but is listed:\n%s", out)
 	}
@@ -179,15 +175,10 @@ xdp_nic_rx_host_drops_total{device="veth0",source="link_stats64",stat="rx_droppe
 `, k*88049446, k*13760980, k*93624, k*5, k*12))
 	}
 	out := Render("nic", scrape(0, 0), scrape(1, 1), "")
-	for _, want := range []string{
+	wantFields(t, out,
 		"mlx5p1: port rx 88,049,446 pps (ethtool); host-resource drops 13,854,604 pps (ethtool: rx_discards_phy port 13,760,980, rx_out_of_buffer ring 93,624, 15.7% of port rx); rx alloc failures 5/s (netdev_qstats)",
 		"veth0: host-resource drops 12 pps (link_stats64: rx_dropped 12)",
-		"mlx5p1 * nic_rx_host_drops_total{source=ethtool,stat=rx_discards_phy,where=port} 13,760,980",
-	} {
-		if !containsFields(out, want) {
-			t.Errorf("missing %q in:\n%s", want, out)
-		}
-	}
+		"mlx5p1 * nic_rx_host_drops_total{source=ethtool,stat=rx_discards_phy,where=port} 13,760,980")
 }
 
 // TestNICViewUncore: the NIC view shows, per device, its root complex's
@@ -210,14 +201,9 @@ xdp_uncore_ddio_requests_total{socket="1",request="itom",result="miss"} %g
 `, 900e6*k, 10e6*k, 50e6*k, 7e6*k, 6e6*k, 4e6*k, 9e6*k, 5e6*k))
 	}
 	out := Render("nic", scrape(0, 0), scrape(1, 1), "")
-	for _, want := range []string{
+	wantFields(t, out,
 		"eth0: root complex 0000:3a (socket 0) up 910.0 MB/s, down 50.0 MB/s measured; DDIO write misses 40.0%",
-		"eth1: root complex 0000:ae (socket 1) up 7.0 MB/s, down 0.0 MB/s measured",
-	} {
-		if !containsFields(out, want) {
-			t.Errorf("missing %q in:\n%s", want, out)
-		}
-	}
+		"eth1: root complex 0000:ae (socket 1) up 7.0 MB/s, down 0.0 MB/s measured")
 	if strings.Contains(out, "eth1: root complex 0000:ae (socket 1) up 7.0 MB/s, down 0.0 MB/s measured; DDIO") {
 		t.Errorf("socket 1 counts misses alone, yet shows a share:\n%s", out)
 	}
