@@ -56,16 +56,19 @@ fuzz:
 # the dashboards and rules with the Helm chart's and the mixin's copies
 # (dashboards), and docs/kernels.md's support table (kernelmatrix, from its
 # recording). RECORD=1 first rewrites the recordings the tests compare
-# with: the constructed netdev replies, the AF_XDP diag reply, the
-# whole-host fixture's scrape, the XY charts' transformed frames, and what
-# the kernel matrix measures (it boots the matrix: about 15 minutes).
-# RECORD=capture also records the netdev replies of this kernel, whose
-# values internal/kernel/netdev's TestDecodeCaptured then states anew.
+# with: the constructed netdev and ethtool STATS_GET replies, the AF_XDP
+# diag reply, the whole-host fixture's scrape, the per-driver alert cases
+# (dashboards/rules/tests/nic_drivers.yml), the XY charts' transformed
+# frames, and what the kernel matrix measures (it boots the matrix: about
+# 30 minutes). RECORD=capture also records this kernel's netdev and
+# STATS_GET replies, whose values the readers' TestDecodeCaptured and
+# TestCapturedReply then state anew.
 RECORD ?=
 generate:
 ifneq ($(RECORD),)
-	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 -run '^(TestReplies|TestDecodeRecording|TestHostRecording|TestXYReferenceSeriesResolve)$$' \
-		./internal/kernel/netdev ./internal/kernel/xskdiag ./collector ./dashboards
+	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 \
+		-run '^(TestReplies|TestConstructedReply|TestMACStatsLive|TestDecodeRecording|TestHostRecording|TestNICDriverAlertCases|TestXYReferenceSeriesResolve)$$' \
+		./internal/kernel/netdev ./internal/kernel/ethtoolnl ./internal/kernel/xskdiag ./collector ./dashboards
 	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 -v -timeout 45m -run '^TestKernelMatrix$$' ./kernelmatrix
 endif
 	$(GO) generate ./...
