@@ -67,6 +67,48 @@ type Config struct {
 	PCIeAER           PCIeAERConfig        `yaml:"pcie_aer"`
 	RemoteNUMA        RemoteNUMAConfig     `yaml:"remote_numa"`
 	PCIeBusy          PCIeBusyConfig       `yaml:"pcie_busy"`
+
+	// Global holds the global tier's alerts (rules/global.yml).
+	Global GlobalConfig `yaml:"global"`
+}
+
+// GlobalConfig: the alerts of the global tier, which need more than one
+// host's series. A device with the seed's signature (NICDropsWhileIdle's
+// thresholds, read from the edge's recorded series) is one host's problem
+// until FleetWideDrops.MinShare of its job's hosts, and at least
+// FleetWideDrops.MinHosts, show it: then the drops are fleet-wide (an
+// upstream burst, a change rolled out everywhere) and one alert says so
+// instead of one per host. A collector failing on CollectorFailing.MinShare
+// of the hosts is a release's or a rollout's fault, not a host's. A host
+// whose up stopped arriving within HostSilent.Window no longer reaches the
+// global tier (its edge Prometheus or the remote write is down).
+type GlobalConfig struct {
+	HostDrops        AlertConfig      `yaml:"host_drops"`
+	FleetWideDrops   FleetShareConfig `yaml:"fleet_wide_drops"`
+	CollectorFailing FleetShareConfig `yaml:"collector_failing"`
+	HostSilent       HostSilentConfig `yaml:"host_silent"`
+}
+
+// AlertConfig is an alert's for: duration and severity.
+type AlertConfig struct {
+	For      string `yaml:"for"`
+	Severity string `yaml:"severity"`
+}
+
+// FleetShareConfig: at least MinShare of a job's hosts, and at least
+// MinHosts of them.
+type FleetShareConfig struct {
+	MinShare float64 `yaml:"min_host_share"`
+	MinHosts int     `yaml:"min_hosts"`
+	For      string  `yaml:"for"`
+	Severity string  `yaml:"severity"`
+}
+
+// HostSilentConfig: a host that sent up within Window and sends none now.
+type HostSilentConfig struct {
+	Window   string `yaml:"window"`
+	For      string `yaml:"for"`
+	Severity string `yaml:"severity"`
 }
 
 // RXCPUConfig: a CPU is an RX CPU when the rxq collector sees at least
@@ -348,7 +390,25 @@ func DefaultConfig() Config {
 		RemoteNUMA: RemoteNUMAConfig{MaxRemoteRatio: 0.1, MinPackets: 1000, For: "10m", Severity: "warning"},
 		PCIeBusy: PCIeBusyConfig{MaxUseRatio: 0.8, For: "10m", Severity: "warning",
 			Model: PCIeModel{TLPOverheadBytes: 24, MaxPayloadBytes: 256, DescriptorBytes: 16, CompletionBytes: 64}},
+		Global: GlobalConfig{
+			HostDrops: AlertConfig{For: "5m", Severity: "warning"},
+			// Half the hosts: one host dropping in a job of two is still
+			// that host's problem.
+			FleetWideDrops: FleetShareConfig{MinShare: 0.5, MinHosts: 2, For: "5m", Severity: "critical"},
+			// A tenth of the hosts, and two: one host is XDPExporterCollectorFailing's.
+			CollectorFailing: FleetShareConfig{MinShare: 0.1, MinHosts: 2, For: "15m", Severity: "warning"},
+			HostSilent:       HostSilentConfig{Window: "1h", For: "5m", Severity: "warning"},
+		},
 	}
+}
+
+// fleetLabels tell the fleets (clusters and jobs) apart: what the global
+// tier's roll-ups keep.
+func (c Config) fleetLabels() string {
+	if c.ClusterLabel == "" {
+		return "job"
+	}
+	return c.ClusterLabel + ", job"
 }
 
 // hostLabels are the labels that identify one exporter: what recording

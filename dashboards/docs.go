@@ -30,8 +30,12 @@ type recording struct {
 	exprs []string
 }
 
-// alertsFile is the rule file holding the alerts, which ALERTS reflects.
-const alertsFile = "rules/alerts.yml"
+// alertsFile is the rule file holding the edge's alerts, which ALERTS
+// reflects; globalFile the global tier's rules (global.go).
+const (
+	alertsFile = "rules/alerts.yml"
+	globalFile = "rules/global.yml"
+)
 
 func newSources(cfg Config) sources {
 	s := sources{families: collector.Catalogue(), optIn: map[string]bool{}, rules: map[string]recording{}}

@@ -15,6 +15,9 @@ func fleetBoard(cfg Config) board {
 		description: "XDP signals per host across the fleet, from the recording rules in dashboards/rules/recording.yml (load them in Prometheus). " +
 			"Top-20 panels keep the graphs readable with hundreds of instances.",
 		multiHost: true,
+		// The per-device recorded series the view reads: what the edge
+		// ships to a global tier (Shipped), where the raw families are not.
+		devices: r.deviceXDP() + "|" + r.hostDrops(),
 		rows: []row{
 			{title: "Traffic", tool: "none: one terminal per host does not scale", panels: []panel{
 				{
@@ -90,7 +93,7 @@ func fleetBoard(cfg Config) board {
 				{
 					title: "PCIe AER errors per host (top 20)", unit: "ops", min: &f0, exempt: exemptLink, runbook: AlertPCIeAERCorr,
 					description: "Advanced Error Reporting errors per second of the NICs' functions, by type.",
-					targets:     []target{{refID: "A", expr: top("sum by (instance, type) (rate(xdp_pcie_aer_errors_total" + inst + "[$__rate_interval]))"), legend: "{{instance}} {{type}}"}},
+					targets:     []target{{refID: "A", expr: top(r.hostAER() + inst), legend: "{{instance}} {{type}}"}},
 				},
 			}},
 			{title: "NAPI, errors and the exporter", tool: "napi_monitor and xdp_monitor on every host", panels: []panel{

@@ -14,7 +14,7 @@ func boards(cfg Config) []board {
 }
 
 // Generate renders every generated file, keyed by its path relative to
-// the dashboards directory: the three dashboards and the three rule files.
+// the dashboards directory: the three dashboards and the four rule files.
 func Generate(cfg Config) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	bs := boards(cfg)
@@ -44,6 +44,7 @@ func Generate(cfg Config) (map[string][]byte, error) {
 func ruleFiles(cfg Config) map[string]RuleFile {
 	return map[string]RuleFile{
 		"rules/recording.yml": RecordingRules(cfg),
+		globalFile:            GlobalRules(cfg),
 		"rules/lab.yml":       LabRecordingRules(cfg),
 		alertsFile:            AlertingRules(cfg),
 	}
@@ -52,7 +53,7 @@ func ruleFiles(cfg Config) map[string]RuleFile {
 // packagedFiles are the generated files the Helm chart and the monitoring
 // mixin carry: the rules and the dashboards of a production cluster (the
 // paper figures and their lab rules belong to the lab).
-var packagedFiles = []string{"rules/recording.yml", alertsFile, "xdp-run-view.json", "xdp-fleet-view.json"}
+var packagedFiles = []string{"rules/recording.yml", alertsFile, globalFile, "xdp-run-view.json", "xdp-fleet-view.json"}
 
 // Packaged returns the copies of files (Generate's) that the Helm chart
 // (deploy/helm/xdp-exporter/files/) and the monitoring mixin

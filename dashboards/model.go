@@ -1,6 +1,7 @@
 package dashboards
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -116,7 +117,10 @@ type board struct {
 	multiHost   bool // instance is multi-select (fleet)
 	runbookURL  string
 	references  bool // has TestData reference series
-	rows        []row
+	// devices are the series whose device label fills $device
+	// (deviceSources when empty).
+	devices string
+	rows    []row
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -154,12 +158,28 @@ func variables(b board) []cog.Builder[dashboard.VariableModel] {
 			Label("Paper reference (TestData)").Type("grafana-testdata-datasource").
 			Description("A TestData datasource (Connections > Add new connection > TestData, no settings) that draws the paper's measured curves."))
 	}
-	return append(vars,
-		queryVariable("cluster", `label_values(xdp_scrape_collector_success, cluster)`, true, ".*"),
-		queryVariable("job", `label_values(xdp_scrape_collector_success{cluster=~"$cluster"}, job)`, true, ".+"),
-		queryVariable("instance", `label_values(xdp_scrape_collector_success{cluster=~"$cluster",job=~"$job"}, instance)`, b.multiHost, ".+"),
-		queryVariable("device", `label_values({__name__=~"`+deviceSources+`",`+selInst+`}, device)`, true, ".*"),
-	)
+	for _, v := range variableQueries(b) {
+		vars = append(vars, queryVariable(v.name, v.query, v.multi, v.all))
+	}
+	return vars
+}
+
+// variableQuery is a label_values variable of a board.
+type variableQuery struct {
+	name, query string
+	multi       bool
+	all         string
+}
+
+// variableQueries are the label_values variables of b.
+func variableQueries(b board) []variableQuery {
+	devices := cmp.Or(b.devices, deviceSources)
+	return []variableQuery{
+		{"cluster", `label_values(xdp_scrape_collector_success, cluster)`, true, ".*"},
+		{"job", `label_values(xdp_scrape_collector_success{cluster=~"$cluster"}, job)`, true, ".+"},
+		{"instance", `label_values(xdp_scrape_collector_success{cluster=~"$cluster",job=~"$job"}, instance)`, b.multiHost, ".+"},
+		{"device", `label_values({__name__=~"` + devices + `",` + selInst + `}, device)`, true, ".*"},
+	}
 }
 
 func promTarget(t target, k kind) cog.Builder[variants.Dataquery] {

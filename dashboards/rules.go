@@ -123,6 +123,7 @@ func (r recorded) hostActions() string {
 	return r.rate("instance_action", "xdp_ethtool_rx_xdp_packets")
 }
 func (r recorded) hostExc() string       { return r.rate("instance", "xdp_exceptions") }
+func (r recorded) hostAER() string       { return r.rate("instance_type", "xdp_pcie_aer_errors") }
 func (r recorded) hostRedirErr() string  { return r.rate("instance", "xdp_redirect_errors") }
 func (r recorded) hostCacheMiss() string { return "instance:xdp_rx_cpus_cache_miss:max_ratio" }
 func (r recorded) hostNAPIExh() string   { return "instance:xdp_napi_budget_exhausted:ratio" }
@@ -235,6 +236,7 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.hostActions(), "sum by ("+h+", action) ("+r.xdpActions()+")"),
 		rec(r.hostExc(), "sum by ("+h+") ("+r.exceptions()+")"),
 		rec(r.hostRedirErr(), "sum by ("+h+") ("+r.redirectErrs()+")"),
+		rec(r.hostAER(), sumRate(h+", type", "xdp_pcie_aer_errors_total")),
 		rec(r.hostCacheMiss(), "max by ("+h+") ("+rxOnly(r.cacheMiss())+")"),
 		rec(r.hostNAPIExh(), "sum by ("+h+") ("+r.napiExhausted()+")\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 		rec(r.hostNAPIKsi(), "sum by ("+h+") ("+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
@@ -276,8 +278,10 @@ func pcieRecordingRules(cfg Config, r recorded, h, sel, w string, sumRate func(b
 		rec(txB, sumRate(h+", device", "xdp_netdev_qstats_tx_bytes_total")),
 		rec(txP, sumRate(h+", device", "xdp_netdev_qstats_tx_packets_total")),
 		rec(r.pcieBandwidth(), "min by ("+h+", device) ("+withSelector("xdp_pcie_link_bandwidth_bytes_per_second", sel)+")"),
-		rec(r.pcieEstimate(), direction("upstream", data(rxB, rxP)+" + "+perPacket(m.CompletionBytes))),
-		rec(r.pcieEstimate(), direction("downstream", data(txB, txP)+" + "+perPacket(m.DescriptorBytes))),
+		// One rule per recorded name (promtool's lint: two rules writing
+		// the same name and labels race), the directions joined by or.
+		rec(r.pcieEstimate(), direction("upstream", data(rxB, rxP)+" + "+perPacket(m.CompletionBytes))+
+			"\nor\n"+direction("downstream", data(txB, txP)+" + "+perPacket(m.DescriptorBytes))),
 		rec(r.xdpRemote(), remote("xdp_rxq_packets_total", "xdp_pcie_cpu_numa_remote", "cpu")),
 		rec(r.rxRemote(), remote(`xdp_netdev_queue_rx_packets_total{type="rx"}`, "xdp_pcie_rx_queue_numa_remote_ratio", "queue")),
 	}
@@ -308,8 +312,8 @@ func uncoreRecordingRules(r recorded, h, sel, w string, sumRate func(by, series 
 		return sumRate(h+", socket", `xdp_uncore_ddio_requests_total{request=~"itom|itomcachenear",result="`+result+`"}`)
 	}
 	return []Rule{
-		record(r.pcieMeasured(), perDevice("upstream", "in", iio("inbound", "write")+" or "+iio("outbound", "read"))),
-		record(r.pcieMeasured(), perDevice("downstream", "out", iio("inbound", "read")+" or "+iio("outbound", "write"))),
+		record(r.pcieMeasured(), perDevice("upstream", "in", iio("inbound", "write")+" or "+iio("outbound", "read"))+
+			"\nor\n"+perDevice("downstream", "out", iio("inbound", "read")+" or "+iio("outbound", "write"))),
 		record(r.ddioWrites(), writes("hit")+"\n+\n"+writes("miss")),
 		record(r.ddioWriteMiss(), writes("miss")+"\n/\n"+r.ddioWrites()),
 	}

@@ -197,54 +197,69 @@ func checkDashboards(t *testing.T, cms []corev1.ConfigMap) {
 	}
 }
 
-// TestChartRules holds the PrometheusRule to dashboards/rules: its groups
-// are those of recording.yml and alerts.yml, in order, and they pass
-// promtool's check and every unit test of dashboards/rules/tests that
-// does not need the lab's rules.
+// TestChartRules holds the PrometheusRules to dashboards/rules: the
+// edge's groups are those of recording.yml and alerts.yml, in order, the
+// global tier's (prometheusRule.global) those of global.yml, and they
+// pass promtool's check and every unit test of dashboards/rules/tests
+// that does not need the lab's rules.
 func TestChartRules(t *testing.T) {
-	r := render(t, "--set", "prometheusRule.enabled=true")
-	if len(r.rules) != 1 {
-		t.Fatalf("%d PrometheusRules rendered", len(r.rules))
-	}
-	var want []monitoringv1.RuleGroup
-	for _, f := range []string{"recording.yml", "alerts.yml"} {
-		var file struct{ Groups []monitoringv1.RuleGroup }
-		b, err := os.ReadFile(filepath.Join("..", "dashboards", "rules", f))
-		if err != nil {
-			t.Fatal(err)
+	groups := func(files ...string) []monitoringv1.RuleGroup {
+		var want []monitoringv1.RuleGroup
+		for _, f := range files {
+			var file struct{ Groups []monitoringv1.RuleGroup }
+			b, err := os.ReadFile(filepath.Join("..", "dashboards", "rules", f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := yaml.UnmarshalStrict(b, &file); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			want = append(want, file.Groups...)
 		}
-		if err := yaml.UnmarshalStrict(b, &file); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		want = append(want, file.Groups...)
+		return want
 	}
-	got := r.rules[0].Spec.Groups
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("the PrometheusRule's %d groups differ from dashboards/rules' %d", len(got), len(want))
+	r := render(t, "--set", "prometheusRule.enabled=true", "--set", "prometheusRule.global.enabled=true")
+	if len(r.rules) != 2 {
+		t.Fatalf("%d PrometheusRules rendered, want the edge's and the global tier's", len(r.rules))
 	}
-	promtoolRules(t, got)
+	byName := map[string][]monitoringv1.RuleGroup{}
+	for _, pr := range r.rules {
+		byName[pr.Name] = pr.Spec.Groups
+	}
+	edge, global := byName["xdp-exporter"], byName["xdp-exporter-global"]
+	if want := groups("recording.yml", "alerts.yml"); !reflect.DeepEqual(edge, want) {
+		t.Fatalf("the edge PrometheusRule's %d groups differ from dashboards/rules' %d", len(edge), len(want))
+	}
+	if want := groups("global.yml"); !reflect.DeepEqual(global, want) {
+		t.Fatalf("the global PrometheusRule's %d groups differ from global.yml's %d", len(global), len(want))
+	}
+	promtoolRules(t, edge, global)
 }
 
-// promtoolRules checks groups with promtool and runs the rule unit tests
-// on them: all groups in alerts.yml, none in recording.yml, which the
-// tests load together.
-func promtoolRules(t *testing.T, groups []monitoringv1.RuleGroup) {
+// promtoolRules checks the edge's and the global tier's groups with
+// promtool and runs the rule unit tests on them: the edge's groups in
+// alerts.yml, none in recording.yml, which the tests load together.
+func promtoolRules(t *testing.T, edge, global []monitoringv1.RuleGroup) {
 	t.Helper()
 	bin, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Fatal("promtool not installed (apt-get install prometheus)")
 	}
 	dir := t.TempDir()
-	alerts, err := yaml.Marshal(map[string]any{"groups": groups})
+	alerts, err := yaml.Marshal(map[string]any{"groups": edge})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"alerts.yml": alerts, "recording.yml": []byte("groups: []\n")} {
+	globalRules, err := yaml.Marshal(map[string]any{"groups": global})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"alerts.yml": alerts, "recording.yml": []byte("groups: []\n"), "global.yml": globalRules} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if out, err := exec.Command(bin, "check", "rules", filepath.Join(dir, "alerts.yml")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "check", "rules", "--lint-fatal", filepath.Join(dir, "alerts.yml"), filepath.Join(dir, "global.yml")).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
 	tests, err := filepath.Glob(filepath.Join("..", "dashboards", "rules", "tests", "*.yml"))

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"go.yaml.in/yaml/v2"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
@@ -511,8 +512,20 @@ func TestPrometheusConfig(t *testing.T) {
 		testenv.Unavailable(t, "promtool not installed (apt-get install prometheus)")
 		return
 	}
-	if out, err := exec.Command(promtool, "check", "config", promConfigPath).CombinedOutput(); err != nil {
-		t.Errorf("promtool check config %s: %v\n%s", promConfigPath, err, out)
+	// The fleet's two tiers load their rule files from /etc/prometheus/xdp
+	// (docs/install.md): checked with the repository's in their place.
+	rules, err := filepath.Abs(filepath.Join("..", "dashboards", "rules"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{promConfigPath, "prometheus/edge.yml", "prometheus/global.yml"} {
+		placed := filepath.Join(t.TempDir(), filepath.Base(path))
+		if err := os.WriteFile(placed, []byte(strings.ReplaceAll(readFile(t, path), "/etc/prometheus/xdp", rules)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(promtool, "check", "config", "--lint-fatal", placed).CombinedOutput(); err != nil {
+			t.Errorf("promtool check config %s: %v\n%s", path, err, out)
+		}
 	}
 
 	job := readFile(t, k8sJobPath)
@@ -534,5 +547,46 @@ func TestPrometheusConfig(t *testing.T) {
 		t.Logf("this promtool has no Kubernetes discovery; %s checked as YAML only", k8sJobPath)
 	default:
 		t.Errorf("promtool check config with %s: %v\n%s", k8sJobPath, err, out)
+	}
+}
+
+// TestRemoteWriteValues: the kube-prometheus-stack values snippet holds
+// a RemoteWriteSpec of the Prometheus Operator (unknown fields refused),
+// and its keep rule is deploy/prometheus/edge.yml's.
+func TestRemoteWriteValues(t *testing.T) {
+	values := decode[struct {
+		Prometheus struct {
+			PrometheusSpec struct {
+				ExternalLabels map[string]string              `json:"externalLabels"`
+				RemoteWrite    []monitoringv1.RemoteWriteSpec `json:"remoteWrite"`
+			} `json:"prometheusSpec"`
+		} `json:"prometheus"`
+	}](t, readFile(t, "kubernetes/kube-prometheus-remote-write.yaml"))
+	spec := values.Prometheus.PrometheusSpec
+	if len(spec.RemoteWrite) != 1 || len(spec.RemoteWrite[0].WriteRelabelConfigs) != 1 || spec.ExternalLabels["cluster"] == "" {
+		t.Fatalf("values: %+v; want one remoteWrite with the keep rule, and the cluster label", spec)
+	}
+	var edge struct {
+		RemoteWrite []struct {
+			WriteRelabelConfigs []struct {
+				SourceLabels []string `yaml:"source_labels"`
+				Separator    string   `yaml:"separator"`
+				Regex        string   `yaml:"regex"`
+				Action       string   `yaml:"action"`
+			} `yaml:"write_relabel_configs"`
+		} `yaml:"remote_write"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, "prometheus/edge.yml")), &edge); err != nil {
+		t.Fatal(err)
+	}
+	keep := edge.RemoteWrite[0].WriteRelabelConfigs[0]
+	got := spec.RemoteWrite[0].WriteRelabelConfigs[0]
+	var sources []string
+	for _, l := range got.SourceLabels {
+		sources = append(sources, string(l))
+	}
+	if got.Regex != keep.Regex || !slices.Equal(sources, keep.SourceLabels) || got.Separator == nil || *got.Separator != keep.Separator ||
+		!strings.EqualFold(got.Action, keep.Action) {
+		t.Errorf("the values' keep rule %+v is not edge.yml's %+v", got, keep)
 	}
 }

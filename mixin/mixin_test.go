@@ -95,3 +95,29 @@ func TestMixinSelector(t *testing.T) {
 		t.Errorf("the new selector appears %d times in the rules", n)
 	}
 }
+
+// TestMixinGlobalTier: with _config.tier 'global' the mixin's rules are
+// dashboards/rules/global.yml's, the roll-ups and the fleet alerts, with
+// the selector overridden there too; any other tier is an error.
+func TestMixinGlobalTier(t *testing.T) {
+	m := evaluate(t, `+ { _config+:: { tier: 'global' } }`)
+	want, _ := generated(t, "rules/global.yml").(map[string]any)
+	groups, _ := want["groups"].([]any)
+	if len(groups) != 2 {
+		t.Fatalf("global.yml has %d groups, want the roll-ups and the alerts", len(groups))
+	}
+	for field, group := range map[string]any{"rules": groups[0], "alerts": groups[1]} {
+		if got := m[field]; !reflect.DeepEqual(got, map[string]any{"groups": []any{group}}) {
+			t.Errorf("the global tier's %s differ from global.yml's group", field)
+		}
+	}
+	sel := evaluate(t, `+ { _config+:: { tier: 'global', selector: 'job="node-xdp"' } }`)
+	if b, _ := json.Marshal(sel); !strings.Contains(string(b), `job=\"node-xdp\"`) || strings.Contains(string(b), `job=~\"xdp.*\"`) {
+		t.Error("the selector is not replaced in the global tier's rules")
+	}
+	vm := jsonnet.MakeVM()
+	if _, err := vm.EvaluateAnonymousSnippet("bad.jsonnet", `((import 'mixin.libsonnet') + { _config+:: { tier: 'cluster' } }).prometheusRules`); err == nil ||
+		!strings.Contains(err.Error(), "_config.tier must be") {
+		t.Errorf("tier 'cluster': %v, want the tier error", err)
+	}
+}

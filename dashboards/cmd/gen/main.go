@@ -18,7 +18,7 @@ func main() {
 	config := flag.String("config", "", "YAML file overriding thresholds of dashboards.DefaultConfig (see dashboards/config.go)")
 	out := flag.String("out", ".", "directory to write the dashboards (*.json) and rules (rules/*.yml) to")
 	docs := flag.String("docs", "", "docs/dashboards.md to rewrite the per-panel section of")
-	packages := flag.String("packages", "", "repository root to write the Helm chart's and the mixin's copies of the rules and dashboards under")
+	packages := flag.String("packages", "", "repository root to write the Helm chart's and the mixin's copies of the rules and dashboards, and the fleet's example Prometheus configurations (deploy/prometheus/edge.yml, global.yml), under")
 	flag.Parse()
 	if err := run(*config, *out, *docs, *packages); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
@@ -43,6 +43,13 @@ func run(config, out, docs, packages string) error {
 	}
 	if packages != "" {
 		if err := write(packages, dashboards.Packaged(files)); err != nil {
+			return err
+		}
+		deploy, err := dashboards.Deploy(cfg)
+		if err != nil {
+			return err
+		}
+		if err := write(packages, deploy); err != nil {
 			return err
 		}
 	}

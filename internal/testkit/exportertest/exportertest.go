@@ -68,7 +68,15 @@ func Build(t testing.TB) string {
 // FreeAddr returns a loopback address no one listens on right now.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return FreeAddrOn(t, "127.0.0.1")
+}
+
+// FreeAddrOn is FreeAddr on the loopback address ip (127.0.0.2 and so
+// on): exporters on addresses of their own stand for hosts of their own,
+// the instance label without the port telling them apart.
+func FreeAddrOn(t testing.TB, ip string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}

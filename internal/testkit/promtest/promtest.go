@@ -6,6 +6,7 @@ package promtest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,9 +29,22 @@ type Server struct {
 	API v1.API
 }
 
+// WriteURL is the server's remote-write receiver, which
+// --web.enable-remote-write-receiver turns on.
+func (s *Server) WriteURL() string { return s.URL + "/api/v1/write" }
+
 // Start runs Prometheus scraping targets (host:port) as job "xdp" every
 // second, with ruleFiles loaded, and stops it when the test ends.
 func Start(t testing.TB, targets []string, ruleFiles ...string) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	return StartConfig(t, writeConfig(t, dir, targets, ruleFiles))
+}
+
+// StartConfig runs Prometheus with the configuration file cfgPath and
+// flags (--web.enable-remote-write-receiver, say), and stops it when the
+// test ends.
+func StartConfig(t testing.TB, cfgPath string, flags ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -38,14 +52,13 @@ func Start(t testing.TB, targets []string, ruleFiles ...string) *Server {
 		return nil
 	}
 	dir := t.TempDir()
-	cfgPath := writeConfig(t, dir, targets, ruleFiles)
 	addr := exportertest.FreeAddr(t)
-	cmd := exec.Command(bin,
-		"--config.file="+cfgPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
+	cmd := exec.Command(bin, append([]string{
+		"--config.file=" + cfgPath,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
 		"--log.level=warn",
-	)
+	}, flags...)...)
 	logPath := filepath.Join(dir, "prometheus.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -161,4 +174,40 @@ func (s *Server) Scalar(ctx context.Context, expr string) (float64, error) {
 		return float64(v.Value), nil
 	}
 	return 0, fmt.Errorf("%s: unexpected result type %s", expr, v.Type())
+}
+
+// RemoteWritten is what the server's remote write sent per second over
+// d, samples and bytes, from its own metrics (which it does not scrape).
+// It reports by its error, so it may run on a goroutine of its own.
+func (s *Server) RemoteWritten(d time.Duration) (samples, bytes float64, err error) {
+	read := func() (float64, float64, error) {
+		resp, err := http.Get(s.URL + "/metrics")
+		if err != nil {
+			return 0, 0, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return 0, 0, err
+		}
+		self, err := exportertest.Decode(string(b))
+		if err != nil {
+			return 0, 0, err
+		}
+		sent, n := self.Sum("prometheus_remote_storage_samples_total")
+		bytes, m := self.Sum("prometheus_remote_storage_bytes_total")
+		if n == 0 || m == 0 {
+			return 0, 0, fmt.Errorf("%s/metrics has no remote write counters", s.URL)
+		}
+		return sent, bytes, nil
+	}
+	s0, b0, err := read()
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	time.Sleep(d)
+	s1, b1, err := read()
+	secs := time.Since(start).Seconds()
+	return (s1 - s0) / secs, (b1 - b0) / secs, err
 }
