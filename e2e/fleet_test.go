@@ -80,12 +80,15 @@ func send(ctx context.Context, pair *vethns.Pair, rate float64, slice uint64, cp
 // average, overflow the queue's ring (veth's XDP ring holds 256 frames,
 // which NAPI drains on one CPU while the other fills it) and are dropped
 // for lack of room while the RX CPUs sit idle between bursts: what a NIC
-// does on microbursts the host cannot absorb. The other hosts get a
-// steady trickle from one CPU, which the ring holds.
+// does on microbursts the host cannot absorb. Runs here lost 10 to 19%
+// of the frames that way at 80,000 frames/s, too close to the alert's
+// 10,000 a second; at this rate about 27,000 a second. The other hosts get a steady trickle from one CPU
+// in calls of one NAPI batch, which the ring holds.
 const (
-	burstRate   = 80_000
+	burstRate   = 240_000
 	burstFrames = 20_000
 	quietRate   = 3_000
+	quietFrames = 64
 )
 
 // TestFleetRemoteWrite runs a fleet: three hosts, two edge Prometheus
@@ -130,7 +133,7 @@ func TestFleetRemoteWrite(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(hosts))
 	for i, h := range hosts {
-		rate, slice, cpus := float64(quietRate), uint64(16), []int{0}
+		rate, slice, cpus := float64(quietRate), uint64(quietFrames), []int{0}
 		if i == 0 {
 			rate, slice, cpus = burstRate, burstFrames, []int{0, 1}
 		}
@@ -226,11 +229,13 @@ func checkFleetAlerts(t *testing.T, global *promtest.Server, hosts []fleetHost) 
 	if got := instances(t, global, fmt.Sprintf(`ALERTS{alertname=%q}`, dashboards.AlertFleetWideDrops)); len(got) > 0 {
 		t.Errorf("%s is pending or firing with one host of three dropping", dashboards.AlertFleetWideDrops)
 	}
-	v, err := global.Query(context.Background(), `instance_device:xdp_nic_rx_host_drops_while_rx_idle:rate1m`)
-	if err != nil {
-		t.Fatal(err)
+	for _, q := range []string{"instance_device:xdp_nic_rx_host_drops_while_rx_idle:rate1m", "instance:xdp_rx_cpus_idle:avg_ratio"} {
+		v, err := global.Query(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("at the global tier: %v", v)
 	}
-	t.Logf("the seed's signature at the global tier: %v", v)
 }
 
 // checkFleetPanels evaluates every fleet-view query and every global
