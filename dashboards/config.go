@@ -67,6 +67,9 @@ type Config struct {
 	PCIeAER           PCIeAERConfig        `yaml:"pcie_aer"`
 	RemoteNUMA        RemoteNUMAConfig     `yaml:"remote_numa"`
 	PCIeBusy          PCIeBusyConfig       `yaml:"pcie_busy"`
+	// Set-up mistakes the exported data shows (setup.go).
+	GenericMode          AlertConfig `yaml:"generic_mode"`
+	RedirectTargetQueues AlertConfig `yaml:"redirect_target_queues"`
 
 	// Global holds the global tier's alerts (rules/global.yml).
 	Global GlobalConfig `yaml:"global"`
@@ -390,6 +393,8 @@ func DefaultConfig() Config {
 		RemoteNUMA: RemoteNUMAConfig{MaxRemoteRatio: 0.1, MinPackets: 1000, For: "10m", Severity: "warning"},
 		PCIeBusy: PCIeBusyConfig{MaxUseRatio: 0.8, For: "10m", Severity: "warning",
 			Model: PCIeModel{TLPOverheadBytes: 24, MaxPayloadBytes: 256, DescriptorBytes: 16, CompletionBytes: 64}},
+		GenericMode:          AlertConfig{For: "10m", Severity: "warning"},
+		RedirectTargetQueues: AlertConfig{For: "5m", Severity: "warning"},
 		Global: GlobalConfig{
 			HostDrops: AlertConfig{For: "5m", Severity: "warning"},
 			// Half the hosts: one host dropping in a job of two is still

@@ -473,7 +473,17 @@ func AlertingRules(cfg Config) RuleFile {
 			"\n  <= on ("+h+")\n  count by ("+h+") ("+r.cpuMode()+`{mode="idle"}`+")\n)",
 		sc.For, sc.Severity,
 		"{{ $value }} busy RX queues of {{ $labels.device }} share CPU {{ $labels.cpu }} ({{ $labels.instance }})",
-		"CPU {{ $labels.cpu }} processes {{ $value }} RX queues of {{ $labels.device }} above "+num(sc.MinQueuePackets)+" packets/s each, although the host has a CPU for every busy queue.")
+		"CPU {{ $labels.cpu }} processes {{ $value }} RX queues of {{ $labels.device }} above "+num(sc.MinQueuePackets)+" packets/s each, although the host has a CPU for every busy queue. "+
+			// Which fix: busy queues whose IRQs run on that CPU alone were
+			// put there by IRQ affinity (netdev netlink's queue -> NAPI ->
+			// IRQ and /proc/irq/N/effective_affinity_list); otherwise RSS
+			// or RPS steers them.
+			`{{ with printf "count(xdp_netdev_queue_info{instance='%s',device='%s',type='rx',irq!=''})" $labels.instance $labels.device | query }}`+
+			`{{ with printf "count(xdp_netdev_queue_info{instance='%s',device='%s',type='rx',effective_cpus='%s'})" $labels.instance $labels.device $labels.cpu | query }}`+
+			`{{ if ge (. | first | value) 2.0 }}{{ . | first | value }} of its RX queues have their IRQ on CPU {{ $labels.cpu }} alone: IRQ affinity put them there, not RSS (/proc/irq/N/smp_affinity_list).`+
+			`{{ else }}Their IRQs do not share CPU {{ $labels.cpu }}: RSS or RPS steers the queues there, not IRQ affinity.{{ end }}`+
+			`{{ else }}Their IRQs do not share CPU {{ $labels.cpu }}: RSS or RPS steers the queues there, not IRQ affinity.{{ end }}`+
+			`{{ else }}The driver links no RX queue to an IRQ (netdev netlink), so whether IRQ affinity or RSS put them there is not known.{{ end }}`)
 
 	event := func(name string, e EventConfig, expr, summary, description string) Rule {
 		return alert(name, "(\n"+expr+"\n) > "+num(e.MaxPerSecond), e.For, e.Severity, summary, description)
@@ -594,10 +604,11 @@ func AlertingRules(cfg Config) RuleFile {
 		"{{ with $labels.instance }}xdp_exporter on {{ . }} cannot be scraped{{ else }}no xdp_exporter target matches "+sel+"{{ end }}",
 		"Prometheus has not scraped xdp_exporter ("+sel+") for "+d2.For+": the target is down, or no target of the job exists at all; every other XDP alert is silent meanwhile.")
 
-	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: []Rule{
+	rules := []Rule{
 		down, nicDrops, oob, page, pcie, ddio, ddioWrites, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
 		linkDegraded, aerUncorr, aerCorr, remoteNUMA, busy,
-	}}}}
+	}
+	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: append(rules, setupAlerts(cfg, alert)...)}}}
 }
 
 // withSelector adds the configured selector to a series selector
