@@ -60,7 +60,7 @@ fuzz:
 # diag reply, the whole-host fixture's scrape, the per-driver alert cases
 # (dashboards/rules/tests/nic_drivers.yml), the XY charts' transformed
 # frames, and what the kernel matrix measures (it boots the matrix: about
-# 20 minutes). RECORD=capture also records this kernel's netdev and
+# 25 minutes). RECORD=capture also records this kernel's netdev and
 # STATS_GET replies, whose values the readers' TestDecodeCaptured and
 # TestCapturedReply then state anew.
 RECORD ?=

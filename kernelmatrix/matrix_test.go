@@ -176,8 +176,8 @@ func TestKernelMatrix(t *testing.T) {
 	results := map[string]support.Support{}
 	var mu sync.Mutex
 	// The guests boot side by side, as many at once as the machine has
-	// CPUs: under TCG each guest is one host thread (vm.start), so the
-	// matrix takes about the time of its longest guests, not their sum.
+	// CPUs: under TCG each guest is one host thread (vm.start), so two
+	// guests take about the time of the longer one, not their sum.
 	// A guest that runs cmd/xdp_exporter's tests, which measure the
 	// exporter's memory, runs with the machine to itself: beside another
 	// guest its VmRSS with 100 veths was 50.7 MB (23.4 MB on the host),
