@@ -408,16 +408,8 @@ func logScrapeCost(t *testing.T, prom *promtest.Server, addr string) {
 
 func waitFor(t *testing.T, prom *promtest.Server, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v, err := prom.Query(context.Background(), expr)
-		if vec, ok := v.(model.Vector); err == nil && ok && len(vec) > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus has no %s after 30s (err %v)", expr, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !waitForDuring(prom, expr, 30*time.Second) {
+		t.Fatalf("Prometheus has no %s after 30s", expr)
 	}
 }
 

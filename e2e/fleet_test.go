@@ -192,7 +192,7 @@ func fleetRules(t *testing.T) string {
 
 // waitForDuring reports whether expr has samples within d.
 func waitForDuring(prom *promtest.Server, expr string, d time.Duration) bool {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(time.Second) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		v, err := prom.Query(context.Background(), expr)
 		if vec, ok := v.(model.Vector); err == nil && ok && len(vec) > 0 {
 			return true
