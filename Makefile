@@ -56,7 +56,7 @@ fuzz:
 # the dashboards and rules with the Helm chart's and the mixin's copies
 # (dashboards), and docs/kernels.md's support table (kernelmatrix, from its
 # recording). RECORD=1 first rewrites the recordings the tests compare
-# with: the constructed netdev and ethtool STATS_GET replies, the AF_XDP
+# with: the constructed netdev and ethtool STATS_GET, PAUSE_GET and FEC_GET replies, the AF_XDP
 # diag reply, the whole-host fixture's scrape, the per-driver alert cases
 # (dashboards/rules/tests/nic_drivers.yml), the XY charts' transformed
 # frames, and what the kernel matrix measures (it boots the matrix: about
@@ -67,7 +67,7 @@ RECORD ?=
 generate:
 ifneq ($(RECORD),)
 	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 \
-		-run '^(TestReplies|TestConstructedReply|TestMACStatsLive|TestDecodeRecording|TestHostRecording|TestNICDriverAlertCases|TestXYReferenceSeriesResolve)$$' \
+		-run '^(TestReplies|TestConstructedReply|TestConstructedPauseReply|TestConstructedFECReply|TestMACStatsLive|TestDecodeRecording|TestHostRecording|TestNICDriverAlertCases|TestXYReferenceSeriesResolve)$$' \
 		./internal/kernel/netdev ./internal/kernel/ethtoolnl ./internal/kernel/xskdiag ./collector ./dashboards
 	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 -v -timeout 45m -run '^TestKernelMatrix$$' ./kernelmatrix
 endif

@@ -24,7 +24,7 @@ func init() {
 		Name:           "ethtool",
 		Help:           "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl, and the vendor-neutral NIC signals (port packets, host-resource drops, allocation failures) from them and the kernel's standard counters",
 		DefaultEnabled: true,
-		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls, the ethtool and netdev netlink dumps and RTM_GETSTATS are unprivileged). Each ioctl takes the RTNL lock. The standard counters: ethtool's eth-mac group (Linux 5.13), netdev qstats (6.9), rtnl_link_stats64; each missing one is said once at INFO.",
+		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls, the ethtool and netdev netlink dumps and RTM_GETSTATS are unprivileged). Each ioctl takes the RTNL lock. The standard counters: ethtool's eth-mac group (Linux 5.13), pause (5.12) and FEC (5.14) statistics, netdev qstats (6.9), rtnl_link_stats64; each missing one is said once at INFO.",
 		DeviceLabel:    true,
 		DeviceExclude:  "lo",
 		MetricsExclude: DefaultEthtoolMetricsExclude,
@@ -44,20 +44,23 @@ func init() {
 // families. --collector.ethtool.metrics-exclude="" brings them back.
 const DefaultEthtoolMetricsExclude = "queue_stat_.*"
 
-// DefaultEthtoolSumQueues sums two curated families per device by
+// DefaultEthtoolSumQueues sums three curated families per device by
 // default:
 //   - page_pool allocations and recycles, eleven series per queue (1,408
 //     on two 64-queue mlx5 ports): the netdev collector reads the same
 //     counters per pool with --collector.netdev.metrics-exclude="", and
 //     what a run reads from them (the share of slow-path allocations,
 //     failed recycles) is a device ratio;
+//   - CQE compression, packets and blocks: it saves PCIe bandwidth, a
+//     resource of the device, and the rules, the run view and the
+//     PCIe estimate read its ratio per device;
 //   - failed ndo_xdp_xmit frames per TX queue of the redirect target,
 //     which the dashboards sum per device.
 //
-// The page cache, CQE compression, XDP verdict and XDP_TX failure
-// families stay per queue: one queue's cache running empty, or its TX
-// ring full, is the signal.
-const DefaultEthtoolSumQueues = "rx_page_pool_.*|xdp_xmit_failures_total"
+// The page cache, XDP verdict and XDP_TX failure families stay per
+// queue: one queue's cache running empty, or its TX ring full, is the
+// signal.
+const DefaultEthtoolSumQueues = "rx_page_pool_.*|rx_cqe_compressed_.*|xdp_xmit_failures_total"
 
 // ethtoolParallelism bounds the devices queried at once. Every ethtool
 // ioctl serialises on RTNL, so more workers mostly contend; a few overlap
@@ -145,6 +148,7 @@ type ethtoolEntry struct {
 type ethtoolDev struct {
 	plan                            atomic.Pointer[ethtoolEntry]
 	noChannels, noRing, noPrivFlags atomic.Bool
+	noConfig                        ethtoolConfigUnsupported
 }
 
 // ethtoolSample maps one stat index, plus those summed into it, to one
@@ -245,6 +249,7 @@ func (c *ethtoolCollector) device(d ethtoolDevice, std *nicStandard, ch chan<- p
 	c.sendStandard(ch, d, info.Driver, e, std)
 	c.sendRing(ch, d, st, &errs)
 	c.sendPrivFlags(ch, d, st, e, &errs)
+	c.sendConfig(ch, d, st, &errs)
 	return errors.Join(errs...)
 }
 

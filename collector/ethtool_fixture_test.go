@@ -20,7 +20,9 @@ import (
 )
 
 // fixtureDev is one device read from captured `ethtool -i`, `-S`, `-g`,
-// `-l` and `--show-priv-flags` output (collector/testdata/ethtool).
+// `-l` and `--show-priv-flags` output, and the configuration's `ethtool
+// DEV`, `-c`, `-I -a`, `-x`, `-n` and `-n DEV rx-flow-hash FLOW`
+// (collector/testdata/ethtool).
 type fixtureDev struct {
 	info      ethtoolioctl.DriverInfo
 	names     []string
@@ -29,6 +31,7 @@ type fixtureDev struct {
 	chans     *ethtool.Channels
 	privNames []string
 	priv      uint32
+	config    fixtureConfig
 }
 
 func loadFixture(t testing.TB, path string) *fixtureDev {
@@ -59,6 +62,16 @@ func parseFixture(r io.Reader) (*fixtureDev, error) {
 		}
 		if s, u, ok := d.heading(line, section, sub); ok {
 			section, sub = s, u
+			continue
+		}
+		if s, u, ok := d.configHeading(line, section, sub); ok {
+			section, sub = s, u
+			continue
+		}
+		if handled, err := d.configLine(section, sub, line); handled {
+			if err != nil {
+				return nil, fmt.Errorf("%w in %q", err, line)
+			}
 			continue
 		}
 		// Stat names may contain ": " (bnxt's "[0]: rx_ucast_packets")

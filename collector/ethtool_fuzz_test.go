@@ -15,13 +15,15 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolname"
 )
 
-// ethtoolFixtureFiles are the captured dumps under testdata/ethtool.
+// ethtoolFixtureFiles are the captured dumps under testdata/ethtool and
+// the configuration views under testdata/ethtool/config.
 func ethtoolFixtureFiles(f *testing.F) []string {
 	paths, err := filepath.Glob(filepath.Join("testdata", "ethtool", "*.txt"))
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no ethtool fixtures: %v", err)
+	config, cerr := filepath.Glob(filepath.Join("testdata", "ethtool", "config", "*.txt"))
+	if err != nil || cerr != nil || len(paths) == 0 || len(config) == 0 {
+		f.Fatalf("no ethtool fixtures: %v %v", err, cerr)
 	}
-	return paths
+	return append(paths, config...)
 }
 
 var (
@@ -155,7 +157,9 @@ func ethtoolDumpSeeds(f *testing.F) [][]byte {
 }
 
 // FuzzEthtoolDump runs the ethtool collector on a mutated `ethtool -i -S -g
-// -l --show-priv-flags` dump served through the fixture source: whatever
+// -l --show-priv-flags` dump, or a configuration capture (`ethtool DEV`,
+// `-c`, `-I -a`, `-x`, `-n DEV rx-flow-hash FLOW`), served through the
+// fixture source: whatever
 // the driver reports, a scrape must succeed, a pedantic registry must
 // accept it, the second scrape (from the cached plan) must equal the first,
 // and the stats must yield at most one series each.
@@ -165,7 +169,9 @@ func FuzzEthtoolDump(f *testing.F) {
 	}
 	// Families fed by the other ioctls, not by stats.
 	notStats := map[string]bool{}
-	for _, fam := range []*Family{ethtoolDriverInfoFam, ethtoolChannels, ethtoolChannelsMax, ethtoolRing, ethtoolRingMax, ethtoolPrivFlag} {
+	for _, fam := range []*Family{ethtoolDriverInfoFam, ethtoolChannels, ethtoolChannelsMax, ethtoolRing, ethtoolRingMax, ethtoolPrivFlag,
+		ethtoolLinkSpeed, ethtoolLinkInfo, ethtoolCoalesceDelay, ethtoolCoalesceFrames, ethtoolCoalesceAdaptive, ethtoolPauseEnabled,
+		ethtoolRSSEntries, ethtoolRSSInfo, ethtoolRSSFields, ethtoolNtupleRules, nicPauseFrames, nicFECBlocks, ethtoolFECInfo} {
 		notStats[fam.Name] = true
 	}
 	f.Fuzz(func(t *testing.T, dump []byte) {

@@ -36,6 +36,19 @@ type ethtoolSource interface {
 	// PrivFlagNames returns the private flag names indexed by bit.
 	PrivFlagNames(dev string) ([]string, error)
 	PrivFlags(dev string) (uint32, error)
+	// The configuration calls: EOPNOTSUPP where the driver lacks them.
+	LinkSettings(dev string) (ethtoolioctl.Link, error)
+	Coalesce(dev string) (ethtool.Coalesce, error)
+	PauseParam(dev string) (ethtool.Pause, error)
+	RSS(dev string) (ethtoolioctl.RSS, error)
+	HashFields(dev string, flowType uint32) (uint64, error)
+	NtupleRules(dev string) (uint32, error)
+	// PauseStats is the pause frame counters of every device (ethtool
+	// netlink); errors.ErrUnsupported before Linux 5.12.
+	PauseStats() ([]ethtoolnl.Pause, error)
+	// FECStats is the FEC mode and block counters of every device
+	// (ethtool netlink); errors.ErrUnsupported before Linux 5.14.
+	FECStats() ([]ethtoolnl.FEC, error)
 	// MACStats is the eth-mac group of every device (ethtool netlink);
 	// errors.ErrUnsupported before Linux 5.13.
 	MACStats() ([]ethtoolnl.MAC, error)
@@ -83,6 +96,20 @@ func (k *kernelEthtool) MACStats() ([]ethtoolnl.MAC, error) {
 		return nil, k.macErr
 	}
 	return k.mac.MACStats()
+}
+
+func (k *kernelEthtool) PauseStats() ([]ethtoolnl.Pause, error) {
+	if k.mac == nil {
+		return nil, k.macErr
+	}
+	return k.mac.PauseStats()
+}
+
+func (k *kernelEthtool) FECStats() ([]ethtoolnl.FEC, error) {
+	if k.mac == nil {
+		return nil, k.macErr
+	}
+	return k.mac.FECStats()
 }
 
 // Qstats answers EOPNOTSUPP on kernels with the netdev family but without

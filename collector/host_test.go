@@ -23,6 +23,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdpmon"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolnl"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci/pcitest"
@@ -117,6 +118,7 @@ func hostEthtool(t testing.TB) *fixtureSource {
 		d.info.NStats = len(names)
 		d.info.BusInfo = n.pci
 		d.chans = &ethtool.Channels{MaxCombined: hostQueues, CombinedCount: hostQueues}
+		d.config = hostNICConfig()
 		devs[n.name] = d
 	}
 	src := newFixtureSource(devs)
@@ -134,8 +136,37 @@ func hostEthtool(t testing.TB) *fixtureSource {
 		link := rtnl.LinkStats{Index: n.ifindex, N: len(rtnl.Stats64Names)}
 		link.Values[slices.Index(rtnl.Stats64Names[:], "rx_missed_errors")] = val("rx_out_of_buffer")
 		src.std.link = append(src.std.link, link)
+		src.std.pause = append(src.std.pause, ethtoolnl.Pause{Ifindex: n.ifindex, Name: n.name, RX: true, TX: true,
+			HasRXFrames: true, HasTXFrames: true, RXFrames: 12, TXFrames: 3400})
+		src.std.fec = append(src.std.fec, ethtoolnl.FEC{Ifindex: n.ifindex, Name: n.name, Active: 50, HasActive: true,
+			HasCorrected: true, HasUncorr: true, Corrected: 1234, Uncorrectable: 5})
 	}
 	return src
+}
+
+// hostNICConfig is an mlx5 port's configuration as the driver sets it by
+// default (drivers/net/ethernet/mellanox/mlx5/core/en_main.c,
+// en_ethtool.c): 100 Gbit/s, adaptive RX moderation from 8 us and 128
+// frames, TX 16 us and 32 frames, pause on both ways, a Toeplitz hash of
+// addresses and ports for TCP and UDP over a 256-entry indirection table
+// spread evenly (ethtool_rxfh_indir_default) over the 64 queues, no
+// ntuple rules.
+func hostNICConfig() fixtureConfig {
+	c := fixtureConfig{
+		link:     &ethtoolioctl.Link{SpeedMbps: 100000, Duplex: 1, Autoneg: true},
+		coalesce: &ethtool.Coalesce{RxCoalesceUsecs: 8, RxMaxCoalescedFrames: 128, UseAdaptiveRxCoalesce: 1, TxCoalesceUsecs: 16, TxMaxCoalescedFrames: 32},
+		pause:    &ethtool.Pause{RxPause: 1, TxPause: 1},
+		rss:      &ethtoolioctl.RSS{HashFunc: 1, Indir: make([]uint32, 256)},
+		fields:   map[uint32]uint64{},
+		ntuple:   new(uint32),
+	}
+	for i := range c.rss.Indir {
+		c.rss.Indir[i] = uint32(i % hostQueues)
+	}
+	for _, ft := range hashFlowTypes {
+		c.fields[ft.flow] = 1<<4 | 1<<5 | 1<<6 | 1<<7 // RXH_IP_SRC, _DST, L4_B_0_1, L4_B_2_3
+	}
+	return c
 }
 
 // hostNetdev is the netdev family's answer for the fixture host as the
@@ -229,6 +260,19 @@ func hostSysfs(t testing.TB) (sys, proc string) {
 			write(filepath.Join(irq, i, "effective_affinity_list"), cpu+"\n")
 		}
 	}
+	// /proc/interrupts as such a host prints it: the ports' vectors among
+	// 300 others (timers, NVMe queues, the ports' async vectors), each
+	// row 128 columns; a queue's vector counts on its own CPU.
+	var rows []int
+	for n := range 300 {
+		rows = append(rows, n)
+	}
+	for _, n := range hostNICs {
+		for q := range hostQueues {
+			rows = append(rows, int(n.irqBase)+q)
+		}
+	}
+	pcitest.WriteInterrupts(t, proc, hostCPUs, func(irq, cpu int) uint64 { return uint64(irq*hostCPUs + cpu) }, rows...)
 	return sys, proc
 }
 

@@ -42,6 +42,12 @@ var (
 		Counter, "device", "source", "stat", "where")
 	nicAllocFailures = newFamily("ethtool", "nic_rx_alloc_failures_total", "Receive buffer (page, skb, DMA mapping) allocation failures: netdev qstats rx-alloc-fail where the driver reports it (source netdev_qstats), else the driver's ethtool -S names (source ethtool), stat naming the counter.",
 		Counter, "device", "source", "stat")
+	nicPauseFrames = newFamily("ethtool", "nic_pause_frames_total", "IEEE 802.3x pause frames the port received (direction rx: the link partner asked it to stop sending) or sent (tx: its own receive buffer filled, so it asked the partner to stop), from ethtool's pause statistics (ethtool -I -a; Linux 5.12 and a driver with get_pause_stats: mlx5, bnxt, ice, i40e, ixgbe, ...).",
+		Counter, "device", "direction")
+	nicFECBlocks = newFamily("ethtool", "nic_fec_blocks_total", "Forward error correction blocks the PHY corrected (result corrected: bit errors on the link it fixed) or could not correct (uncorrectable: frames lost on the link before any counter of the host), all lanes, from ethtool's FEC statistics (ethtool -I --show-fec; Linux 5.14 and a driver with get_fec_stats: mlx5, ice, bnxt, sfc, ...).",
+		Counter, "device", "result")
+	ethtoolFECInfo = newFamily("ethtool", "ethtool_fec_info", "The FEC mode in use on the link (off, rs, baser, llrs), from ethtool's FEC_GET (ethtool --show-fec, Active FEC encoding; Linux 5.14); always 1.",
+		Gauge, "device", "mode")
 	ethtoolAllowance = newFamily("ethtool", "ethtool_allowance_exceeded_packets_total", "Packets the cloud queued or dropped because the instance exceeded an allowance: bw_in, bw_out (bandwidth), pps, conntrack, linklocal (ethtool -S <allowance>_allowance_exceeded; ENA).",
 		Counter, "device", "allowance")
 )
@@ -115,6 +121,8 @@ type nicStandard struct {
 	mac    map[int]ethtoolnl.MAC
 	qstats map[int]netdev.Qstats
 	link   map[int]rtnl.LinkStats
+	pause  map[int]ethtoolnl.Pause
+	fec    map[int]ethtoolnl.FEC
 }
 
 // replaces reports whether the device's standard counters hold key.
@@ -142,7 +150,7 @@ func (s *nicStandard) replaces(index int, key stdKey) bool {
 // source this kernel lacks is said once at info and then not asked for;
 // a source that fails is the collector's error, the others still used.
 type standardSources struct {
-	mac, qstats, link atomic.Bool // true: not supported here
+	mac, qstats, link, pause, fec atomic.Bool // true: not supported here
 }
 
 func (c *ethtoolCollector) readStandard() (*nicStandard, error) {
@@ -157,6 +165,10 @@ func (c *ethtoolCollector) readStandard() (*nicStandard, error) {
 			c.src.Qstats, func(q netdev.Qstats) uint32 { return q.Ifindex }, mergeQstats),
 		link: readOne(read, drops, &c.unsupported.link, "rtnl_link_stats64", "the kernel needs RTM_GETSTATS (Linux 4.7): no drop signal where the driver names none",
 			c.src.LinkStats, func(l rtnl.LinkStats) uint32 { return l.Index }, nil),
+		pause: readOne(read, c.fams.keeps(nicPauseFrames), &c.unsupported.pause, "pause-stats", "the kernel needs ETHTOOL_FLAG_STATS on PAUSE_GET (Linux 5.12): no pause frame counters",
+			c.src.PauseStats, func(p ethtoolnl.Pause) uint32 { return p.Ifindex }, nil),
+		fec: readOne(read, c.fams.keeps(nicFECBlocks) || c.fams.keeps(ethtoolFECInfo), &c.unsupported.fec, "fec-stats", "the kernel needs ethtool FEC_GET (Linux 5.14): no FEC mode or block counters",
+			c.src.FECStats, func(f ethtoolnl.FEC) uint32 { return f.Ifindex }, nil),
 	}
 	return std, errors.Join(errs...)
 }
@@ -227,6 +239,25 @@ func (c *ethtoolCollector) sendStandard(ch chan<- prometheus.Metric, d ethtoolDe
 			if m.Present[ms.id] {
 				c.fams.send(ch, ms.fam, float64(m.Values[ms.id]), d.Label, ms.direction, srcEthMAC)
 			}
+		}
+	}
+	if p, ok := std.pause[d.Index]; ok {
+		if p.HasRXFrames {
+			c.fams.send(ch, nicPauseFrames, float64(p.RXFrames), d.Label, "rx")
+		}
+		if p.HasTXFrames {
+			c.fams.send(ch, nicPauseFrames, float64(p.TXFrames), d.Label, "tx")
+		}
+	}
+	if f, ok := std.fec[d.Index]; ok {
+		if name, known := ethtoolnl.FECModeNames[f.Active]; f.HasActive && known {
+			c.fams.send(ch, ethtoolFECInfo, 1, d.Label, name)
+		}
+		if f.HasCorrected {
+			c.fams.send(ch, nicFECBlocks, float64(f.Corrected), d.Label, "corrected")
+		}
+		if f.HasUncorr {
+			c.fams.send(ch, nicFECBlocks, float64(f.Uncorrectable), d.Label, "uncorrectable")
 		}
 	}
 	q, hasQ := std.qstats[d.Index]

@@ -310,7 +310,10 @@ type fixtureStandard struct {
 	mac                        []ethtoolnl.MAC
 	qstats                     []netdev.Qstats
 	link                       []rtnl.LinkStats
+	pause                      []ethtoolnl.Pause
+	fec                        []ethtoolnl.FEC
 	macErr, qstatsErr, linkErr error
+	pauseErr, fecErr           error
 }
 
 // standard counts a call to a standard source and answers it.
@@ -326,6 +329,9 @@ func (s *fixtureSource) MACStats() ([]ethtoolnl.MAC, error) {
 }
 func (s *fixtureSource) Qstats() ([]netdev.Qstats, error) {
 	return standard(s, "Qstats", s.std.qstats, s.std.qstatsErr)
+}
+func (s *fixtureSource) FECStats() ([]ethtoolnl.FEC, error) {
+	return standard(s, "FECStats", s.std.fec, s.std.fecErr)
 }
 func (s *fixtureSource) LinkStats() ([]rtnl.LinkStats, error) {
 	return standard(s, "LinkStats", s.std.link, s.std.linkErr)

@@ -20,7 +20,7 @@ import (
 func init() {
 	register(Registration{
 		Name:           "pcie",
-		Help:           "PCIe link speed and width of each NIC and the bridges above it, AER error counters, NUMA node, and whether the CPUs serving each RX queue are on the NIC's node (sysfs, /proc/irq)",
+		Help:           "PCIe link speed and width of each NIC and the bridges above it, AER error counters, NUMA node, whether the CPUs serving each RX queue are on the NIC's node, and each RX queue's interrupts (sysfs, /proc/irq, /proc/interrupts)",
 		DefaultEnabled: true,
 		Requires:       "sysfs with PCI devices (/sys/bus/pci); link files need PCI Express, AER counters Linux 5.7+ and a device with AER; queue IRQs from netdev netlink (Linux 6.9+) or the drivers' IRQ names. No capability.",
 		DeviceLabel:    true,
@@ -60,6 +60,9 @@ var (
 	pcieRxQueueRemote = newFamily("pcie", "pcie_rx_queue_numa_remote_ratio",
 		"Share of the CPUs the RX queue's IRQ runs on (effective affinity) that are on another NUMA node than the NIC: 0 all local, 1 all remote. Only for NICs with a NUMA node.",
 		Gauge, "device", "queue", "irq", "effective_cpus")
+	pcieRxQueueInterrupts = newFamily("pcie", "pcie_rx_queue_interrupts_total",
+		"Interrupts of the RX queue's MSI-X vector, summed over CPUs (its row of /proc/interrupts). Divided into the queue's packet rate it is packets per interrupt, which interrupt coalescing (xdp_ethtool_coalesce_*) sets. For queues whose IRQ the netdev family names (Linux 6.8+ and a driver that links its queues to NAPIs) or the driver's IRQ name gives.",
+		Counter, "device", "queue", "irq")
 	pcieCPURemote = newFamily("pcie", "pcie_cpu_numa_remote",
 		"1 if the CPU is on another NUMA node than the NIC, else 0; for NICs with a NUMA node on hosts with more than one node. Join with per-CPU packet rates for the share processed remotely.",
 		Gauge, "device", "cpu")
@@ -82,7 +85,8 @@ type pcieCollector struct {
 	logger *slog.Logger
 	// netdev is the netdev generic netlink family, for queue -> NAPI ->
 	// IRQ; nil where the kernel has none.
-	netdev netdev.Reader
+	netdev     netdev.Reader
+	interrupts irq.Interrupts
 }
 
 func NewPCIeCollector(cfg PCIeConfig, logger *slog.Logger) (Collector, error) {
@@ -133,27 +137,46 @@ func (c *pcieCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<
 		nics = append(nics, found{l, nic})
 		numa = numa || nic.NUMANode >= 0
 	}
-	// The CPUs' nodes and the queues' IRQs matter only for a NIC with a
-	// node: a host without one (one node, or none given) reads neither.
+	// The CPUs' nodes matter only for a NIC with a node (a host without
+	// one reads none); the queues' IRQs for that and for their interrupt
+	// counts.
 	var nodes pci.NodeCPUs
-	var irqs map[netdev.QueueKey]uint32
 	if numa {
 		if nodes, err = pci.ReadNodeCPUs(c.cfg.SysFS); err != nil {
 			errs = append(errs, err)
 		}
-		if c.netdev != nil {
-			// Kernels or drivers that do not report a queue's IRQ leave
-			// the map empty: the drivers' IRQ names stand in.
-			irqs, _ = netdev.RxQueueIRQs(c.netdev)
+	}
+	counting := c.cfg.Families.keeps(pcieRxQueueInterrupts)
+	var irqs map[netdev.QueueKey]uint32
+	if (numa || counting) && c.netdev != nil {
+		// Kernels or drivers that do not report a queue's IRQ leave
+		// the map empty: the drivers' IRQ names stand in.
+		irqs, _ = netdev.RxQueueIRQs(c.netdev)
+	}
+	queues := make([][]pci.QueueIRQ, len(nics))
+	var all []uint32
+	for i, f := range nics {
+		if f.nic.NUMANode >= 0 || counting {
+			queues[i] = pci.RxQueueIRQs(filepath.Join(c.cfg.ProcFS, "irq"), f.nic, f.link.Index, f.link.Name, irqs)
+		}
+		for _, q := range queues[i] {
+			all = append(all, q.IRQ)
 		}
 	}
-	for _, f := range nics {
-		c.emit(ch, f.link, f.nic, nodes, irqs)
+	var counts map[uint32]uint64
+	if counting && len(all) > 0 {
+		if counts, err = c.interrupts.Counts(c.cfg.ProcFS, all); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i, f := range nics {
+		c.emit(ch, f.link, f.nic, nodes)
+		c.emitQueues(ch, f.link.Label, f.nic, nodes, queues[i], counts)
 	}
 	return errors.Join(errs...)
 }
 
-func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, nodes pci.NodeCPUs, irqs map[netdev.QueueKey]uint32) {
+func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, nodes pci.NodeCPUs) {
 	dev := l.Label
 	c.cfg.Families.send(ch, pcieDeviceInfo, 1, dev, nic.Address, strconv.Itoa(nic.NUMANode))
 	for hop, h := range nic.Hops {
@@ -198,7 +221,20 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, 
 			c.cfg.Families.send(ch, pcieCPURemote, remote, dev, strconv.Itoa(cpu))
 		}
 	}
-	for _, q := range pci.RxQueueIRQs(filepath.Join(c.cfg.ProcFS, "irq"), nic, l.Index, l.Name, irqs) {
+}
+
+// emitQueues sends each RX queue's interrupt count and, for a NIC with a
+// node, the share of its IRQ's CPUs that are remote.
+func (c *pcieCollector) emitQueues(ch chan<- prometheus.Metric, dev string, nic *pci.NIC, nodes pci.NodeCPUs, queues []pci.QueueIRQ, counts map[uint32]uint64) {
+	numa := nic.NUMANode >= 0 && len(nodes.Node) > 0
+	for _, q := range queues {
+		queue, irqLabel := strconv.Itoa(q.Queue), strconv.FormatUint(uint64(q.IRQ), 10)
+		if n, ok := counts[q.IRQ]; ok {
+			c.cfg.Families.send(ch, pcieRxQueueInterrupts, float64(n), dev, queue, irqLabel)
+		}
+		if !numa {
+			continue
+		}
 		cpus, err := irq.EffectiveCPUs(c.cfg.ProcFS, q.IRQ)
 		if err != nil || len(cpus) == 0 {
 			continue // the IRQ was freed since it was listed
@@ -209,7 +245,6 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, 
 				remote++
 			}
 		}
-		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, strconv.Itoa(q.Queue),
-			strconv.FormatUint(uint64(q.IRQ), 10), cpulist.Format(cpus))
+		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, queue, irqLabel, cpulist.Format(cpus))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,6 +123,14 @@ func checkPCIeNUMA(t *testing.T, mfs exportertest.Families) {
 		if got := mfs.Value(t, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "mlx5p0", "queue", q.queue, "irq", q.irq, "effective_cpus", q.cpus); got != q.want {
 			t.Errorf("queue %s remote ratio = %v, want %v", q.queue, got, q.want)
 		}
+	}
+	for q, want := range []float64{1000, 2000, 3000 * 2, 4000 * 2} {
+		if got := mfs.Value(t, "xdp_pcie_rx_queue_interrupts_total", "device", "mlx5p0", "queue", strconv.Itoa(q), "irq", strconv.Itoa(40+q)); got != want {
+			t.Errorf("queue %d: %v interrupts, want %v (its /proc/interrupts row summed)", q, got, want)
+		}
+	}
+	if _, n := mfs.Sum("xdp_pcie_rx_queue_interrupts_total"); n != 4 {
+		t.Errorf("%d queue interrupt series, want mlx5p0's 4 queues alone", n)
 	}
 	if _, n := mfs.Sum("xdp_pcie_rx_queue_numa_remote_ratio", "irq", "39"); n != 0 {
 		t.Error("the async event IRQ is taken for a queue")

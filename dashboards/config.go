@@ -70,6 +70,9 @@ type Config struct {
 	// Set-up mistakes the exported data shows (setup.go).
 	GenericMode          AlertConfig `yaml:"generic_mode"`
 	RedirectTargetQueues AlertConfig `yaml:"redirect_target_queues"`
+	// The NIC configuration's alerts (nicconfig.go).
+	PauseWhileDropping PauseConfig `yaml:"pause_while_dropping"`
+	RedirectNoNdoXmit  AlertConfig `yaml:"redirect_without_ndo_xmit"`
 
 	// Global holds the global tier's alerts (rules/global.yml).
 	Global GlobalConfig `yaml:"global"`
@@ -204,11 +207,26 @@ type CacheMissConfig struct {
 // DDIO cache misses slowing two CPUs, not RSS: it must stay quiet here
 // and fire XDPDDIOCacheMissHigh.
 type RSSConfig struct {
-	MaxOverMean     float64 `yaml:"max_over_mean"`
-	MinQueues       int     `yaml:"min_busy_queues"`
-	MinQueuePackets float64 `yaml:"min_queue_packets_per_second"`
-	For             string  `yaml:"for"`
-	Severity        string  `yaml:"severity"`
+	MaxOverMean float64 `yaml:"max_over_mean"`
+	// UnevenTableWeight: a hot queue whose RSS indirection weight (its
+	// table entries over an even share) is above it is the table's doing,
+	// in the alert's description.
+	UnevenTableWeight float64 `yaml:"uneven_table_weight"`
+	MinQueues         int     `yaml:"min_busy_queues"`
+	MinQueuePackets   float64 `yaml:"min_queue_packets_per_second"`
+	For               string  `yaml:"for"`
+	Severity          string  `yaml:"severity"`
+}
+
+// PauseConfig: pause frames above MinPauseFrames/s (over Window) in
+// either direction while the port drops more than MinDrops packets/s for
+// lack of host resources.
+type PauseConfig struct {
+	MinPauseFrames float64 `yaml:"min_pause_frames_per_second"`
+	MinDrops       float64 `yaml:"min_drops_per_second"`
+	Window         string  `yaml:"window"`
+	For            string  `yaml:"for"`
+	Severity       string  `yaml:"severity"`
 }
 
 // QueuesShareCPUConfig: one CPU processes MinQueues or more busy RX queues
@@ -372,7 +390,7 @@ func DefaultConfig() Config {
 		// writes allocate in the LLC and nearly all hit.
 		DDIOWriteMiss: CacheMissConfig{MaxRatio: 0.2, MinReferences: 1e6, For: "10m", Severity: "warning"},
 		// 1.5x: above the DDIO run's 1.27x, well below seed 002's 3.0x.
-		RSSImbalance:      RSSConfig{MaxOverMean: 1.5, MinQueues: 2, MinQueuePackets: 1000, For: "15m", Severity: "warning"},
+		RSSImbalance:      RSSConfig{MaxOverMean: 1.5, UnevenTableWeight: 1.5, MinQueues: 2, MinQueuePackets: 1000, For: "15m", Severity: "warning"},
 		RXQueuesShareCPU:  QueuesShareCPUConfig{MinQueues: 2, MinQueuePackets: 1000, For: "15m", Severity: "warning"},
 		ExporterDown:      ExporterDownConfig{For: "5m", Severity: "warning"},
 		Exceptions:        EventConfig{MaxPerSecond: 0, Window: "5m", For: "2m", Severity: "warning"},
@@ -395,6 +413,8 @@ func DefaultConfig() Config {
 			Model: PCIeModel{TLPOverheadBytes: 24, MaxPayloadBytes: 256, DescriptorBytes: 16, CompletionBytes: 64}},
 		GenericMode:          AlertConfig{For: "10m", Severity: "warning"},
 		RedirectTargetQueues: AlertConfig{For: "5m", Severity: "warning"},
+		PauseWhileDropping:   PauseConfig{MinPauseFrames: 1, MinDrops: 1000, Window: "5m", For: "5m", Severity: "warning"},
+		RedirectNoNdoXmit:    AlertConfig{For: "5m", Severity: "warning"},
 		Global: GlobalConfig{
 			HostDrops: AlertConfig{For: "5m", Severity: "warning"},
 			// Half the hosts: one host dropping in a job of two is still

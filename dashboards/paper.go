@@ -73,6 +73,8 @@ const (
 	exemptLink = "PCIe link files and NUMA: the lab's devices are veths, and this VM's NIC sits on conventional PCI on one node"
 	exemptPage = "mlx5 page cache stats (rx_cache_*) or driver page_pool stats (rx_pp_*, CONFIG_PAGE_POOL_STATS): absent on veth in the lab kernel"
 	exemptCQE  = "mlx5 CQE compression (rx_cqe_compress priv flag)"
+	exemptRSS  = "an RSS indirection table (ethtool -x): veth has none"
+	exemptIRQ  = "RX queue MSI-X vectors (/proc/interrupts): veth has no IRQ"
 	exemptXSK  = "an AF_XDP socket and the kernel's AF_XDP socket diag (CONFIG_XDP_SOCKETS_DIAG), absent in the lab kernel"
 	exemptUnc  = "--collector.uncore on an Intel server CPU with uncore PMUs (docs/collectors/uncore.md): a VM has none"
 )
@@ -117,6 +119,12 @@ func paperBoard(cfg Config) board {
 						{refID: "B", expr: "100 * avg(" + lab.rxqCPUsBusy() + "{" + selInst + "})", legend: "XDP (live)", axis: "y", series: "XDP (live)"},
 					},
 					refs: []reference{{refID: "R", csv: csvTable([]string{"offered Mpps (paper)", "DPDK (paper)", "XDP (paper)", "Linux (paper)"}, paper.CPUUsage(), 1)}},
+				},
+				{
+					title:       "Offered load as a share of the 64-byte line rate",
+					description: "The port's received packets/s over what its link carries at 64-byte frames (ethtool link speed / 84 bytes on the wire), per device: the paper's generator offered 88-99 Mpps of the 148.8 Mpps a 100 Gbit/s port carries, so its highest points are 0.6-0.67 of line rate.",
+					unit:        "percentunit", min: &f0, width: 12, height: 10, exempt: exemptPort,
+					targets: []target{{refID: "A", expr: std.lineRate() + "{" + selInst + "}", legend: "{{device}}"}},
 				},
 				{
 					title: "XDP_PASS overhead: Linux with and without an XDP program",

@@ -241,7 +241,7 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.hostNAPIExh(), "sum by ("+h+") ("+r.napiExhausted()+")\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 		rec(r.hostNAPIKsi(), "sum by ("+h+") ("+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 	}
-	rules = append(rules, pcieRecordingRules(cfg, r, h, sel, w, sumRate)...)
+	rules = append(append(rules, pcieRecordingRules(cfg, r, h, sel, w, sumRate)...), nicConfigRecordingRules(r, h, sel, sumRate)...)
 	rules = append(rules, uncoreRecordingRules(r, h, sel, w, sumRate)...)
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.recording", Rules: rules}}}
 }
@@ -463,7 +463,7 @@ func AlertingRules(cfg Config) RuleFile {
 		"RSS imbalance on {{ $labels.device }} ({{ $labels.instance }}): RX queue {{ $labels.queue }} carries more than its share",
 		"RX queue {{ $labels.queue }} of {{ $labels.device }} receives {{ $value | humanize }} packets/s, more than "+num(b.MaxOverMean)+"x the mean of its busy queues ("+
 			queryValue(`avg(`+r.rxQueue()+`{instance='%s',device='%s'} > `+num(b.MinQueuePackets)+`)`, "$labels.instance $labels.device", "humanize")+
-			" packets/s; counted by {{ $labels.source }}).")
+			" packets/s; counted by {{ $labels.source }}). "+rssTableVerdict(r, cfg))
 
 	sc := cfg.RXQueuesShareCPU
 	sharing := "count by (" + h + ", device, cpu) (" + r.queueCPURxq() + " > " + num(sc.MinQueuePackets) + ")"
@@ -608,7 +608,7 @@ func AlertingRules(cfg Config) RuleFile {
 		down, nicDrops, oob, page, pcie, ddio, ddioWrites, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
 		linkDegraded, aerUncorr, aerCorr, remoteNUMA, busy,
 	}
-	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: append(rules, setupAlerts(cfg, alert)...)}}}
+	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: append(append(rules, setupAlerts(cfg, alert)...), nicConfigAlerts(cfg, alert)...)}}}
 }
 
 // withSelector adds the configured selector to a series selector

@@ -262,6 +262,37 @@ func runBoard(cfg Config) board {
 					},
 				},
 				{
+					title: "Link, coalescing, pause and RSS settings",
+					description: "Why the queues look the way they do: link speed (bytes/s), interrupt coalescing (ethtool -c: delay in seconds, max frames, adaptive 1/0 per direction), pause settings (ethtool -a, 1/0), the RSS hash function and table size (ethtool -x) and ntuple rules (ethtool -n). " +
+						"A driver without a call has no row (veth has the link only).",
+					kind: kindTable, width: 12, height: 10,
+					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_ethtool_(link_speed_bytes_per_second|coalesce_.*|pause_enabled|rss_info|ntuple_rules)",` + selInstDev + `}`}},
+				},
+				{
+					title: "Offered load as a share of the 64-byte line rate",
+					description: "Packets/s the port received over the packets/s the link carries at 64-byte frames (link speed / 84 bytes on the wire: 148.8 Mpps at 100 Gbit/s). " +
+						"The XDP paper's generator reached 88-99 Mpps on 100 Gbit/s: 0.6-0.67 here.",
+					unit: "percentunit", min: &f0, width: 12, exempt: exemptPort,
+					targets: []target{{refID: "A", expr: recDev(rec.lineRate()), legend: "{{device}}"}},
+				},
+				{
+					title: "RSS table weight per RX queue",
+					description: "Each RX queue's entries in the RSS indirection table over an even share (1: its share; 2: twice it; no bar: no entry). " +
+						"Next to the packets per RX queue it tells an uneven table from flows that hash unevenly (" + AlertRSSImbalance + ").",
+					unit: "short", min: &f0, runbook: AlertRSSImbalance, exempt: exemptRSS,
+					targets: []target{{refID: "A", expr: recDev(rec.rssWeight()), legend: "{{device}} queue {{queue}}"}},
+				},
+				{
+					title: "Interrupts and packets per interrupt per RX queue",
+					description: "Interrupts/s of each RX queue's MSI-X vector (/proc/interrupts) and the queue's packets per interrupt: what coalescing buys. " +
+						"Seed 000 (mlx5, XDP_DROP): about 245,000 interrupts/s per CPU at 12.4 Mpps, some 50 packets per interrupt.",
+					unit: "ops", min: &f0, exempt: exemptIRQ,
+					targets: []target{
+						{refID: "A", expr: recDev(rec.queueInterrupts()), legend: "{{device}} queue {{queue}} interrupts/s"},
+						{refID: "B", expr: recDev(rec.packetsPerInterrupt()), legend: "{{device}} queue {{queue}} packets per interrupt"},
+					},
+				},
+				{
 					title:       "Page cache and page_pool: empty vs reuse",
 					description: "mlx5 RX page cache events (reuse = recycled page, empty = fell back to the page allocator) and page_pool allocations by path (fast vs slow).",
 					unit:        "ops", min: &f0, exempt: exemptPage,

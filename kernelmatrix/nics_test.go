@@ -66,16 +66,21 @@ func TestEmulatedNICs(t *testing.T) {
 	mfs := exportertest.Parse(t, string(prom))
 	for _, n := range nics {
 		g := guestNIC{t: t, NIC: n, mfs: mfs, stats: ethtoolStats(t, filepath.Join(out, n.Driver+".ethtool-S")), ip: ipStats(t, filepath.Join(out, n.Driver+".ip.json"))}
+		irqs := readIRQs(t, filepath.Join(out, "irqs.txt"))
 		switch n.Driver {
 		case "e1000e":
 			g.checkE1000e()
+			g.checkQueueInterrupts(out, irqs)
 		case "vmxnet3":
-			g.checkVmxnet3(readIRQs(t, filepath.Join(out, "irqs.txt")))
+			g.checkVmxnet3(irqs)
+			g.checkQueueInterrupts(out, irqs)
 		case "8139cp":
 			g.checkUnknown()
 		}
+		g.checkConfig(out)
 		if testenv.Capturing() && n.Driver != "8139cp" {
 			captureFixture(t, out, n, guest.kernel.Version)
+			captureConfigFixture(t, out, n, guest.kernel.Version)
 		}
 	}
 }

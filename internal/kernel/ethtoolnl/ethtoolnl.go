@@ -1,10 +1,12 @@
-// Package ethtoolnl reads the IEEE 802.3 MAC statistics of the kernel's
-// "ethtool" generic netlink family (ethtool -S DEV --groups eth-mac):
-// counters every driver that implements them names the same way, where
-// ethtool -S names are the driver's own.
+// Package ethtoolnl reads the standard statistics of the kernel's
+// "ethtool" generic netlink family: the IEEE 802.3 MAC statistics
+// (ethtool -S DEV --groups eth-mac) and the pause frame counters
+// (ethtool -I --show-pause DEV) and the FEC counters (ethtool -I
+// --show-fec DEV), counters every driver that implements
+// them names the same way, where ethtool -S names are the driver's own.
 //
 // It is written by hand on mdlayher/genetlink: mdlayher/ethtool (v0.7.0)
-// has no ETHTOOL_MSG_STATS_GET. The command, attribute ids and enums are
+// has no ETHTOOL_MSG_STATS_GET and no pause or FEC statistics. The command, attribute ids and enums are
 // transcribed from include/uapi/linux/ethtool_netlink.h (Linux 5.13, where
 // the standard statistics began; the kernel only appends to them) and
 // the replies are built by net/ethtool/stats.c.
@@ -102,6 +104,12 @@ func Dial() (Decoded, error) {
 type Reader interface {
 	// MACStats is the eth-mac group of every device.
 	MACStats() ([]MAC, error)
+	// PauseStats is the pause frame counters of every device whose
+	// driver reports its pause settings.
+	PauseStats() ([]Pause, error)
+	// FECStats is the FEC mode and block counters of every device whose
+	// driver reports its FEC settings.
+	FECStats() ([]FEC, error)
 	Close() error
 }
 
@@ -153,7 +161,7 @@ func DecodeMAC(msgs []genetlink.Message) ([]MAC, error) {
 			switch ad.Type() {
 			case aHeader:
 				ad.Nested(func(nad *netlink.AttributeDecoder) error {
-					decodeHeader(nad, &s)
+					decodeHeader(nad, &s.Ifindex, &s.Name)
 					return nil
 				})
 			case aGroup:
@@ -168,13 +176,13 @@ func DecodeMAC(msgs []genetlink.Message) ([]MAC, error) {
 	return out, err
 }
 
-func decodeHeader(ad *netlink.AttributeDecoder, s *MAC) {
+func decodeHeader(ad *netlink.AttributeDecoder, ifindex *uint32, name *string) {
 	for ad.Next() {
 		switch ad.Type() {
 		case aHeaderIfindex:
-			s.Ifindex = ad.Uint32()
+			*ifindex = ad.Uint32()
 		case aHeaderName:
-			s.Name = ad.String()
+			*name = ad.String()
 		}
 	}
 }

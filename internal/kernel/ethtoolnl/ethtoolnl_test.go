@@ -178,16 +178,24 @@ func TestCapturedReply(t *testing.T) {
 	}
 }
 
-// FuzzDecodeMAC feeds recorded and mutated replies to DecodeMAC: nothing
-// panics, and a decode that succeeds has one value per message.
-func FuzzDecodeMAC(f *testing.F) {
+// FuzzDecode feeds recorded and mutated replies to every decoder:
+// nothing panics, and a decode that succeeds has one value per message.
+func FuzzDecode(f *testing.F) {
 	seeds, err := nltest.ReadDir(replies)
 	nltest.AddSeeds(f, seeds, err)
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if msgs, ok := nltest.Genl(raw); ok {
-			if got, err := DecodeMAC(msgs); err == nil && len(got) != len(msgs) {
-				t.Fatalf("%d values from %d messages", len(got), len(msgs))
-			}
+		msgs, ok := nltest.Genl(raw)
+		if !ok {
+			return
+		}
+		if got, err := DecodeMAC(msgs); err == nil && len(got) != len(msgs) {
+			t.Fatalf("eth-mac: %d values from %d messages", len(got), len(msgs))
+		}
+		if got, err := DecodePause(msgs); err == nil && len(got) != len(msgs) {
+			t.Fatalf("pause: %d values from %d messages", len(got), len(msgs))
+		}
+		if got, err := DecodeFEC(msgs); err == nil && len(got) != len(msgs) {
+			t.Fatalf("fec: %d values from %d messages", len(got), len(msgs))
 		}
 	})
 }

@@ -279,16 +279,19 @@ func ReadNodeCPUs(sys string) (NodeCPUs, error) {
 
 // irqQueueNames are the names drivers give the MSI-X vector of RX queue
 // N (the action's directory in /proc/irq/IRQ): virtio_net
-// "virtio0-input.N", mlx5 "mlx5_compN@pci:ADDR", and the Intel and
-// Broadcom drivers' "IFNAME-TxRx-N" (i40e, ice, ixgbe, igb, bnxt).
+// "virtio0-input.N", mlx5 "mlx5_compN@pci:ADDR", the Intel and Broadcom
+// drivers' "IFNAME-TxRx-N" (i40e, ice, ixgbe, igb, bnxt), vmxnet3's
+// "IFNAME-rxtx-N" (RX and TX sharing a vector, its default) or
+// "IFNAME-rx-N" (drivers/net/vmxnet3/vmxnet3_drv.c), e1000e's
+// "IFNAME-rx-0" (drivers/net/ethernet/intel/e1000e/netdev.c).
 var irqQueueNames = []*regexp.Regexp{
 	regexp.MustCompile(`^virtio\d+-input\.(\d+)$`),
 	regexp.MustCompile(`^mlx5_comp(\d+)@`),
-	regexp.MustCompile(`-TxRx-(\d+)$`),
+	regexp.MustCompile(`-(?:TxRx|rxtx|rx)-(\d+)$`),
 }
 
 // IRQQueue names the RX queue an IRQ serves from its action's name; the
-// Intel-style names must carry the device's own name.
+// names after the interface must start with the device's own name.
 func IRQQueue(procIRQ string, irq uint32, ifname string) (int, bool) {
 	entries, err := os.ReadDir(filepath.Join(procIRQ, strconv.FormatUint(uint64(irq), 10)))
 	if err != nil {
@@ -300,7 +303,7 @@ func IRQQueue(procIRQ string, irq uint32, ifname string) (int, bool) {
 		}
 		for i, re := range irqQueueNames {
 			m := re.FindStringSubmatch(e.Name())
-			if m == nil || (i == 2 && !strings.Contains(e.Name(), ifname+"-TxRx-")) {
+			if m == nil || (i == 2 && !strings.HasPrefix(e.Name(), ifname+"-")) {
 				continue
 			}
 			q, err := strconv.Atoi(m[1])

@@ -4,8 +4,10 @@
 // NIC's RX ring, starts the exporter (the vmxnet3 NIC under the rxq
 // collector), floods each NIC from its feeder as fast as AF_PACKET sends,
 // and writes to OUTDIR, once the counters settle, a scrape and the driver's
-// own view: ethtool -i and -S, ip -s link, /proc/interrupts and the RX
-// IRQs' effective affinity. The test on the host compares them.
+// own view: ethtool -i and -S, the configuration's ethtool views (link,
+// -c, -a, -x, -n), ip -s link, /proc/interrupts before and after the
+// scrape and the RX IRQs' effective affinity. The test on the host
+// compares them.
 package main
 
 import (
@@ -159,12 +161,20 @@ func settle(nics []emunic.NIC) error {
 	return fmt.Errorf("the NICs' counters did not settle in 60 s")
 }
 
-// record writes the scrape, and for each NIC its driver's ethtool -i and
-// -S, ip -s -s link as JSON, and /proc/interrupts with the effective
-// affinity of every IRQ named after the NIC.
+// record writes the scrape between two copies of /proc/interrupts, and
+// for each NIC its driver's ethtool -i and -S, its configuration as
+// ethtool shows it (a call the driver refuses leaves NAME.refused with
+// ethtool's message), ip -s -s link as JSON, and /proc/interrupts with the
+// effective affinity of every IRQ named after the NIC.
 func record(e *guest.Exporter, out string, nics []emunic.NIC) error {
+	if err := copyFile("/proc/interrupts", filepath.Join(out, "interrupts-before.txt")); err != nil {
+		return err
+	}
 	body, err := e.Scrape()
 	if err != nil {
+		return err
+	}
+	if err := copyFile("/proc/interrupts", filepath.Join(out, "interrupts-after.txt")); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(out, "scrape.prom"), body, 0o644); err != nil {
@@ -183,8 +193,47 @@ func record(e *guest.Exporter, out string, nics []emunic.NIC) error {
 				return err
 			}
 		}
+		if err := recordConfig(out, n); err != nil {
+			return err
+		}
 	}
 	return recordIRQs(out, nics)
+}
+
+// configCommands are the ethtool views of a NIC's configuration the
+// exporter reads, by file suffix.
+var configCommands = map[string][]string{
+	".ethtool": nil, ".ethtool-c": {"-c"}, ".ethtool-a": {"-I", "-a"}, ".ethtool-x": {"-x"}, ".ethtool-n": {"-n"},
+	".ethtool-n-tcp4": {"-n", "", "rx-flow-hash", "tcp4"}, ".ethtool-n-udp4": {"-n", "", "rx-flow-hash", "udp4"},
+	".ethtool-n-tcp6": {"-n", "", "rx-flow-hash", "tcp6"}, ".ethtool-n-udp6": {"-n", "", "rx-flow-hash", "udp6"},
+}
+
+func recordConfig(out string, n emunic.NIC) error {
+	for suffix, opts := range configCommands {
+		args := slices.Clone(opts)
+		if i := slices.Index(args, ""); i >= 0 {
+			args[i] = n.Dev
+		} else {
+			args = append(args, n.Dev)
+		}
+		path := filepath.Join(out, n.Driver+suffix)
+		b, err := exec.Command("ethtool", args...).CombinedOutput()
+		if err != nil {
+			path += ".refused"
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }
 
 // recordIRQs writes irqs.txt: each line of /proc/interrupts that names

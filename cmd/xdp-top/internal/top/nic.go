@@ -65,7 +65,7 @@ func (v viewCtx) nic() string {
 		return lessLabels(a.m.GetLabel(), b.m.GetLabel())
 	})
 	t := newTable()
-	for _, d := range append(append(v.headers(), v.signals()...), v.uncore()...) {
+	for _, d := range slices.Concat(v.headers(), v.config(), v.signals(), v.uncore()) {
 		t.row(d)
 	}
 	t.row("device", "stat (per second; * typed by the exporter)", "rate")

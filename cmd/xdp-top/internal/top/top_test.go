@@ -382,3 +382,40 @@ xdp_skb_drops_untracked_total 40
 		t.Errorf("overview:\n%s", over)
 	}
 }
+
+// TestNICViewConfig: the NIC view's configuration line per device: link
+// speed with the port's share of its 64-byte line rate, coalescing, pause
+// settings and frames, the RSS table's queue weights, and the RX queues'
+// interrupts with packets per interrupt.
+func TestNICViewConfig(t *testing.T) {
+	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_ethtool_link_speed_bytes_per_second gauge\n# TYPE xdp_nic_port_packets_total counter\n" +
+		"# TYPE xdp_ethtool_coalesce_delay_seconds gauge\n# TYPE xdp_ethtool_coalesce_max_frames gauge\n# TYPE xdp_ethtool_coalesce_adaptive gauge\n" +
+		"# TYPE xdp_ethtool_pause_enabled gauge\n# TYPE xdp_nic_pause_frames_total counter\n# TYPE xdp_ethtool_channels gauge\n# TYPE xdp_ethtool_rss_info gauge\n" +
+		"# TYPE xdp_ethtool_rss_indirection_entries gauge\n# TYPE xdp_pcie_rx_queue_interrupts_total counter\n# TYPE xdp_netdev_queue_rx_packets_total counter\n"
+	scrape := func(at, k float64) *Scrape {
+		return parse(t, at, head+fmt.Sprintf(`xdp_ethtool_driver_info{device="mlx5p1",driver="mlx5_core"} 1
+xdp_ethtool_link_speed_bytes_per_second{device="mlx5p1"} 1.25e10
+xdp_nic_port_packets_total{device="mlx5p1",direction="rx",source="eth_mac"} %g
+xdp_ethtool_coalesce_delay_seconds{device="mlx5p1",direction="rx"} 8e-06
+xdp_ethtool_coalesce_delay_seconds{device="mlx5p1",direction="tx"} 1.6e-05
+xdp_ethtool_coalesce_max_frames{device="mlx5p1",direction="rx"} 128
+xdp_ethtool_coalesce_max_frames{device="mlx5p1",direction="tx"} 32
+xdp_ethtool_coalesce_adaptive{device="mlx5p1",direction="rx"} 1
+xdp_ethtool_coalesce_adaptive{device="mlx5p1",direction="tx"} 0
+xdp_ethtool_pause_enabled{device="mlx5p1",direction="rx"} 1
+xdp_ethtool_pause_enabled{device="mlx5p1",direction="tx"} 0
+xdp_nic_pause_frames_total{device="mlx5p1",direction="rx"} %g
+xdp_ethtool_channels{device="mlx5p1",type="combined"} 3
+xdp_ethtool_rss_info{device="mlx5p1",hash_function="toeplitz",table_size="12"} 1
+xdp_ethtool_rss_indirection_entries{device="mlx5p1",queue="0"} 6
+xdp_ethtool_rss_indirection_entries{device="mlx5p1",queue="1"} 6
+xdp_pcie_rx_queue_interrupts_total{device="mlx5p1",queue="0",irq="300"} %g
+xdp_pcie_rx_queue_interrupts_total{device="mlx5p1",queue="1",irq="301"} %g
+xdp_netdev_queue_rx_packets_total{device="mlx5p1",queue="0",type="rx"} %g
+xdp_netdev_queue_rx_packets_total{device="mlx5p1",queue="1",type="rx"} %g
+`, k*88049446, k*40, k*100000, k*150000, k*4e6, k*6e6))
+	}
+	out := Render("nic", scrape(0, 0), scrape(1, 1), "")
+	wantFields(t, out, "mlx5p1: link 100 Gbit/s (port rx 59.2% of 64-byte line rate); coalesce rx 8us/128 frames adaptive, tx 16us/32 frames; "+
+		"pause rx on tx off (frames rx 40/s, tx 0/s); RSS toeplitz 12 entries, queue weight 0.00-1.50; RX queue interrupts 250,000/s, 40.0 packets per interrupt")
+}

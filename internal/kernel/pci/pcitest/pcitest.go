@@ -7,9 +7,12 @@
 package pcitest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -98,7 +101,40 @@ func TwoSocketHost(t testing.TB) (sys, proc string) {
 
 	write(filepath.Join(sys, "devices", "system", "node", "node0", "cpulist"), "0-3\n")
 	write(filepath.Join(sys, "devices", "system", "node", "node1", "cpulist"), "4-7\n")
+
+	// /proc/interrupts: queue q's vector (IRQ 40+q) fired 1000*(q+1) times
+	// on each CPU of its effective affinity; the async vector 7 times.
+	rows := map[int][]int{39: {1}, 40: {0}, 41: {4}, 42: {5, 6}, 43: {2, 5}}
+	WriteInterrupts(t, proc, 8, func(irq, cpu int) uint64 {
+		if !slices.Contains(rows[irq], cpu) {
+			return 0
+		}
+		if irq == 39 {
+			return 7
+		}
+		return uint64(1000 * (irq - 39))
+	}, 39, 40, 41, 42, 43)
 	return sys, proc
+}
+
+// WriteInterrupts writes proc/interrupts with cpus columns and a row per
+// irq, count(irq, cpu) in each cell, as x86 prints MSI-X vectors.
+func WriteInterrupts(t testing.TB, proc string, cpus int, count func(irq, cpu int) uint64, irqs ...int) {
+	t.Helper()
+	var b strings.Builder
+	for cpu := range cpus {
+		fmt.Fprintf(&b, "       CPU%d", cpu)
+	}
+	b.WriteString("\n")
+	for _, irq := range irqs {
+		fmt.Fprintf(&b, "%4d:", irq)
+		for cpu := range cpus {
+			fmt.Fprintf(&b, " %10d", count(irq, cpu))
+		}
+		fmt.Fprintf(&b, "  IR-PCI-MSIX-0000:03:00.0 %d-edge      vector%d\n", irq, irq)
+	}
+	b.WriteString(" NMI:" + strings.Repeat("          0", cpus) + "   Non-maskable interrupts\nERR:          0\n")
+	WriteFile(t, filepath.Join(proc, "interrupts"), b.String())
 }
 
 // WriteFile writes path, making its directories.

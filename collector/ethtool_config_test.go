@@ -1,0 +1,164 @@
+package collector
+
+import (
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolnl"
+)
+
+// TestEthtoolConfig sends an mlx5 port's configuration (hostNICConfig, the
+// driver's defaults) as the configuration families, and nothing of it for
+// a veth, whose driver refuses every call but the link's; the refused
+// calls are not made again on the next scrape.
+func TestEthtoolConfig(t *testing.T) {
+	src := loadFixtures(t, "mlx5", "veth")
+	src.devs["mlx5"].config = hostNICConfig()
+	src.devs["veth"].config.link = &ethtoolioctl.Link{SpeedMbps: 10000, Duplex: 1}
+	src.std.pause = []ethtoolnl.Pause{{Ifindex: uint32(src.index["mlx5"]), RX: true, TX: true, HasTXFrames: true, TXFrames: 3400}}
+	src.std.fec = []ethtoolnl.FEC{{Ifindex: uint32(src.index["mlx5"]), Active: 50, HasActive: true, HasCorrected: true, Corrected: 1234},
+		{Ifindex: uint32(src.index["veth"]), Active: 99, HasActive: true}}
+	c := fixtureCollector(t, src, "", DefaultEthtoolMetricsExclude, nil)
+	mfs := gather(t, c)
+
+	for _, e := range []struct {
+		fam    string
+		labels []string
+		want   float64
+	}{
+		{"xdp_ethtool_link_speed_bytes_per_second", nil, 100e9 / 8},
+		{"xdp_ethtool_link_info", []string{"duplex", "full", "autoneg", "on"}, 1},
+		{"xdp_ethtool_coalesce_delay_seconds", []string{"direction", "rx"}, 8e-6},
+		{"xdp_ethtool_coalesce_delay_seconds", []string{"direction", "tx"}, 16e-6},
+		{"xdp_ethtool_coalesce_max_frames", []string{"direction", "rx"}, 128},
+		{"xdp_ethtool_coalesce_adaptive", []string{"direction", "rx"}, 1},
+		{"xdp_ethtool_coalesce_adaptive", []string{"direction", "tx"}, 0},
+		{"xdp_ethtool_pause_enabled", []string{"direction", "rx"}, 1},
+		{"xdp_ethtool_pause_enabled", []string{"direction", "autoneg"}, 0},
+		{"xdp_ethtool_rss_info", []string{"hash_function", "toeplitz", "table_size", "256"}, 1},
+		{"xdp_ethtool_rss_hash_fields_info", []string{"flow_type", "udp6", "fields", "sdfn"}, 1},
+		{"xdp_ethtool_ntuple_rules", nil, 0},
+		{"xdp_nic_pause_frames_total", []string{"direction", "tx"}, 3400},
+		{"xdp_ethtool_fec_info", []string{"mode", "rs"}, 1},
+		{"xdp_nic_fec_blocks_total", []string{"result", "corrected"}, 1234},
+	} {
+		if got := mfs.Value(t, e.fam, append([]string{"device", "mlx5"}, e.labels...)...); got != e.want {
+			t.Errorf("mlx5 %s%v = %v, want %v", e.fam, e.labels, got, e.want)
+		}
+	}
+	if sum, n := mfs.Sum("xdp_ethtool_rss_indirection_entries", "device", "mlx5"); n != hostQueues || sum != 256 {
+		t.Errorf("mlx5: %d queues with %v table entries, want %d with 256", n, sum, hostQueues)
+	}
+	if got := mfs.Value(t, "xdp_ethtool_rss_indirection_entries", "device", "mlx5", "queue", strconv.Itoa(hostQueues-1)); got != 4 {
+		t.Errorf("mlx5 queue %d: %v entries, want 4 of 256 over 64 queues", hostQueues-1, got)
+	}
+	if _, n := mfs.Sum("xdp_nic_pause_frames_total", "direction", "rx"); n != 0 {
+		t.Error("a pause counter the driver did not fill is sent")
+	}
+	if _, n := mfs.Sum("xdp_nic_fec_blocks_total", "result", "uncorrectable"); n != 0 {
+		t.Error("an FEC counter the driver did not fill is sent")
+	}
+	if _, n := mfs.Sum("xdp_ethtool_fec_info", "device", "veth"); n != 0 {
+		t.Error("an FEC mode bit the exporter does not know is named")
+	}
+	if got := mfs.Value(t, "xdp_ethtool_link_speed_bytes_per_second", "device", "veth"); got != 10000e6/8 {
+		t.Errorf("veth link speed %v", got)
+	}
+	for _, fam := range []string{"xdp_ethtool_coalesce_delay_seconds", "xdp_ethtool_pause_enabled", "xdp_ethtool_rss_indirection_entries", "xdp_ethtool_rss_hash_fields_info", "xdp_ethtool_ntuple_rules"} {
+		if _, n := mfs.Sum(fam, "device", "veth"); n != 0 {
+			t.Errorf("veth refuses the call, yet %s has %d series", fam, n)
+		}
+	}
+
+	gather(t, c)
+	for _, call := range []string{"Coalesce", "PauseParam", "RSS", "HashFields", "NtupleRules"} {
+		if n := src.count(call, "veth"); n != 1 {
+			t.Errorf("%s asked of veth %d times in two scrapes, want once (EOPNOTSUPP is for the device's lifetime)", call, n)
+		}
+		if n := src.count(call, "mlx5"); n < 2 {
+			t.Errorf("%s asked of mlx5 %d times in two scrapes", call, n)
+		}
+	}
+}
+
+// hashFieldsEINVAL answers EINVAL for IPv6 flow types, as drivers do for
+// a flow type they do not hash.
+type hashFieldsEINVAL struct{ *fixtureSource }
+
+func (s hashFieldsEINVAL) HashFields(dev string, flow uint32) (uint64, error) {
+	if flow == ethtoolioctl.FlowTCP6 || flow == ethtoolioctl.FlowUDP6 {
+		return 0, unix.EINVAL
+	}
+	return s.fixtureSource.HashFields(dev, flow)
+}
+
+// TestEthtoolHashFieldsEINVAL: a flow type the driver refuses with
+// EINVAL has no series and is no error; the others are sent.
+func TestEthtoolHashFieldsEINVAL(t *testing.T) {
+	src := loadFixtures(t, "mlx5")
+	src.devs["mlx5"].config = hostNICConfig()
+	mfs := gather(t, fixtureCollector(t, hashFieldsEINVAL{src}, "", DefaultEthtoolMetricsExclude, nil))
+	if _, n := mfs.Sum("xdp_ethtool_rss_hash_fields_info", "device", "mlx5"); n != 2 {
+		t.Errorf("%d flow types sent, want tcp4 and udp4", n)
+	}
+}
+
+// TestHashNames spells the hash function and fields as ethtool does.
+func TestHashNames(t *testing.T) {
+	for bits, want := range map[uint8]string{0: "", 1: "toeplitz", 2: "xor", 4: "crc32", 3: "", 8: ""} {
+		if got := hashFuncName(bits); got != want {
+			t.Errorf("hashFuncName(%#x) = %q, want %q", bits, got, want)
+		}
+	}
+	for bits, want := range map[uint64]string{0: "", 0xf0: "sdfn", 0x30: "sd", 0x3e: "mvtsd", 1<<31 | 0xf0: "discard"} {
+		if got := hashFieldLetters(bits); got != want {
+			t.Errorf("hashFieldLetters(%#x) = %q, want %q", bits, got, want)
+		}
+	}
+}
+
+// TestEthtoolConfigCaptured reads the configuration views captured from
+// QEMU's e1000e and vmxnet3 under Debian's 6.12
+// (collector/testdata/ethtool/config): what ethtool printed is what the
+// families say, and a view the driver refused has no series.
+func TestEthtoolConfigCaptured(t *testing.T) {
+	src := loadFixtures(t, "e1000e", "vmxnet3")
+	for _, name := range []string{"e1000e", "vmxnet3"} {
+		src.devs[name].config = loadFixture(t, filepath.Join("testdata", "ethtool", "config", name+".txt")).config
+	}
+	mfs := gather(t, fixtureCollector(t, src, "", DefaultEthtoolMetricsExclude, nil))
+	for _, e := range []struct {
+		dev, fam string
+		labels   []string
+		want     float64
+	}{
+		{"e1000e", "xdp_ethtool_link_speed_bytes_per_second", nil, 1000e6 / 8},
+		{"e1000e", "xdp_ethtool_link_info", []string{"duplex", "full", "autoneg", "on"}, 1},
+		{"e1000e", "xdp_ethtool_coalesce_delay_seconds", []string{"direction", "rx"}, 3e-6},
+		{"e1000e", "xdp_ethtool_coalesce_max_frames", []string{"direction", "rx"}, 0},
+		{"e1000e", "xdp_ethtool_pause_enabled", []string{"direction", "autoneg"}, 1},
+		{"e1000e", "xdp_ethtool_pause_enabled", []string{"direction", "tx"}, 1},
+		{"e1000e", "xdp_ethtool_rss_hash_fields_info", []string{"flow_type", "tcp4", "fields", "sdfn"}, 1},
+		{"e1000e", "xdp_ethtool_rss_hash_fields_info", []string{"flow_type", "udp6", "fields", "sd"}, 1},
+		{"vmxnet3", "xdp_ethtool_link_info", []string{"duplex", "full", "autoneg", "off"}, 1},
+		{"vmxnet3", "xdp_ethtool_rss_info", []string{"hash_function", "toeplitz", "table_size", "128"}, 1},
+		{"vmxnet3", "xdp_ethtool_rss_indirection_entries", []string{"queue", "0"}, 64},
+		{"vmxnet3", "xdp_ethtool_rss_indirection_entries", []string{"queue", "1"}, 64},
+	} {
+		if got := mfs.Value(t, e.fam, append([]string{"device", e.dev}, e.labels...)...); got != e.want {
+			t.Errorf("%s %s%v = %v, want %v", e.dev, e.fam, e.labels, got, e.want)
+		}
+	}
+	for _, e := range []struct{ dev, fam string }{
+		{"e1000e", "xdp_ethtool_rss_indirection_entries"}, {"vmxnet3", "xdp_ethtool_coalesce_delay_seconds"},
+		{"vmxnet3", "xdp_ethtool_pause_enabled"}, {"vmxnet3", "xdp_ethtool_rss_hash_fields_info"},
+	} {
+		if _, n := mfs.Sum(e.fam, "device", e.dev); n != 0 {
+			t.Errorf("%s refused the call, yet %s has %d series", e.dev, e.fam, n)
+		}
+	}
+}
