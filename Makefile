@@ -67,7 +67,7 @@ RECORD ?=
 generate:
 ifneq ($(RECORD),)
 	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 \
-		-run '^(TestReplies|TestConstructedReply|TestConstructedPauseReply|TestConstructedFECReply|TestMACStatsLive|TestDecodeRecording|TestHostRecording|TestNICDriverAlertCases|TestXYReferenceSeriesResolve)$$' \
+		-run '^(TestReplies|TestConstructedReply|TestConstructedPauseFECReplies|TestMACStatsLive|TestDecodeRecording|TestHostRecording|TestNICDriverAlertCases|TestXYReferenceSeriesResolve)$$' \
 		./internal/kernel/netdev ./internal/kernel/ethtoolnl ./internal/kernel/xskdiag ./collector ./dashboards
 	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 -v -timeout 45m -run '^TestKernelMatrix$$' ./kernelmatrix
 endif

@@ -120,14 +120,35 @@ type Decoded struct{ Source }
 // MACStats dumps the eth-mac group of every device; errors.Is(err,
 // ErrNoStats) on kernels before 5.13, which answer EOPNOTSUPP.
 func (d Decoded) MACStats() ([]MAC, error) {
-	msgs, err := d.Dump(CmdStatsGet, MACRequest())
+	return dump(d, CmdStatsGet, MACRequest(), ErrNoStats, "eth-mac statistics", DecodeMAC)
+}
+
+// dump runs one dump request and decodes its replies; EOPNOTSUPP, what a
+// kernel without the command or the flags answers, is unsupported.
+func dump[T any](d Decoded, cmd uint8, req []byte, unsupported error, what string, decode func([]genetlink.Message) ([]T, error)) ([]T, error) {
+	msgs, err := d.Dump(cmd, req)
 	if errors.Is(err, unix.EOPNOTSUPP) {
-		return nil, fmt.Errorf("%w (%v)", ErrNoStats, err)
+		return nil, fmt.Errorf("%w (%v)", unsupported, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dumping ethtool eth-mac statistics: %w", err)
+		return nil, fmt.Errorf("dumping ethtool %s: %w", what, err)
 	}
-	return DecodeMAC(msgs)
+	return decode(msgs)
+}
+
+// statsRequest is the attributes of a dump asking for a command's
+// statistics: its header attribute with ETHTOOL_FLAG_STATS alone.
+func statsRequest(header uint16) []byte {
+	ae := netlink.NewAttributeEncoder()
+	ae.Nested(header, func(nae *netlink.AttributeEncoder) error {
+		nae.Uint32(unix.ETHTOOL_A_HEADER_FLAGS, unix.ETHTOOL_FLAG_STATS)
+		return nil
+	})
+	b, err := ae.Encode()
+	if err != nil {
+		panic(err) // fixed attributes always encode
+	}
+	return b
 }
 
 // MACRequest is the attributes of a STATS_GET asking for the eth-mac group

@@ -86,18 +86,9 @@ func constructedReply(t testing.TB) genetlink.Message {
 // the eth-phy group's counter ignored, and keeps the file equal to the
 // code that builds it (make generate RECORD=1 rewrites it).
 func TestConstructedReply(t *testing.T) {
-	path := filepath.Join(replies, "stats-get-eth-mac-constructed.hex")
-	if testenv.Recording() {
-		comment := "Constructed by constructedReply (ethtoolnl_test.go) as net/ethtool/stats.c fills a STATS_GET reply\nfor a driver that fills the eth-mac counters; make generate RECORD=1 rewrites it."
-		testenv.Check(t, nltest.WriteGenl(path, comment, familyID, []genetlink.Message{constructedReply(t)}), "recording")
-	}
-	msgs, err := nltest.ReadGenl(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := constructedReply(t); len(msgs) != 1 || !reflect.DeepEqual(msgs[0].Data, want.Data) {
-		t.Fatalf("%s differs from constructedReply: make generate RECORD=1", path)
-	}
+	msgs := checkConstructed(t, "stats-get-eth-mac-constructed.hex",
+		"Constructed by constructedReply (ethtoolnl_test.go) as net/ethtool/stats.c fills a STATS_GET reply\nfor a driver that fills the eth-mac counters; make generate RECORD=1 rewrites it.",
+		func(t testing.TB) []genetlink.Message { return []genetlink.Message{constructedReply(t)} })
 	got, err := DecodeMAC(msgs)
 	if err != nil {
 		t.Fatal(err)
@@ -107,29 +98,66 @@ func TestConstructedReply(t *testing.T) {
 	}
 }
 
+// checkConstructed keeps the recording under replies equal to the
+// replies build makes (make generate RECORD=1 rewrites it) and returns
+// what the file holds.
+func checkConstructed(t *testing.T, file, comment string, build func(testing.TB) []genetlink.Message) []genetlink.Message {
+	t.Helper()
+	path := filepath.Join(replies, file)
+	if testenv.Recording() {
+		testenv.Check(t, nltest.WriteGenl(path, comment, familyID, build(t)), "recording")
+	}
+	msgs, err := nltest.ReadGenl(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := build(t)
+	if len(msgs) != len(want) {
+		t.Fatalf("%s has %d messages, the code builds %d: make generate RECORD=1", path, len(msgs), len(want))
+	}
+	for i := range msgs {
+		if !reflect.DeepEqual(msgs[i].Data, want[i].Data) {
+			t.Fatalf("%s differs from the replies the code builds: make generate RECORD=1", path)
+		}
+	}
+	return msgs
+}
+
+// liveDump dials the family and runs fetch as the exporter does: a
+// kernel without the family (before 5.6) or older than major.minor must
+// say unsupported (want, errors.ErrUnsupported), and ok is then false.
+func liveDump[T any](t *testing.T, major, minor int, want error, fetch func(Decoded) ([]T, error)) (got []T, d Decoded, ok bool) {
+	t.Helper()
+	d, err := Dial()
+	if testenv.KernelBefore(t, 5, 6) {
+		if !errors.Is(err, ErrNoFamily) || !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("Dial before 5.6: %v, want ErrNoFamily", err)
+		}
+		return nil, d, false
+	}
+	testenv.Check(t, err, "resolving the ethtool family")
+	got, err = fetch(d)
+	if testenv.KernelBefore(t, major, minor) {
+		if !errors.Is(err, want) || !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("before %d.%d: %v, want %v", major, minor, err, want)
+		}
+		return nil, d, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, d, true
+}
+
 // TestMACStatsLive dumps the running kernel's eth-mac group, as the
 // exporter does: on a kernel before 5.13 the command is missing and says
 // so; on later ones every device answers, a veth (no
 // get_eth_mac_stats) with no counter.
 func TestMACStatsLive(t *testing.T) {
 	pair := vethtest.Pair(t, 1)
-	d, err := Dial()
-	if testenv.KernelBefore(t, 5, 6) {
-		if !errors.Is(err, ErrNoFamily) || !errors.Is(err, errors.ErrUnsupported) {
-			t.Fatalf("Dial before 5.6: %v, want ErrNoFamily", err)
-		}
+	stats, d, ok := liveDump(t, 5, 13, ErrNoStats, Decoded.MACStats)
+	if !ok {
 		return
-	}
-	testenv.Check(t, err, "resolving the ethtool family")
-	stats, err := d.MACStats()
-	if testenv.KernelBefore(t, 5, 13) {
-		if !errors.Is(err, ErrNoStats) || !errors.Is(err, errors.ErrUnsupported) {
-			t.Fatalf("MACStats before 5.13: %v, want ErrNoStats", err)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
 	}
 	i := slices.IndexFunc(stats, func(m MAC) bool { return int(m.Ifindex) == pair.Host.Index })
 	if i < 0 {

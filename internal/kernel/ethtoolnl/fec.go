@@ -47,32 +47,11 @@ var FECModeNames = map[uint32]string{49: "off", 50: "rs", 51: "baser", 74: "llrs
 // ErrNoFEC is a kernel without FEC_GET (Linux 5.14): not supported here.
 var ErrNoFEC = fmt.Errorf("%w: the kernel has no ethtool FEC_GET (needs Linux 5.14 or later)", errors.ErrUnsupported)
 
-// FECRequest asks for the statistics: a header with ETHTOOL_FLAG_STATS.
-func FECRequest() []byte {
-	ae := netlink.NewAttributeEncoder()
-	ae.Nested(aFECHeader, func(nae *netlink.AttributeEncoder) error {
-		nae.Uint32(unix.ETHTOOL_A_HEADER_FLAGS, unix.ETHTOOL_FLAG_STATS)
-		return nil
-	})
-	b, err := ae.Encode()
-	if err != nil {
-		panic(err) // fixed attributes always encode
-	}
-	return b
-}
-
 // FECStats dumps every device's FEC mode and counters; a device whose
 // driver has no get_fecparam is left out by the kernel. errors.Is(err,
 // ErrNoFEC) on kernels before 5.14, which have no such command (EOPNOTSUPP).
 func (d Decoded) FECStats() ([]FEC, error) {
-	msgs, err := d.Dump(CmdFECGet, FECRequest())
-	if errors.Is(err, unix.EOPNOTSUPP) {
-		return nil, fmt.Errorf("%w (%v)", ErrNoFEC, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dumping ethtool FEC statistics: %w", err)
-	}
-	return DecodeFEC(msgs)
+	return dump(d, CmdFECGet, statsRequest(aFECHeader), ErrNoFEC, "FEC statistics", DecodeFEC)
 }
 
 // DecodeFEC decodes the replies of a FEC_GET dump.

@@ -2,19 +2,11 @@ package ethtoolnl
 
 import (
 	"encoding/binary"
-	"errors"
-	"path/filepath"
-	"reflect"
-	"slices"
 	"testing"
 
 	"github.com/mdlayher/genetlink"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
-
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
 
 // constructedFEC are the devices of the constructed FEC_GET replies: an
@@ -74,64 +66,4 @@ func constructedFECReplies(t testing.TB) []genetlink.Message {
 		msgs = append(msgs, genetlink.Message{Header: genetlink.Header{Command: unix.ETHTOOL_MSG_FEC_GET_REPLY, Version: genlVersion}, Data: b})
 	}
 	return msgs
-}
-
-// TestConstructedFECReply decodes the constructed replies into the mode
-// and the totals, and keeps the file equal to the code that builds it
-// (make generate RECORD=1 rewrites it).
-func TestConstructedFECReply(t *testing.T) {
-	path := filepath.Join(replies, "fec-get-constructed.hex")
-	if testenv.Recording() {
-		comment := "Constructed by constructedFECReplies (fec_test.go) as net/ethtool/fec.c fills FEC_GET replies\nwith statistics asked for; make generate RECORD=1 rewrites it."
-		testenv.Check(t, nltest.WriteGenl(path, comment, familyID, constructedFECReplies(t)), "recording")
-	}
-	msgs, err := nltest.ReadGenl(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := constructedFECReplies(t)
-	if len(msgs) != len(want) {
-		t.Fatalf("%s has %d messages, constructedFECReplies %d: make generate RECORD=1", path, len(msgs), len(want))
-	}
-	for i := range msgs {
-		if !reflect.DeepEqual(msgs[i].Data, want[i].Data) {
-			t.Fatalf("%s differs from constructedFECReplies: make generate RECORD=1", path)
-		}
-	}
-	got, err := DecodeFEC(msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, constructedFEC) {
-		t.Errorf("decoded %+v, want %+v", got, constructedFEC)
-	}
-}
-
-// TestFECStatsLive dumps the running kernel's FEC statistics as the
-// exporter does: before 5.14 the command is missing and says so; on later
-// kernels the dump succeeds and leaves out a veth, whose driver has no
-// get_fecparam.
-func TestFECStatsLive(t *testing.T) {
-	pair := vethtest.Pair(t, 1)
-	d, err := Dial()
-	if testenv.KernelBefore(t, 5, 6) {
-		if !errors.Is(err, ErrNoFamily) {
-			t.Fatalf("Dial before 5.6: %v, want ErrNoFamily", err)
-		}
-		return
-	}
-	testenv.Check(t, err, "resolving the ethtool family")
-	stats, err := d.FECStats()
-	if testenv.KernelBefore(t, 5, 14) {
-		if !errors.Is(err, ErrNoFEC) || !errors.Is(err, errors.ErrUnsupported) {
-			t.Fatalf("FECStats before 5.14: %v, want ErrNoFEC", err)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if slices.ContainsFunc(stats, func(f FEC) bool { return int(f.Ifindex) == pair.Host.Index }) {
-		t.Errorf("the dump has veth %s, whose driver has no FEC settings: %+v", pair.Host.Name, stats)
-	}
 }

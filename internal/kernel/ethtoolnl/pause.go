@@ -31,34 +31,12 @@ var ErrNoPauseStats = fmt.Errorf("%w: the kernel's ethtool PAUSE_GET has no stat
 // CmdPauseGet is ETHTOOL_MSG_PAUSE_GET (Linux 5.6).
 const CmdPauseGet = unix.ETHTOOL_MSG_PAUSE_GET
 
-// PauseRequest is the attributes of a PAUSE_GET dump asking for the
-// statistics: a header with ETHTOOL_FLAG_STATS alone.
-func PauseRequest() []byte {
-	ae := netlink.NewAttributeEncoder()
-	ae.Nested(unix.ETHTOOL_A_PAUSE_HEADER, func(nae *netlink.AttributeEncoder) error {
-		nae.Uint32(unix.ETHTOOL_A_HEADER_FLAGS, unix.ETHTOOL_FLAG_STATS)
-		return nil
-	})
-	b, err := ae.Encode()
-	if err != nil {
-		panic(err) // fixed attributes always encode
-	}
-	return b
-}
-
 // PauseStats dumps every device's pause settings and counters; devices
 // whose driver has no get_pauseparam are left out of the dump by the
 // kernel. errors.Is(err, ErrNoPauseStats) on kernels before 5.12, which
 // refuse the flag with EOPNOTSUPP ("unrecognized request flags").
 func (d Decoded) PauseStats() ([]Pause, error) {
-	msgs, err := d.Dump(CmdPauseGet, PauseRequest())
-	if errors.Is(err, unix.EOPNOTSUPP) {
-		return nil, fmt.Errorf("%w (%v)", ErrNoPauseStats, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dumping ethtool pause statistics: %w", err)
-	}
-	return DecodePause(msgs)
+	return dump(d, CmdPauseGet, statsRequest(unix.ETHTOOL_A_PAUSE_HEADER), ErrNoPauseStats, "pause statistics", DecodePause)
 }
 
 // DecodePause decodes the replies of a PAUSE_GET dump.

@@ -1,8 +1,6 @@
 package ethtoolnl
 
 import (
-	"errors"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -11,8 +9,6 @@ import (
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
 
@@ -67,63 +63,47 @@ func constructedPauseReplies(t testing.TB) []genetlink.Message {
 	return msgs
 }
 
-// TestConstructedPauseReply decodes the constructed replies into their
-// settings and counters, and keeps the file equal to the code that builds
-// it (make generate RECORD=1 rewrites it).
-func TestConstructedPauseReply(t *testing.T) {
-	path := filepath.Join(replies, "pause-get-constructed.hex")
-	if testenv.Recording() {
-		comment := "Constructed by constructedPauseReplies (pause_test.go) as net/ethtool/pause.c fills PAUSE_GET replies\nwith statistics asked for; make generate RECORD=1 rewrites it."
-		testenv.Check(t, nltest.WriteGenl(path, comment, familyID, constructedPauseReplies(t)), "recording")
-	}
-	msgs, err := nltest.ReadGenl(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := constructedPauseReplies(t)
-	if len(msgs) != len(want) {
-		t.Fatalf("%s has %d messages, constructedPauseReplies %d: make generate RECORD=1", path, len(msgs), len(want))
-	}
-	for i := range msgs {
-		if !reflect.DeepEqual(msgs[i].Data, want[i].Data) {
-			t.Fatalf("%s differs from constructedPauseReplies: make generate RECORD=1", path)
+// TestConstructedPauseFECReplies decodes the constructed PAUSE_GET and
+// FEC_GET replies into their settings and counters, and keeps the files
+// equal to the code that builds them (make generate RECORD=1 rewrites
+// them).
+func TestConstructedPauseFECReplies(t *testing.T) {
+	for _, c := range []struct {
+		file, source string
+		build        func(testing.TB) []genetlink.Message
+		decode       func([]genetlink.Message) (any, error)
+		want         any
+	}{
+		{"pause-get-constructed.hex", "constructedPauseReplies (pause_test.go) as net/ethtool/pause.c fills PAUSE_GET", constructedPauseReplies,
+			func(m []genetlink.Message) (any, error) { return DecodePause(m) }, constructedPause},
+		{"fec-get-constructed.hex", "constructedFECReplies (fec_test.go) as net/ethtool/fec.c fills FEC_GET", constructedFECReplies,
+			func(m []genetlink.Message) (any, error) { return DecodeFEC(m) }, constructedFEC},
+	} {
+		msgs := checkConstructed(t, c.file, "Constructed by "+c.source+" replies\nwith statistics asked for; make generate RECORD=1 rewrites it.", c.build)
+		got, err := c.decode(msgs)
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
 		}
-	}
-	got, err := DecodePause(msgs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, constructedPause) {
-		t.Errorf("decoded %+v, want %+v", got, constructedPause)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: decoded %+v, want %+v", c.file, got, c.want)
+		}
 	}
 }
 
-// TestPauseStatsLive dumps the running kernel's pause statistics as the
-// exporter does: before 5.12 the statistics flag is refused and says so;
-// on later kernels the dump succeeds and leaves out a veth, whose driver
-// has no get_pauseparam (net/ethtool/netlink.c skips a device whose
-// prepare_data answers EOPNOTSUPP).
-func TestPauseStatsLive(t *testing.T) {
+// TestPauseFECStatsLive dumps the running kernel's pause and FEC
+// statistics as the exporter does: before 5.12 (pause, the statistics
+// flag refused) and 5.14 (FEC, no such command) each says unsupported; on
+// later kernels the dumps succeed and leave out a veth, whose driver has
+// no get_pauseparam or get_fecparam (net/ethtool/netlink.c skips a device
+// whose prepare_data answers EOPNOTSUPP).
+func TestPauseFECStatsLive(t *testing.T) {
 	pair := vethtest.Pair(t, 1)
-	d, err := Dial()
-	if testenv.KernelBefore(t, 5, 6) {
-		if !errors.Is(err, ErrNoFamily) {
-			t.Fatalf("Dial before 5.6: %v, want ErrNoFamily", err)
-		}
-		return
+	pause, _, ok := liveDump(t, 5, 12, ErrNoPauseStats, Decoded.PauseStats)
+	if ok && slices.ContainsFunc(pause, func(p Pause) bool { return int(p.Ifindex) == pair.Host.Index }) {
+		t.Errorf("the pause dump has veth %s, whose driver has no pause settings: %+v", pair.Host.Name, pause)
 	}
-	testenv.Check(t, err, "resolving the ethtool family")
-	stats, err := d.PauseStats()
-	if testenv.KernelBefore(t, 5, 12) {
-		if !errors.Is(err, ErrNoPauseStats) || !errors.Is(err, errors.ErrUnsupported) {
-			t.Fatalf("PauseStats before 5.12: %v, want ErrNoPauseStats", err)
-		}
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if slices.ContainsFunc(stats, func(p Pause) bool { return int(p.Ifindex) == pair.Host.Index }) {
-		t.Errorf("the dump has veth %s, whose driver has no pause settings: %+v", pair.Host.Name, stats)
+	fec, _, ok := liveDump(t, 5, 14, ErrNoFEC, Decoded.FECStats)
+	if ok && slices.ContainsFunc(fec, func(f FEC) bool { return int(f.Ifindex) == pair.Host.Index }) {
+		t.Errorf("the FEC dump has veth %s, whose driver has no FEC settings: %+v", pair.Host.Name, fec)
 	}
 }
