@@ -70,8 +70,8 @@ type Interrupts struct {
 // the host has.
 //
 // It is written by hand: prometheus/procfs (v0.23.0) parses every row of
-// the file into a string per CPU, 3 MB of garbage per scrape and 13% of
-// the whole scrape's time on a host of 128 CPUs and 428 IRQs (the
+// the file into a string per CPU, 3 MB of garbage per scrape and 13% more
+// time for the whole scrape of a host of 128 CPUs and 428 IRQs (the
 // collector's fixture host, BenchmarkHostScrape), to sum 128 rows of it.
 func (r *Interrupts) Counts(procRoot string, irqs []uint32) (map[uint32]uint64, error) {
 	path := filepath.Join(procRoot, "interrupts")
