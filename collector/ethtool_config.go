@@ -116,16 +116,7 @@ func (c *ethtoolCollector) sendRSS(ch chan<- prometheus.Metric, d ethtoolDevice,
 		}
 	}
 	if c.asks(un.fields.Load(), ethtoolRSSFields) {
-		for _, ft := range hashFlowTypes {
-			bits, err := c.src.HashFields(d.Name, ft.flow)
-			if errors.Is(err, unix.EINVAL) {
-				continue // drivers answer EINVAL for a flow type they do not hash (e1000e's ipv6 on older parts)
-			}
-			if !c.optional(err, d.Label, "ETHTOOL_GRXFH", &un.fields, errs) {
-				break
-			}
-			c.fams.send(ch, ethtoolRSSFields, 1, d.Label, ft.name, hashFieldLetters(bits))
-		}
+		c.sendHashFields(ch, d, un, errs)
 	}
 	if c.asks(un.ntuple.Load(), ethtoolNtupleRules) {
 		n, err := c.src.NtupleRules(d.Name)
@@ -135,6 +126,28 @@ func (c *ethtoolCollector) sendRSS(ch chan<- prometheus.Metric, d ethtoolDevice,
 		if c.optional(err, d.Label, "ETHTOOL_GRXCLSRLCNT", &un.ntuple, errs) {
 			c.fams.send(ch, ethtoolNtupleRules, float64(n), d.Label)
 		}
+	}
+}
+
+// sendHashFields sends the hashed fields of each flow type. Drivers
+// answer EINVAL or EOPNOTSUPP for a flow type they do not hash (e1000e's
+// IPv6 types on older parts): that type is left out this scrape, and the
+// call is given up for the device only when every type is refused.
+func (c *ethtoolCollector) sendHashFields(ch chan<- prometheus.Metric, d ethtoolDevice, un *ethtoolConfigUnsupported, errs *[]error) {
+	refused := 0
+	for _, ft := range hashFlowTypes {
+		bits, err := c.src.HashFields(d.Name, ft.flow)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
+			refused++
+			continue
+		}
+		if !c.optional(err, d.Label, "ETHTOOL_GRXFH", &un.fields, errs) {
+			return
+		}
+		c.fams.send(ch, ethtoolRSSFields, 1, d.Label, ft.name, hashFieldLetters(bits))
+	}
+	if refused == len(hashFlowTypes) {
+		c.optional(unix.EOPNOTSUPP, d.Label, "ETHTOOL_GRXFH", &un.fields, errs)
 	}
 }
 
