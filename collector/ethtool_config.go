@@ -129,10 +129,11 @@ func (c *ethtoolCollector) sendRSS(ch chan<- prometheus.Metric, d ethtoolDevice,
 	}
 }
 
-// sendHashFields sends the hashed fields of each flow type. Drivers
-// answer EINVAL or EOPNOTSUPP for a flow type they do not hash (e1000e's
-// IPv6 types on older parts): that type is left out this scrape, and the
-// call is given up for the device only when every type is refused.
+// sendHashFields sends the hashed fields of each flow type. A driver may
+// answer EINVAL or EOPNOTSUPP for a flow type it does not hash while it
+// hashes the others: that type is left out this scrape, and the call is
+// given up for the device only when every type is refused (vmxnet3 before
+// device version 4 refuses all four).
 func (c *ethtoolCollector) sendHashFields(ch chan<- prometheus.Metric, d ethtoolDevice, un *ethtoolConfigUnsupported, errs *[]error) {
 	refused := 0
 	for _, ft := range hashFlowTypes {
