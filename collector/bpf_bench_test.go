@@ -1,19 +1,26 @@
 package collector
 
 import (
+	"context"
+	"log/slog"
+	"regexp"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/tcprog"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/stat"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
+	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
 // BenchmarkBPFStatsCost measures what --collector.bpf.enable-stats costs
@@ -136,4 +143,93 @@ func threadCPU(b *testing.B) int64 {
 		b.Fatal(err)
 	}
 	return ts.Nano()
+}
+
+// BenchmarkBPFScrapeTC measures what reading the traffic-control hooks
+// adds to the bpf collector's scrape, side by side in one run: with
+// tcDevices veth pairs in the namespace (one of them with clsact, a
+// filter on each hook and, where the kernel has tcx, a tcx program),
+// "xdp-only" leaves out xdp_bpf_tc_prog_info (--collector.bpf.metrics-exclude,
+// which skips the reading), "control" is xdp-only again (the noise
+// floor), "tc" is the default. Each b.N iteration is one round of
+// scrapesPerRound scrapes of each variant, in an order rotated every
+// round; medians of the ms per scrape over the rounds, ratios to
+// xdp-only:
+//
+//	go test ./collector -run '^$' -bench BPFScrapeTC -benchtime=31x
+func BenchmarkBPFScrapeTC(b *testing.B) {
+	const tcDevices, scrapesPerRound = 50, 100
+	var first *vethns.Pair
+	for i := range tcDevices {
+		p := vethtest.Pair(b, 1)
+		if i == 0 {
+			first = p
+		}
+	}
+	vethtest.AttachVerdictTo(b, first.Host.Index, xdptest.Pass)
+	vethtest.AttachTC(b, first.Host.Index, "ingress", 1, vethtest.TCProgram(b, "xdpb_tc_in"))
+	vethtest.AttachTC(b, first.Host.Index, "egress", 1, vethtest.TCProgram(b, "xdpb_tc_out"))
+	if tcprog.ProbeTCX() == nil {
+		l, err := link.AttachTCX(link.TCXOptions{Interface: first.Host.Index, Program: vethtest.TCProgram(b, "xdpb_tcx_in"), Attach: ebpf.AttachTCXIngress})
+		testenv.Check(b, err, "attaching tcx ingress")
+		b.Cleanup(func() { l.Close() })
+	}
+	noTC, err := newFamilyFilter("bpf", nil, regexp.MustCompile("tc_prog_info"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []struct {
+		name string
+		c    *bpfCollector
+	}{
+		{"xdp-only", benchBPF(b, BPFConfig{Filter: Filter{Families: noTC}})},
+		{"control", benchBPF(b, BPFConfig{Filter: Filter{Families: noTC}})},
+		{"tc", benchBPF(b, BPFConfig{})},
+	}
+	runs := make([][]float64, len(variants))
+	b.ResetTimer()
+	for round := range b.N {
+		for k := range variants {
+			v := (round + k) % len(variants)
+			start := time.Now()
+			for range scrapesPerRound {
+				updateOnce(b, variants[v].c)
+			}
+			runs[v] = append(runs[v], float64(time.Since(start).Microseconds())/1e3/scrapesPerRound)
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	base := stat.Median(runs[0])
+	for v, variant := range variants {
+		m := stat.Median(runs[v])
+		b.ReportMetric(m, variant.name+"-ms/scrape")
+		b.ReportMetric(m/base, variant.name+"-ratio")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+func benchBPF(b *testing.B, cfg BPFConfig) *bpfCollector {
+	b.Helper()
+	c, err := newBPFCollector(cfg, slog.New(slog.DiscardHandler))
+	testenv.Check(b, err, "building the bpf collector")
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// updateOnce runs one Update and discards its metrics.
+func updateOnce(b *testing.B, c Collector) {
+	ch := make(chan prometheus.Metric, 64)
+	done := make(chan struct{})
+	go func() {
+		for range ch {
+		}
+		close(done)
+	}()
+	err := c.Update(context.Background(), NewLinkSnapshot(), ch)
+	close(ch)
+	<-done
+	if err != nil {
+		b.Fatal(err)
+	}
 }

@@ -2,12 +2,14 @@ package collector
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/bpfprog"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/tcprog"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
@@ -33,7 +36,16 @@ type testProg struct {
 
 func loadDrop(t testing.TB, name string) testProg {
 	t.Helper()
-	prog := vethtest.Verdict(t, name, xdptest.Drop)
+	return describe(t, vethtest.Verdict(t, name, xdptest.Drop))
+}
+
+func loadPass(t testing.TB, name string) testProg {
+	t.Helper()
+	return describe(t, vethtest.Verdict(t, name, xdptest.Pass))
+}
+
+func describe(t testing.TB, prog *ebpf.Program) testProg {
+	t.Helper()
 	info, err := prog.Info()
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +153,65 @@ func TestBPFAttachedPrograms(t *testing.T) {
 	if got := mfs.Value(t, "xdp_bpf_stats_enabled", "source", "exporter"); got != 1 {
 		t.Errorf(`xdp_bpf_stats_enabled{source="exporter"} = %v with enable-stats, want 1`, got)
 	}
+}
+
+// TestBPFTCPrograms puts programs on a veth's tc hooks (a filter under
+// clsact on ingress and on egress) and, where the kernel has tcx as the
+// exporter probes it, one on tcx ingress, sends frames through a packet
+// socket that generic XDP passes to the stack, and checks each program's
+// info series and that with --collector.bpf.enable-stats the XDP and
+// ingress programs ran once per frame.
+func TestBPFTCPrograms(t *testing.T) {
+	pair := vethtest.Pair(t, 1)
+	xdp := loadPass(t, "xdpt_tc_pass")
+	attachXDP(t, xdp, pair.Host.Index, link.XDPGenericMode)
+	in, out, tcx := tcProg(t, "xdpt_tc_in"), tcProg(t, "xdpt_tc_out"), tcProg(t, "xdpt_tcx_in")
+	vethtest.AttachTC(t, pair.Host.Index, "ingress", 1, in.prog)
+	vethtest.AttachTC(t, pair.Host.Index, "egress", 1, out.prog)
+	hasTCX := tcprog.ProbeTCX() == nil
+	tcxLink := ""
+	if hasTCX {
+		l, err := link.AttachTCX(link.TCXOptions{Interface: pair.Host.Index, Program: tcx.prog, Attach: ebpf.AttachTCXIngress})
+		testenv.Check(t, err, "attaching tcx ingress")
+		t.Cleanup(func() { l.Close() })
+		info, err := l.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tcxLink = strconv.FormatUint(uint64(info.ID), 10)
+	}
+	c := newBPF(t, BPFConfig{EnableStats: true})
+
+	const n = 1_000
+	sendPacketSocket(t, pair, n)
+	mfs := gather(t, c)
+	dev := pair.Host.Name
+	mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tc", "direction", "ingress", "order", "0",
+		"prog_id", in.id, "name", in.name, "tag", in.tag, "link_id", "")
+	mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tc", "direction", "egress", "order", "0",
+		"prog_id", out.id, "name", out.name, "tag", out.tag, "link_id", "")
+	runs := map[testProg]float64{xdp: n, in: n}
+	want := 2
+	if hasTCX {
+		mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tcx", "direction", "ingress", "order", "0",
+			"prog_id", tcx.id, "name", tcx.name, "tag", tcx.tag, "link_id", tcxLink)
+		runs[tcx] = n
+		want++
+	}
+	if got := len(mfs.Series("xdp_bpf_tc_prog_info", "device", dev)); got != want {
+		t.Errorf("%s: %d tc programs reported, want %d", dev, got, want)
+	}
+	for p, want := range runs {
+		if got := mfs.Value(t, "xdp_bpf_prog_runs_total", "prog_id", p.id, "name", p.name); got != want {
+			t.Errorf("%s: run count %v, want the %v frames sent", p.name, got, want)
+		}
+	}
+}
+
+// tcProg is a sched_cls program loaded for one test.
+func tcProg(t *testing.T, name string) testProg {
+	t.Helper()
+	return describe(t, vethtest.TCProgram(t, name))
 }
 
 // TestBPFLegacyAttach checks that a program attached through netlink
@@ -264,15 +335,19 @@ func TestBPFNoFDLeak(t *testing.T) {
 	}
 }
 
-// TestBPFDetachedSkipped lists a real attachment, then detaches and
-// unloads the program before the collector reads it, as happens when a
-// program is replaced during a scrape: it is skipped without an error.
+// TestBPFDetachedSkipped lists a real XDP attachment and a real tc
+// filter, then detaches and unloads both programs before the collector
+// reads them, as happens when a program is replaced during a scrape: they
+// are skipped without an error.
 func TestBPFDetachedSkipped(t *testing.T) {
 	pair := vethtest.Pair(t, 1)
 	prog, err := xdptest.Verdict("xdpt_gone", xdptest.Pass)
 	testenv.Check(t, err, "loading an XDP program")
 	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: pair.Host.Index})
 	testenv.Check(t, err, "attaching XDP")
+	filter, err := xdptest.TC("xdpt_tc_gone")
+	testenv.Check(t, err, "loading a sched_cls program")
+	vethtest.AttachTC(t, pair.Host.Index, "ingress", 1, filter)
 	c := newBPF(t, BPFConfig{})
 
 	devs, err := dumpLinks()
@@ -288,15 +363,75 @@ func TestBPFDetachedSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tc, err := c.tcAttachments([]Link{d})
+	if err != nil || len(tc) != 1 {
+		t.Fatalf("listing found %+v (%v) on the tc hooks of %s, want one filter", tc, err, pair.Host.Name)
+	}
 	l.Close()
 	prog.Close()
+	if err := netlink.FilterDel(&netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: pair.Host.Index, Parent: netlink.HANDLE_MIN_INGRESS, Priority: 1, Protocol: unix.ETH_P_ALL}}); err != nil {
+		t.Fatal(err)
+	}
+	filter.Close()
+	// cls_bpf puts its program after an RCU grace period, from a work
+	// queue: wait until the id is gone, as it is for a later scrape.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		p, err := ebpf.NewProgramFromID(tc[0].Prog)
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if err == nil {
+			p.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("program %d of the deleted filter still exists after 5 s (%v)", tc[0].Prog, err)
+		}
+	}
 
 	ch := make(chan prometheus.Metric, 16)
-	if err := c.emit(context.Background(), ch, mine, links); err != nil {
+	if err := c.emit(context.Background(), ch, devs, mine, links, tc); err != nil {
 		t.Fatalf("a program detached during the scrape is an error: %v", err)
 	}
 	close(ch)
 	for m := range ch {
 		t.Errorf("metric for a detached program: %v", m.Desc())
+	}
+}
+
+// TestBPFNetkit makes a netkit pair, where the kernel has netkit as the
+// exporter probes it, with a program on each side attached through the
+// primary: both are listed on the primary, by direction, and none on the
+// peer, which the collector finds by its kind.
+func TestBPFNetkit(t *testing.T) {
+	testenv.Privileged(t)
+	if err := tcprog.ProbeNetkit(); errors.Is(err, errors.ErrUnsupported) {
+		// tcprog's TestNetkit checks that the kernel agrees.
+		t.Logf("this kernel has no netkit: %v", err)
+		return
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	id := vethns.UniqueID()
+	nk := &netlink.Netkit{LinkAttrs: netlink.LinkAttrs{Name: "nk" + id + "p"}, Mode: netlink.NETKIT_MODE_L2}
+	nk.SetPeerAttrs(&netlink.LinkAttrs{Name: "nk" + id + "q"})
+	testenv.Check(t, netlink.LinkAdd(nk), "making a netkit pair")
+	t.Cleanup(func() { _ = netlink.LinkDel(nk) })
+	primary, err := netlink.LinkByName(nk.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs := map[string]testProg{"primary": tcProg(t, "xdpt_nk_primary"), "peer": tcProg(t, "xdpt_nk_peer")}
+	for dir, at := range map[string]ebpf.AttachType{"primary": ebpf.AttachNetkitPrimary, "peer": ebpf.AttachNetkitPeer} {
+		l, err := link.AttachNetkit(link.NetkitOptions{Interface: primary.Attrs().Index, Program: progs[dir].prog, Attach: at})
+		testenv.Check(t, err, "attaching a netkit program")
+		t.Cleanup(func() { l.Close() })
+	}
+	mfs := gather(t, newBPF(t, BPFConfig{}))
+	for dir, p := range progs {
+		mfs.Value(t, "xdp_bpf_tc_prog_info", "device", nk.Name, "kind", "netkit", "direction", dir, "order", "0",
+			"prog_id", p.id, "name", p.name, "tag", p.tag)
+	}
+	if got := mfs.Series("xdp_bpf_tc_prog_info", "device", "nk"+id+"q"); len(got) != 0 {
+		t.Errorf("the peer lists programs: %v", got)
 	}
 }

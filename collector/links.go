@@ -22,6 +22,9 @@ type Link struct {
 	// RxQueues is IFLA_NUM_RX_QUEUES: the RX queues the device was made
 	// with, an upper bound of the ones in use.
 	RxQueues uint32
+	// Kind is the device's IFLA_INFO_KIND (veth, netkit), empty for a
+	// physical device.
+	Kind string
 }
 
 // Links is one dump of the namespace's devices. The scrape takes one per
@@ -121,7 +124,7 @@ func dumpLinks() (*Links, error) {
 	}
 	links := make([]Link, len(list))
 	for i, l := range list {
-		links[i] = Link{Index: l.Index, Name: l.Name, RxQueues: l.RxQueues}
+		links[i] = Link{Index: l.Index, Name: l.Name, RxQueues: l.RxQueues, Kind: l.Kind}
 		for _, x := range l.XDP {
 			links[i].XDP = append(links[i].XDP, xdpAttachment{ifindex: int(l.Index), device: deviceLabel(l.Name), mode: x.Mode, progID: ebpf.ProgramID(x.ProgID)})
 		}

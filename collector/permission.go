@@ -11,8 +11,9 @@ import (
 )
 
 const (
-	needsBPF   = bpfperm.BPF
-	needsAdmin = bpfperm.Admin
+	needsBPF      = bpfperm.BPF
+	needsAdmin    = bpfperm.Admin
+	needsNetAdmin = bpfperm.NetAdmin
 )
 
 // bpfDenied explains a bpf(2) call the kernel refused with EPERM or

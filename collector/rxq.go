@@ -40,10 +40,18 @@ var (
 		"An XDP program observe mode counts (--collector.rxq.observe): the device, attach mode and id of the program "+
 			"an fexit program watches. Its counts go on in xdp_rxq_packets_total across a replacement; this series names the program now counted.",
 		Gauge, "device", "mode", "prog_id")
+	rxqComponentPackets = newFamily("rxq", "rxq_component_packets_total",
+		"Observe mode, where libxdp's dispatcher runs several programs on a device: packets each component program returned, "+
+			"by RX queue, CPU and verdict, counted by an fexit program on the component (prog_id, name). A verdict in the component's "+
+			"chain-call actions (xdp_bpf_dispatcher_component_info) passes the packet on to the next component; any other is the device's.",
+		Counter, "device", "queue", "cpu", "action", "prog_id", "name")
+	rxqComponentBytes = newFamily("rxq", "rxq_component_bytes_total",
+		"Bytes of the packets of xdp_rxq_component_packets_total, read when the component returns.",
+		Counter, "device", "queue", "cpu", "action", "prog_id", "name")
 	rxqUnobservable = newFamily("rxq", "rxq_unobservable_info",
 		"An XDP program observe mode cannot count, with the reason: no_btf (loaded without BTF), offloaded (runs on the NIC), "+
 			"not_permitted (the kernel refused the fexit program: lockdown, a security module, or a kernel that refuses tracing programs), "+
-			"not_supported (no BPF trampoline), busy (EBUSY: no trampoline on this program, e.g. libxdp's dispatcher on 5.10-6.12), "+
+			"not_supported (no BPF trampoline), busy (EBUSY: no trampoline on this program, e.g. libxdp's dispatcher of one component, whose entry function the component replaces), "+
 			"refused (EINVAL: a target that is not JITed), error. Logged once at INFO; not a failure.",
 		Gauge, "device", "mode", "prog_id", "reason")
 )
@@ -102,6 +110,7 @@ func init() {
 					Observe: *observe,
 					Devices: *devices, Action: *action, RedirectDevice: *redirect,
 					Read: *read, Mode: *mode, Force: *force, CheckIfindex: *checkIfindex, Families: shared.Filter.Families,
+					SysFS: shared.SysFS,
 				}, logger)
 			}
 		},
@@ -128,6 +137,9 @@ type RxqConfig struct {
 	Queues int
 	// Families drops the families it does not keep.
 	Families familyFilter
+	// SysFS is the sysfs mount point, /sys when empty: observe mode
+	// reads libxdp's pins under its fs/bpf on kernels before 5.13.
+	SysFS string
 }
 
 type rxqDevice struct {

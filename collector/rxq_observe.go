@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,6 +17,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
 	"github.com/xdp-exporter/xdp_exporter/bpf/tracing"
 	"github.com/xdp-exporter/xdp_exporter/collector/internal/created"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xdpdispatch"
 )
 
 // rxqObserver is the rxq collector in observe mode: on every scrape it
@@ -27,8 +30,25 @@ type rxqObserver struct {
 
 	mu      sync.Mutex
 	tracker *rxqobserve.Tracker
+	// components are the observers of the programs inside libxdp's
+	// dispatchers, one tracker each: a component keeps its program id
+	// when libxdp rebuilds the dispatcher around it, and its counts go
+	// with it when it is removed.
+	components map[componentKey]*component
 	// seen dates the queue x CPU x verdict cells.
 	seen created.Tracker
+}
+
+// componentKey is one component program of the dispatcher at one
+// attachment.
+type componentKey struct {
+	rxqobserve.Attachment
+	prog ebpf.ProgramID
+}
+
+type component struct {
+	tracker *rxqobserve.Tracker
+	name    string
 }
 
 func newRxqObserver(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
@@ -36,7 +56,7 @@ func newRxqObserver(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 	if _, err := tracing.KernelBTF(); err != nil {
 		return nil, err
 	}
-	return &rxqObserver{cfg: cfg, logger: logger, tracker: rxqobserve.NewTracker()}, nil
+	return &rxqObserver{cfg: cfg, logger: logger, tracker: rxqobserve.NewTracker(), components: map[componentKey]*component{}}, nil
 }
 
 func (c *rxqObserver) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
@@ -85,7 +105,9 @@ func (c *rxqObserver) follow(links *Links) error {
 		present = nil
 	}
 	refusals, err := c.tracker.Follow(targets, present)
-	for _, r := range refusals {
+	more, cerr := c.followComponents(targets)
+	err = errors.Join(err, cerr)
+	for _, r := range append(refusals, more...) {
 		needs := needsBPF
 		if errors.Is(r.Err, rxqobserve.ErrOpen) {
 			needs = needsAdmin
@@ -94,6 +116,67 @@ func (c *rxqObserver) follow(links *Links) error {
 			"device", labels[r.Ifindex], "mode", r.Mode, "prog_id", r.Prog, "reason", r.Reason, "err", bpfDenied("rxq", needs, r.Err))
 	}
 	return err
+}
+
+// followComponents observes each component of the dispatchers among
+// targets and closes the observers of components no longer in one, so
+// that no link is left on a removed program.
+func (c *rxqObserver) followComponents(targets []rxqobserve.Target) ([]rxqobserve.Refusal, error) {
+	now := map[componentKey]bool{}
+	var refusals []rxqobserve.Refusal
+	var errs []error
+	for _, tg := range targets {
+		if tg.Mode == "offload" {
+			continue
+		}
+		d, err := readDispatcher(tg.Prog, tg.Ifindex, c.cfg.SysFS)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if d == nil {
+			continue
+		}
+		for _, comp := range d.Components {
+			k := componentKey{tg.Attachment, comp.Prog}
+			now[k] = true
+			if c.components[k] != nil {
+				continue
+			}
+			name := ""
+			if p, err := ebpf.NewProgramFromID(comp.Prog); err == nil {
+				if info, err := p.Info(); err == nil {
+					name = info.Name
+				}
+				p.Close()
+			}
+			t := rxqobserve.NewTracker()
+			r, err := t.Follow([]rxqobserve.Target{{Attachment: tg.Attachment, Prog: comp.Prog, Queues: tg.Queues}}, nil)
+			refusals, errs = append(refusals, r...), append(errs, err)
+			c.components[k] = &component{tracker: t, name: name}
+		}
+	}
+	for k, comp := range c.components {
+		if !now[k] {
+			errs = append(errs, comp.tracker.Close())
+			delete(c.components, k)
+		}
+	}
+	return refusals, errors.Join(errs...)
+}
+
+// readDispatcher reads the dispatcher with id prog on ifindex, nil when
+// the program is none or is gone.
+func readDispatcher(prog ebpf.ProgramID, ifindex uint32, sysfs string) (*xdpdispatch.Dispatcher, error) {
+	p, err := ebpf.NewProgramFromID(prog)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("XDP program %d: %w", prog, bpfDenied("rxq", needsAdmin, err))
+	}
+	defer p.Close()
+	return xdpdispatch.Read(p, ifindex, filepath.Join(sysRoot(sysfs), "fs/bpf"))
 }
 
 // send emits one device's counts (retired plus live), its observed
@@ -124,6 +207,26 @@ func (c *rxqObserver) send(ch chan<- prometheus.Metric, dev Link) error {
 	if len(d.Observed) > 0 || len(d.Counts) > 0 {
 		fams.send(ch, rxqIssues, float64(outOfRange), dev.Label, "queue_out_of_range")
 	}
+	var errs []error
+	for k, comp := range c.components {
+		if k.Ifindex != dev.Index {
+			continue
+		}
+		cd, err := comp.tracker.Read(dev.Index, map[string]ebpf.ProgramID{k.Mode: k.prog})
+		errs = append(errs, err)
+		if reason, ok := cd.Unobservable[k.Mode]; ok {
+			fams.send(ch, rxqUnobservable, 1, dev.Label, k.Mode, progIDLabel(k.prog), string(reason))
+		}
+		for _, n := range cd.Counts {
+			if n.Queue == rxqobserve.QueueOutOfRange {
+				continue
+			}
+			labels := []string{dev.Label, strconv.Itoa(n.Queue), strconv.Itoa(n.CPU), n.Verdict.String(), progIDLabel(k.prog), comp.name}
+			fams.sendCreated(ch, rxqComponentPackets, &c.seen, float64(n.Packets), labels...)
+			fams.sendCreated(ch, rxqComponentBytes, &c.seen, float64(n.Bytes), labels...)
+		}
+	}
+	err = errors.Join(append(errs, err)...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", dev.Label, err)
 	}
@@ -133,5 +236,10 @@ func (c *rxqObserver) send(ch chan<- prometheus.Metric, dev Link) error {
 func (c *rxqObserver) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tracker.Close()
+	errs := []error{c.tracker.Close()}
+	for k, comp := range c.components {
+		errs = append(errs, comp.tracker.Close())
+		delete(c.components, k)
+	}
+	return errors.Join(errs...)
 }

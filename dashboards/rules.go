@@ -45,6 +45,11 @@ func (r recorded) ratio(level, metric string) string {
 }
 
 // Names of recorded series used by the alerts and the fleet dashboard.
+
+// progRunTime is each program's seconds per run (XDP, tc, tcx, netkit).
+func (r recorded) progRunTime() string {
+	return r.ratio("instance_prog", "xdp_bpf_prog_run_seconds_per_run")
+}
 func (r recorded) cpuRxq() string   { return r.rate("instance_cpu", "xdp_rxq_packets") }
 func (r recorded) queueRxq() string { return r.rate("instance_device_queue", "xdp_rxq_packets") }
 func (r recorded) queueCPURxq() string {
@@ -156,6 +161,14 @@ func record(name, expr string) Rule { return Rule{Record: name, Expr: expr} }
 
 // sumRater sums the per-second rate of a series (with the rules' selector
 // sel) over window, by the labels given.
+// xdpProgramRuns is the run rate of the XDP programs per host:
+// xdp_bpf_prog_runs_total counts tc, tcx and netkit programs too, so only
+// those on an XDP hook (xdp_bpf_prog_info) count.
+func xdpProgramRuns(h, sel, window string) string {
+	return "sum by (" + h + ") (\n  rate(" + withSelector("xdp_bpf_prog_runs_total", sel) + "[" + window + "])\n  and on (" + h + ", prog_id) " +
+		withSelector("xdp_bpf_prog_info", sel) + "\n)"
+}
+
 func sumRater(sel, window string) func(by, series string) string {
 	return func(by, series string) string {
 		return "sum by (" + by + ") (rate(" + withSelector(series, sel) + "[" + window + "]))"
@@ -224,12 +237,11 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.exceptions(), sumRate(h+", device", "xdp_device_exceptions_total")),
 		rec(r.redirectErrs(), sumRate(h+", device", "xdp_device_redirect_errors_total")),
 
-		// Per-host roll-ups for the fleet view.
-		// Packets XDP processed: without the rxq collector (it is opt-in)
+		// Per-host roll-ups for the fleet view. Packets XDP processed: without the rxq collector (it is opt-in)
 		// the driver's per-queue XDP counters stand in for it, and per host
 		// the attached programs' run counts for both.
 		rec(r.deviceXDP(), r.deviceRxq()+"\nor\nsum by ("+h+", device) ("+r.xdpActions()+")"),
-		rec(r.hostXDP(), "sum by ("+h+") ("+r.deviceXDP()+")\nor\n"+sumRate(h, "xdp_bpf_prog_runs_total")),
+		rec(r.hostXDP(), "sum by ("+h+") ("+r.deviceXDP()+")\nor\n"+xdpProgramRuns(h, sel, cfg.RateWindow)),
 		rec(r.hostPortRx(), "sum by ("+h+") ("+r.portRx()+")"),
 		rec(r.hostVerdicts(), sumRate(h+", action", "xdp_rxq_packets_total")),
 		rec(r.hostHostDrops(), "sum by ("+h+", where) ("+r.hostDrops()+")"),
@@ -242,7 +254,8 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.hostNAPIKsi(), "sum by ("+h+") ("+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 	}
 	rules = append(append(rules, pcieRecordingRules(cfg, r, h, sel, w, sumRate)...), nicConfigRecordingRules(r, h, sel, sumRate)...)
-	rules = append(rules, uncoreRecordingRules(r, h, sel, w, sumRate)...)
+	rules = append(append(rules, uncoreRecordingRules(r, h, sel, w, sumRate)...),
+		record(r.progRunTime(), sumRate(h+", prog_id, name", "xdp_bpf_prog_run_seconds_total")+"\n/\n"+sumRate(h+", prog_id, name", "xdp_bpf_prog_runs_total")))
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.recording", Rules: rules}}}
 }
 

@@ -46,6 +46,14 @@ func runBoard(cfg Config) board {
 					targets: []target{{refID: "A", expr: sumBy("device, queue, cpu, action", "xdp_rxq_packets_total", selInstDev), legend: "{{device}} rxq {{queue}} cpu {{cpu}} {{action}}"}},
 				},
 				{
+					title: "Verdicts per component of libxdp's dispatcher",
+					description: "Observe mode where xdp-loader or an AF_XDP socket put libxdp's dispatcher on the device: packets/s each component program returned, by verdict. " +
+						"A verdict in the component's chain-call actions (XDP_PASS by default) hands the packet to the next component, which counts it again; any other ends the chain and is the device's.",
+					unit: "pps", min: &f0,
+					exempt:  "needs libxdp's dispatcher and fexit: this lab's kernel refuses tracing programs (the kernel matrix counts components on Debian's kernels)",
+					targets: []target{{refID: "A", expr: sumBy("device, prog_id, name, action", "xdp_rxq_component_packets_total", selInstDev), legend: "{{device}} {{name}} ({{prog_id}}) {{action}}"}},
+				},
+				{
 					title: "RX queue x CPU: which CPU serves which queue",
 					description: "xdp_rxq_info's RXQ:CPU rows as a table: packets/s of each RX queue on each CPU, with the queue's NAPI id, IRQ and the CPUs its IRQ runs on (xdp_netdev_queue_info, where the driver reports them). " +
 						"Several busy queues on one CPU while other CPUs idle is seed 002's RSS/IRQ-affinity imbalance.",
@@ -330,6 +338,41 @@ func runBoard(cfg Config) board {
 					},
 				},
 			}},
+			{title: "BPF programs on the device (bpftool prog, bpftool net)", tool: "bpftool prog show, bpftool net show", panels: []panel{
+				{
+					title: "Time per run of each program: XDP and the tc path",
+					description: "ns per run of each program on the device, from the kernel's own run count and run time: its XDP program, and its tc (cls_bpf), tcx and netkit programs, " +
+						"which run on the packets XDP passes to the stack (ingress) and on what the stack sends (egress). The kernel counts only while BPF statistics are on " +
+						"(--collector.bpf.enable-stats or kernel.bpf_stats_enabled=1); a program on several devices has one count for all of them.",
+					unit: "ns", min: &f0, needs: "BPF statistics on (--collector.bpf.enable-stats)",
+					targets: []target{
+						{refID: "A", expr: perProgram("xdp_bpf_prog_info", "1e9 * "+rec.progRunTime()+"{"+selInst+"}"), legend: "{{device}} XDP ({{mode}}) {{name}}"},
+						{refID: "B", expr: perProgram("xdp_bpf_tc_prog_info", "1e9 * "+rec.progRunTime()+"{"+selInst+"}"), legend: "{{device}} {{kind}} {{direction}} {{name}}",
+							needs: "a tc, tcx or netkit program on the device and BPF statistics on"},
+					},
+				},
+				{
+					title: "CPU time in each program: XDP and the tc path",
+					description: "Seconds per second each program on the device ran (1 is one CPU busy), XDP beside tc, tcx and netkit: where the packets that take the slow path spend their time. " +
+						"Counted only while BPF statistics are on; a program on several devices has one count for all of them.",
+					unit: "percentunit", min: &f0, needs: "BPF statistics on (--collector.bpf.enable-stats)",
+					targets: []target{
+						{refID: "A", expr: perProgram("xdp_bpf_prog_info", progRate("xdp_bpf_prog_run_seconds_total")), legend: "{{device}} XDP ({{mode}}) {{name}}"},
+						{refID: "B", expr: perProgram("xdp_bpf_tc_prog_info", progRate("xdp_bpf_prog_run_seconds_total")), legend: "{{device}} {{kind}} {{direction}} {{name}}",
+							needs: "a tc, tcx or netkit program on the device and BPF statistics on"},
+					},
+				},
+			}},
 		},
 	}
+}
+
+// progRate is a per-program counter's rate on the selected instance.
+func progRate(counter string) string { return rate(counter, selInst) }
+
+// perProgram gives each attachment of info (a program on a hook of a
+// selected device) its program's value: info is the many side, so a
+// program attached to several devices is drawn on each.
+func perProgram(info, value string) string {
+	return info + "{" + selInstDev + "}\n* on (cluster, job, instance, prog_id) group_left ()\n(" + value + ")"
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
@@ -200,7 +201,8 @@ func runPhase(t *testing.T, lb lab.Lab, addr string, prom *promtest.Server, ph p
 // panels are evaluated while each program is still attached: once it is
 // gone the exporter deletes its keys and the series end.
 func eventsPhase(t *testing.T, lb lab.Lab, addr string, prom *promtest.Server, evaluate func(when string)) {
-	exp := exportertest.Run(t, addr, "--collector.xdp.xmit")
+	// BPF statistics on, for the run time of the programs on the DUT.
+	exp := exportertest.Run(t, addr, "--collector.xdp.xmit", "--collector.bpf.enable-stats")
 	waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="xdp"}`, addr))
 	dut, err := net.InterfaceByName(lb.DUT)
 	if err != nil {
@@ -234,6 +236,10 @@ func eventsPhase(t *testing.T, lb lab.Lab, addr string, prom *promtest.Server, e
 		t.Fatal(err)
 	}
 	send("cpumap redirect", func() (interface{ Close() error }, error) { return cpumapRedirect(dut.Index, 1) })
+	// A tc filter on the DUT's ingress runs on what XDP passes to the
+	// stack: the tc path beside XDP in the run view.
+	vethtest.AttachTC(t, dut.Index, "ingress", 1, vethtest.TCProgram(t, "e2e_tc_ingress"))
+	send("a tc program behind XDP_PASS", func() (interface{ Close() error }, error) { return passOn(dut.Index) })
 	exp.Stop(t)
 }
 

@@ -80,3 +80,9 @@ func attach(ifindex int, m *ebpf.Map, load func() (*ebpf.Program, error)) (io.Cl
 
 // abortOn attaches the XDP_ABORTED program to ifindex.
 func abortOn(ifindex int) (io.Closer, error) { return attach(ifindex, nil, abortProgram) }
+
+// passOn attaches to ifindex a program that passes every frame to the
+// stack, where the tc ingress hook runs.
+func passOn(ifindex int) (io.Closer, error) {
+	return attach(ifindex, nil, func() (*ebpf.Program, error) { return xdptest.Verdict("e2e_pass", xdptest.Pass) })
+}

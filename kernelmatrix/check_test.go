@@ -31,9 +31,10 @@ const supportOutEnv = "XDP_EXPORTER_SUPPORT_OUT"
 // frames is what each exact-count check sends.
 const frames = 20_000
 
-// commandLine is the INFO line of a netdev command (collector/netdev.go)
-// or a source of the NIC signals (collector/nic.go) the kernel lacks.
-var commandLine = regexp.MustCompile(`msg="(?:netdev command|source of NIC signals) not supported[^"]*" collector=(\S+) (?:command|source)=(\S+) hint="([^"]*)"`)
+// commandLine is the INFO line of a netdev command (collector/netdev.go),
+// a source of the NIC signals (collector/nic.go) or a BPF hook
+// (collector/bpf_tc.go) the kernel lacks.
+var commandLine = regexp.MustCompile(`msg="(?:netdev command|source of NIC signals|BPF hook) not supported[^"]*" collector=(\S+) (?:command|source|hook)=(\S+) hint="([^"]*)"`)
 
 // unsupportedLine is the INFO line a collector logs once when the host
 // lacks what it needs (collector/collector.go).

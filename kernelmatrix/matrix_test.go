@@ -73,6 +73,13 @@ var guestPackages = []guestPackage{
 	{pkg: "internal/kernel/bpfprog"},
 	{pkg: "internal/kernel/netdev"},
 	{pkg: "internal/kernel/xskdiag"},
+	// The traffic-control hooks: tc filters on every kernel, tcx from
+	// 6.6 and netkit from 6.7, unsupported before as the probe says.
+	{pkg: "internal/kernel/tcprog"},
+	// libxdp's dispatcher as Debian's xdp-loader builds it (freplace
+	// on every kernel of the matrix): its components by slot, from the
+	// freplace links (5.13) or libxdp's pins (5.10).
+	{pkg: "internal/kernel/xdpdispatch"},
 	// The uncore reader's open, read and scale through the software PMU:
 	// perf_event_attr with config1 as each kernel takes it.
 	{pkg: "internal/kernel/uncore"},
@@ -143,17 +150,18 @@ var required = map[string]map[string][]string{
 		"bpf/rxqobserve": observeTests,
 	},
 	"trixie": {
-		"kernelmatrix":   append([]string{"TestXSKRealSocket"}, observeExporter...), // xsk_diag is a module of Debian's 6.12
-		"bpf/drop":       {"TestDropSubsystemReasonNames"},                          // and openvswitch, with drop reasons (6.8+)
-		"bpf/rxqobserve": observeTests,
+		"kernelmatrix":           append([]string{"TestXSKRealSocket"}, observeExporter...), // xsk_diag is a module of Debian's 6.12
+		"bpf/drop":               {"TestDropSubsystemReasonNames"},                          // and openvswitch, with drop reasons (6.8+)
+		"bpf/rxqobserve":         observeTests,
+		"internal/kernel/tcprog": {"TestTCX"}, // tcx (6.6+)
 	},
 }
 
 // Debian's kernels have BPF trampolines, so observe mode must count there,
 // not report its programs unobservable.
 var (
-	observeExporter = []string{"TestRxqObserve/counted"}
-	observeTests    = []string{"TestObserveCounts/counted", "TestObserveTailCall/counted", "TestObserveDispatcher"}
+	observeExporter = []string{"TestRxqObserve/counted", "TestRxqObserveComponents/counted"}
+	observeTests    = []string{"TestObserveCounts/counted", "TestObserveTailCall/counted", "TestObserveDispatcher", "TestObserveComponents/counted"}
 )
 
 // TestKernelMatrix boots Debian's kernels in QEMU over this machine's root

@@ -2,12 +2,16 @@ package kernelmatrix
 
 import (
 	"fmt"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xdpdispatch"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
@@ -128,5 +132,156 @@ func checkCells(t *testing.T, mfs exportertest.Families, dut string, pass, drop 
 	}
 	if total, _ := mfs.Sum("xdp_rxq_packets_total", "device", dut); total != float64(2*(pass+drop)) {
 		t.Errorf("xdp_rxq_packets_total for %s sums to %v, want %d", dut, total, 2*(pass+drop))
+	}
+}
+
+// TestRxqObserveComponents runs the real exporter with observe mode and
+// the bpf collector, then a user loads a program with xdp-loader. Where
+// the kernel runs libxdp's dispatcher, the user adds a second and later
+// removes the first: the bpf collector lists the dispatcher's components
+// by slot as libxdp pinned them, each component's verdicts by queue x CPU
+// equal what it was sent (the second sees what the first passed on), the
+// dispatcher's final verdicts are counted where the kernel allows a
+// trampoline on it, and after the removal the component is gone at the
+// next scrape with no fexit left on it, the other's counts going on.
+// Where libxdp loads the program alone, no component is listed.
+func TestRxqObserveComponents(t *testing.T) {
+	pair := vethtest.Pair(t, 2)
+	dut := pair.Host.Name
+	e := exportertest.Run(t, exportertest.FreeAddr(t), "--collector.disable-defaults", "--collector.bpf",
+		"--collector.rxq", "--collector.rxq.observe", "--collector.rxq.device="+dut)
+	t.Cleanup(func() { _ = exec.Command("xdp-loader", "unload", "--all", dut).Run() })
+	xdpLoader(t, "load", "-m", "native", dut, sizedObject)
+	mfs := exportertest.Parse(t, e.Scrape(t))
+	for _, c := range []string{"bpf", "rxq"} {
+		if ok, _ := mfs.Sum("xdp_scrape_collector_success", "collector", c); ok != 1 {
+			t.Fatalf("the %s collector failed; log:\n%s", c, e.Stderr)
+		}
+	}
+	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(vethtest.AttachedXDP(t, dut)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := p.Info()
+	p.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != xdpdispatch.Name {
+		if _, n := mfs.Sum("xdp_bpf_dispatcher_component_info"); n != 0 {
+			t.Errorf("program %q alone, yet %d components listed", info.Name, n)
+		}
+		t.Logf("libxdp loaded %q alone: this kernel does not run its dispatcher", info.Name)
+		return
+	}
+	if _, n := mfs.Sum("xdp_rxq_unobservable_info", "device", dut, "reason", "not_permitted"); n > 0 {
+		t.Logf("this kernel refuses tracing programs; the components are unobservable:\n%s", e.Scrape(t))
+		return
+	}
+	t.Run("counted", func(t *testing.T) {
+		xdpLoader(t, "load", "-m", "native", dut, sizedObject)
+		mfs := exportertest.Parse(t, e.Scrape(t))
+		comps := checkComponents(t, mfs, pair.Host.Index, dut, 2)
+		const n = frames
+		dropSize := int(xdptest.SizedSizedSIZED_DROP_FROM)
+		vethtest.SendExactly(t, pair, n)
+		vethtest.SendSized(t, pair, n, dropSize)
+		mfs = exportertest.Parse(t, e.Scrape(t))
+		checkComponentCells(t, mfs, dut, comps[0], n/2, n/2, dropSize)
+		checkComponentCells(t, mfs, dut, comps[1], n/2, 0, dropSize)
+		if _, observed := mfs.Sum("xdp_rxq_observed_info", "device", dut); observed == 1 {
+			checkCells(t, mfs, dut, n/2, n/2, dropSize)
+		} else {
+			t.Logf("the kernel puts no trampoline on the dispatcher of two components:\n%v", mfs.Values("xdp_rxq_unobservable_info", "reason"))
+		}
+
+		xdpLoader(t, "unload", "--id", comps[0], dut)
+		mfs = exportertest.Parse(t, e.Scrape(t))
+		if got := checkComponents(t, mfs, pair.Host.Index, dut, 1); got[0] != comps[1] {
+			t.Errorf("after removing %s the component is %s, want %s", comps[0], got[0], comps[1])
+		}
+		if _, left := mfs.Sum("xdp_rxq_component_packets_total", "prog_id", comps[0]); left != 0 {
+			t.Errorf("the removed component %s still has %d series", comps[0], left)
+		}
+		checkComponentCells(t, mfs, dut, comps[1], n/2, 0, dropSize)
+		id, _ := strconv.Atoi(comps[0])
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+			if err != nil {
+				break
+			}
+			p.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("the removed component %d is still loaded 5 s on; observer links: %v", id, vethtest.ObserverLinks(t))
+			}
+		}
+		e.Stop(t)
+		if links := vethtest.ObserverLinks(t); len(links) > 0 {
+			t.Errorf("observer links %+v outlive the exporter", links)
+		}
+		if strings.Contains(e.Stderr.String(), "level=ERROR") {
+			t.Errorf("the exporter logged an error:\n%s", e.Stderr)
+		}
+	})
+}
+
+func xdpLoader(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("xdp-loader", args...).CombinedOutput(); err != nil {
+		t.Fatalf("xdp-loader %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// checkComponents: the bpf collector lists n components of the
+// dispatcher on dut, slots 0 to n-1, with libxdp's default priority and
+// chain-call action, each the program libxdp pinned for its slot. It
+// returns their program ids by slot.
+func checkComponents(t *testing.T, mfs exportertest.Families, ifindex int, dut string, n int) []string {
+	t.Helper()
+	disp := vethtest.AttachedXDP(t, dut)
+	var ids []string
+	for slot := range n {
+		pin, err := ebpf.LoadPinnedProgram(fmt.Sprintf("/sys/fs/bpf/xdp/dispatch-%d-%d/prog%d-prog", ifindex, disp, slot), nil)
+		if err != nil {
+			t.Fatalf("libxdp's pin of slot %d: %v", slot, err)
+		}
+		pi, err := pin.Info()
+		pin.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := pi.ID()
+		ids = append(ids, fmt.Sprint(id))
+		if _, got := mfs.Sum("xdp_bpf_dispatcher_component_info", "device", dut, "dispatcher_id", fmt.Sprint(disp), "slot", fmt.Sprint(slot),
+			"prog_id", ids[slot], "name", "xdp_sized", "priority", "50", "chain_call_actions", "pass"); got != 1 {
+			t.Errorf("slot %d: no component series for program %s; listed: %v", slot, ids[slot], mfs.Values("xdp_bpf_dispatcher_component_info", "prog_id"))
+		}
+	}
+	if _, got := mfs.Sum("xdp_bpf_dispatcher_component_info", "device", dut); got != n {
+		t.Errorf("%d components listed on %s, want %d", got, dut, n)
+	}
+	return ids
+}
+
+// checkComponentCells: component prog returned pass and drop packets on
+// each queue, on the CPU of its number, and nothing else.
+func checkComponentCells(t *testing.T, mfs exportertest.Families, dut, prog string, pass, drop uint64, dropSize int) {
+	t.Helper()
+	for q := range 2 {
+		queue := fmt.Sprint(q)
+		for _, c := range []struct {
+			action string
+			n      uint64
+			size   int
+		}{{"pass", pass, trafficgen.MinFrameSize}, {"drop", drop, dropSize}} {
+			got, _ := mfs.Sum("xdp_rxq_component_packets_total", "device", dut, "prog_id", prog, "queue", queue, "cpu", queue, "action", c.action)
+			bytes, _ := mfs.Sum("xdp_rxq_component_bytes_total", "device", dut, "prog_id", prog, "queue", queue, "cpu", queue, "action", c.action)
+			if got != float64(c.n) || bytes != float64(c.n)*float64(c.size) {
+				t.Errorf("component %s queue %d %s: %v packets, %v bytes; want %d of %d bytes", prog, q, c.action, got, bytes, c.n, c.size)
+			}
+		}
+	}
+	if total, _ := mfs.Sum("xdp_rxq_component_packets_total", "device", dut, "prog_id", prog); total != float64(2*(pass+drop)) {
+		t.Errorf("component %s: packets sum to %v, want %d", prog, total, 2*(pass+drop))
 	}
 }

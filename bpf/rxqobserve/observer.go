@@ -43,7 +43,8 @@ const (
 	// target (ENOTSUPP, EOPNOTSUPP).
 	ReasonNotSupported Reason = "not_supported"
 	// ReasonBusy: the kernel would not put a trampoline on the target
-	// (EBUSY), as Debian's 5.10 to 6.12 do for libxdp's dispatcher.
+	// (EBUSY): its function is replaced by an extension, as in libxdp's
+	// dispatcher of one component.
 	ReasonBusy Reason = "busy"
 	// ReasonRefused: the verifier or the attach refused the pair
 	// (EINVAL): a target that is not JITed, or of a kind fexit cannot

@@ -14,6 +14,7 @@ import (
 	bpfrxq "github.com/xdp-exporter/xdp_exporter/bpf/rxq"
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xdpdispatch"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 	"github.com/xdp-exporter/xdp_exporter/lab/progrun"
@@ -200,7 +201,11 @@ func dropInstance(b *testing.B) *ebpf.Program {
 // program ("rxq-drop": counting inside the program, attach mode). Every
 // iteration runs each variant once, progrun.Repeat times, in an order
 // rotated by one each iteration. Reported: median ns per packet and the
-// ratio of medians to base, and the programs' instruction counts. The
+// ratio of medians to base, and the programs' instruction counts. Where
+// xdp-loader puts libxdp's dispatcher on a device, two more: a dispatcher
+// of one component ("dispatcher") and a second one whose component is
+// observed ("component"), the observer of a program inside the
+// dispatcher next to the direct one. The
 // trampoline needs a kernel with fexit on XDP programs: run it in the
 // kernel matrix's guests, whose emulated CPU makes the figures
 // indicative only. Run with -benchtime=31x.
@@ -230,6 +235,17 @@ func BenchmarkObserveCost(b *testing.B) {
 		name string
 		prog *ebpf.Program
 	}{{"base", base}, {"control", dropInstance(b)}, {"observed", observed}, {"rxq-drop", rxq.Prog}}
+	observers := []*rxqobserve.Observer{o}
+	if plain, observedComp, comp := dispatchers(b, lo.Index); plain != nil {
+		variants = append(variants, struct {
+			name string
+			prog *ebpf.Program
+		}{"dispatcher", plain}, struct {
+			name string
+			prog *ebpf.Program
+		}{"component", observedComp})
+		observers = append(observers, comp)
+	}
 	runs := make([][]float64, len(variants))
 	for i := 0; i < b.N; i++ {
 		for k := range variants {
@@ -237,18 +253,8 @@ func BenchmarkObserveCost(b *testing.B) {
 			runs[v] = append(runs[v], progrun.NsPerRun(b, variants[v].prog, nil, frame))
 		}
 	}
-	counts, err := o.Read()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var seen uint64
-	for _, c := range counts {
-		seen += c.Packets
-	}
-	if want := uint64(b.N) * progrun.Repeat; seen != want {
-		b.Errorf("the observer counted %d runs, want %d", seen, want)
-	}
-	table := fmt.Sprintf("%-9s %8s %6s %8s\n", "variant", "ns/pkt", "ratio", "insns")
+	checkCountedRuns(b, observers, uint64(b.N)*progrun.Repeat)
+	table := fmt.Sprintf("%-10s %8s %6s %8s\n", "variant", "ns/pkt", "ratio", "insns")
 	for v, variant := range variants {
 		info, err := variant.prog.Info()
 		if err != nil {
@@ -261,7 +267,7 @@ func BenchmarkObserveCost(b *testing.B) {
 		ratio := stat.Median(runs[v]) / stat.Median(runs[0])
 		b.ReportMetric(stat.Median(runs[v]), variant.name+"-ns/pkt")
 		b.ReportMetric(ratio, variant.name+"-ratio")
-		table += fmt.Sprintf("%-9s %8.2f %6.3f %8d\n", variant.name, stat.Median(runs[v]), ratio, len(insns))
+		table += fmt.Sprintf("%-10s %8.2f %6.3f %8d\n", variant.name, stat.Median(runs[v]), ratio, len(insns))
 	}
 	oi, err := o.ProgramInfo()
 	if err != nil {
@@ -276,11 +282,78 @@ func BenchmarkObserveCost(b *testing.B) {
 	b.Log("\n" + table)
 }
 
+// checkCountedRuns: each observer counted every run.
+func checkCountedRuns(b *testing.B, observers []*rxqobserve.Observer, want uint64) {
+	b.Helper()
+	for _, o := range observers {
+		counts, err := o.Read()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var seen uint64
+		for _, c := range counts {
+			seen += c.Packets
+		}
+		if seen != want {
+			b.Errorf("the observer of program %d counted %d runs, want %d", o.Target(), seen, want)
+		}
+	}
+}
+
+// dispatchers loads the sized program with xdp-loader on two devices of
+// their own and returns both dispatchers, the second with its component
+// observed for packets of ifindex; nil where xdp-loader is missing or
+// libxdp loads the program alone.
+func dispatchers(b *testing.B, ifindex int) (plain, observed *ebpf.Program, o *rxqobserve.Observer) {
+	b.Helper()
+	if _, err := exec.LookPath("xdp-loader"); err != nil {
+		b.Logf("no dispatcher variants: %v", err)
+		return nil, nil, nil
+	}
+	var progs []*ebpf.Program
+	for range 2 {
+		pair := vethtest.Pair(b, 1)
+		dev := pair.Host.Name
+		if out, err := exec.Command("xdp-loader", "load", "-m", "native", dev, sizedObject).CombinedOutput(); err != nil {
+			b.Fatalf("xdp-loader load: %v\n%s", err, out)
+		}
+		b.Cleanup(func() { _ = exec.Command("xdp-loader", "unload", "--all", dev).Run() })
+		p, err := ebpf.NewProgramFromID(ebpf.ProgramID(vethtest.AttachedXDP(b, dev)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { p.Close() })
+		d, err := xdpdispatch.Read(p, uint32(pair.Host.Index), "/sys/fs/bpf")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d == nil {
+			b.Logf("no dispatcher variants: libxdp loaded the program alone")
+			return nil, nil, nil
+		}
+		if len(progs) == 1 {
+			comp, err := ebpf.NewProgramFromID(d.Components[0].Prog)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer comp.Close()
+			if o, err = rxqobserve.New(comp, ifindex, 1); err != nil {
+				b.Fatalf("observing the component: %v", err)
+			}
+			b.Cleanup(func() { o.Close() })
+		}
+		progs = append(progs, p)
+	}
+	return progs[0], progs[1], o
+}
+
 // TestObserveDispatcher loads the sized program with xdp-loader, which puts
 // libxdp's dispatcher on the device (where the kernel has freplace) with
 // the program behind it. Where the kernel puts a trampoline on the
-// dispatcher, its observer counts the chain's verdicts; Debian's 5.10 to
-// 6.12 refuse with EBUSY, which New reports as ReasonBusy.
+// dispatcher, its observer counts the chain's verdicts; on a dispatcher of
+// one component, which libxdp attaches in place of the entry function,
+// Debian's 5.10 to 6.12 refuse with EBUSY, which New reports as
+// ReasonBusy.
 func TestObserveDispatcher(t *testing.T) {
 	if _, err := exec.LookPath("xdp-loader"); err != nil {
 		testenv.Unavailable(t, "xdp-loader not installed (xdp-tools; make deps)")

@@ -53,3 +53,24 @@ func RedirectMap(name string, m *ebpf.Map) (*ebpf.Program, error) {
 	}
 	return prog, nil
 }
+
+// TCNext is the verdict with which a tc, tcx or netkit program hands the
+// packet on to the next program or the hook's default: TC_ACT_UNSPEC,
+// TCX_NEXT and NETKIT_NEXT are all -1 (include/uapi/linux/pkt_cls.h,
+// bpf.h).
+const TCNext = -1
+
+// TC loads a sched_cls program called name that returns TCNext for every
+// packet: a program of the traffic-control hooks that changes nothing.
+func TC(name string) (*ebpf.Program, error) {
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name:         name,
+		Type:         ebpf.SchedCLS,
+		License:      "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, TCNext), asm.Return()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading a sched_cls program: %w", err)
+	}
+	return prog, nil
+}

@@ -34,12 +34,16 @@ func TestDropCapabilities(t *testing.T) {
 	// need but do not declare shows up as a failure.
 	pair := vethtest.Pair(t, 1)
 	vethtest.AttachProgram(t, pair.Host.Index, vethtest.Verdict(t, "xdpe_dropcaps", xdptest.Pass))
+	vethtest.AttachTC(t, pair.Host.Index, "ingress", 1, vethtest.TCProgram(t, "xdpe_caps_tc"))
 
 	e := startExporter(t, "--runtime.drop-capabilities")
 	body := e.Scrape(t)
 	promtest.CheckMetrics(t, body)
 	if !strings.Contains(body, `name="xdpe_dropcaps"`) {
 		t.Errorf("the scrape after the drop does not show the XDP program on %s:\n%s", pair.Host.Name, e.Stderr)
+	}
+	if !strings.Contains(body, `xdp_bpf_tc_prog_info{device="`+pair.Host.Name+`",direction="ingress",kind="tc",link_id="",name="xdpe_caps_tc"`) {
+		t.Errorf("the scrape after the drop does not show the tc program on %s:\n%s\n%s", pair.Host.Name, grepLines(body, "tc_prog"), e.Stderr)
 	}
 	// A collector that needs a capability at scrape time without declaring
 	// it fails here.

@@ -152,6 +152,8 @@ var labelFactor = map[string]string{
 var seriesOverride = map[string]string{
 	"xdp_bpf_prog_info":                            "attachments (device x mode)",
 	"xdp_bpf_prog_runs_total":                      "programs",
+	"xdp_bpf_tc_prog_info":                         "programs on the tc, tcx and netkit hooks of the devices (device x kind x direction)",
+	"xdp_bpf_dispatcher_component_info":            "components of libxdp's dispatchers (up to 10 per dispatcher)",
 	"xdp_bpf_prog_run_seconds_total":               "programs",
 	"xdp_cpu_softirqs_total":                       "CPUs x 2 vectors (NET_RX, NET_TX; 10 with --collector.cpu.softirqs.all)",
 	"xdp_softirq_entries_total":                    "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",

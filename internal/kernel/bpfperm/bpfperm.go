@@ -26,6 +26,9 @@ const (
 	// Admin: CAP_SYS_ADMIN, which CAP_BPF does not replace (walking
 	// every program or link by id, BPF_ENABLE_STATS).
 	Admin
+	// NetAdmin: CAP_NET_ADMIN (BPF_PROG_QUERY of a device's tcx and
+	// netkit hooks; since Linux 6.9 CAP_SYS_ADMIN does too).
+	NetAdmin
 )
 
 // Causes lists what denies a command that needs needs on this host; never
@@ -48,6 +51,8 @@ func Causes(needs Needs) []string {
 		switch {
 		case needs == Admin && !admin:
 			causes = append(causes, "missing CAP_SYS_ADMIN (CAP_BPF is not enough for this command)")
+		case needs == NetAdmin && !st.Effective.Has(unix.CAP_NET_ADMIN):
+			causes = append(causes, "missing CAP_NET_ADMIN (BPF_PROG_QUERY of a device's hooks)")
 		case needs == BPF && len(missing) > 0:
 			causes = append(causes, "missing "+strings.Join(missing, " and ")+" (or CAP_SYS_ADMIN)")
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,15 +27,15 @@ func TestParseLockdown(t *testing.T) {
 const childEnv = "XDP_EXPORTER_BPFPERM_CHILD"
 
 // TestCausesWithoutCapabilities runs Causes as nobody, who holds no
-// capability: both kinds of command name what is missing. As root,
+// capability: every kind of command names what is missing. As root,
 // holding every capability, none is named.
 func TestCausesWithoutCapabilities(t *testing.T) {
 	if os.Getenv(childEnv) == "1" {
-		os.Stdout.WriteString("bpf: " + strings.Join(Causes(BPF), "; ") + "\nadmin: " + strings.Join(Causes(Admin), "; ") + "\n")
+		os.Stdout.WriteString("bpf: " + strings.Join(Causes(BPF), "; ") + "\nadmin: " + strings.Join(Causes(Admin), "; ") + "\nnetadmin: " + strings.Join(Causes(NetAdmin), "; ") + "\n")
 		return
 	}
 	testenv.Privileged(t)
-	for _, c := range Causes(BPF) {
+	for _, c := range slices.Concat(Causes(BPF), Causes(Admin), Causes(NetAdmin)) {
 		if strings.Contains(c, "missing CAP") {
 			t.Errorf("root: %s", c)
 		}
@@ -72,7 +73,7 @@ func TestCausesWithoutCapabilities(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
-	for _, want := range []string{"bpf: missing CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)", "admin: missing CAP_SYS_ADMIN"} {
+	for _, want := range []string{"bpf: missing CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)", "admin: missing CAP_SYS_ADMIN", "netadmin: missing CAP_NET_ADMIN"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("child output lacks %q:\n%s", want, out)
 		}

@@ -24,7 +24,10 @@ type Link struct {
 	// RxQueues is IFLA_NUM_RX_QUEUES: the RX queues the device was made
 	// with, an upper bound of the ones in use.
 	RxQueues uint32
-	XDP      []XDPProg
+	// Kind is IFLA_INFO_KIND: the device's driver as ip link add names it
+	// (veth, netkit, bond), empty for a physical device.
+	Kind string
+	XDP  []XDPProg
 }
 
 // XDPProg is the program of one XDP mode (native, generic, offload).
@@ -149,6 +152,15 @@ func ParseLink(m []byte) (Link, error) {
 				l.Name = ad.String()
 			case unix.IFLA_NUM_RX_QUEUES:
 				l.RxQueues = ad.Uint32()
+			case unix.IFLA_LINKINFO:
+				ad.Nested(func(nad *netlink.AttributeDecoder) error {
+					for nad.Next() {
+						if nad.Type() == unix.IFLA_INFO_KIND {
+							l.Kind = nad.String()
+						}
+					}
+					return nil
+				})
 			case unix.IFLA_XDP:
 				ad.Nested(func(nad *netlink.AttributeDecoder) error {
 					for nad.Next() {

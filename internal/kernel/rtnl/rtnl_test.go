@@ -37,15 +37,18 @@ func linkOf(t *testing.T, ifindex int) Link {
 	return entryOf(t, Dump, func(l Link) uint32 { return l.Index }, ifindex)
 }
 
-// TestDumpXDPModes dumps a veth of two queues: its name, its queue
-// count, and its program by mode: native through a bpf_link, which
+// TestDumpXDPModes dumps a veth of two queues: its name, its kind, its
+// queue count, and its program by mode: native through a bpf_link, which
 // DetachXDP leaves (the kernel keeps a link's program from netlink), then
 // generic through netlink, which DetachXDP removes. The kernel refuses
 // native and generic at once, so they are attached one after the other.
 func TestDumpXDPModes(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
-	if l := linkOf(t, pair.Host.Index); l.Name != pair.Host.Name || l.RxQueues != 2 || len(l.XDP) != 0 {
-		t.Fatalf("dumped %+v, want %s with 2 RX queues and no XDP", l, pair.Host.Name)
+	if l := linkOf(t, pair.Host.Index); l.Name != pair.Host.Name || l.Kind != "veth" || l.RxQueues != 2 || len(l.XDP) != 0 {
+		t.Fatalf("dumped %+v, want veth %s with 2 RX queues and no XDP", l, pair.Host.Name)
+	}
+	if l := linkOf(t, 1); l.Name != "lo" || l.Kind != "" {
+		t.Errorf("dumped %+v, want lo without a kind", l)
 	}
 	native := verdict(t, "rtnl_native")
 	nl, err := link.AttachXDP(link.XDPOptions{Program: native, Interface: pair.Host.Index})

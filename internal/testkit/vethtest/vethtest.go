@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/rxqobserve"
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
@@ -247,4 +248,43 @@ func ObserverLinks(t testing.TB) []ObserverLink {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TCProgram loads a sched_cls program called name that hands every packet
+// on (xdptest.TC), closed when the test ends.
+func TCProgram(t testing.TB, name string) *ebpf.Program {
+	t.Helper()
+	prog, err := xdptest.TC(name)
+	testenv.Check(t, err, "loading a sched_cls program")
+	t.Cleanup(func() { prog.Close() })
+	return prog
+}
+
+// AttachTC attaches prog as a direct-action cls_bpf filter of preference
+// prio on a hook (ingress or egress) of ifindex, as `tc filter add dev
+// DEV ingress prio P bpf da` does, adding the clsact qdisc the first time;
+// the qdisc, and its filters with it, go when the test ends.
+func AttachTC(t testing.TB, ifindex int, direction string, prio uint16, prog *ebpf.Program) {
+	t.Helper()
+	qdisc := &netlink.GenericQdisc{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+		QdiscType:  "clsact",
+	}
+	if err := netlink.QdiscReplace(qdisc); err != nil {
+		t.Fatalf("adding the clsact qdisc: %v", err)
+	}
+	t.Cleanup(func() { _ = netlink.QdiscDel(qdisc) })
+	parent := uint32(netlink.HANDLE_MIN_INGRESS)
+	if direction == "egress" {
+		parent = netlink.HANDLE_MIN_EGRESS
+	}
+	err := netlink.FilterAdd(&netlink.BpfFilter{
+		FilterAttrs:  netlink.FilterAttrs{LinkIndex: ifindex, Parent: parent, Priority: prio, Protocol: unix.ETH_P_ALL},
+		Fd:           prog.FD(),
+		Name:         "xdpt",
+		DirectAction: true,
+	})
+	if err != nil {
+		t.Fatalf("adding a %s bpf filter: %v", direction, err)
+	}
 }
