@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"context"
 	"log/slog"
 	"regexp"
 	"runtime"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/xdptest"
@@ -193,7 +191,7 @@ func BenchmarkBPFScrapeTC(b *testing.B) {
 			v := (round + k) % len(variants)
 			start := time.Now()
 			for range scrapesPerRound {
-				updateOnce(b, variants[v].c)
+				drain(b, variants[v].c)
 			}
 			runs[v] = append(runs[v], float64(time.Since(start).Microseconds())/1e3/scrapesPerRound)
 			time.Sleep(200 * time.Millisecond)
@@ -215,21 +213,4 @@ func benchBPF(b *testing.B, cfg BPFConfig) *bpfCollector {
 	testenv.Check(b, err, "building the bpf collector")
 	b.Cleanup(func() { c.Close() })
 	return c
-}
-
-// updateOnce runs one Update and discards its metrics.
-func updateOnce(b *testing.B, c Collector) {
-	ch := make(chan prometheus.Metric, 64)
-	done := make(chan struct{})
-	go func() {
-		for range ch {
-		}
-		close(done)
-	}()
-	err := c.Update(context.Background(), NewLinkSnapshot(), ch)
-	close(ch)
-	<-done
-	if err != nil {
-		b.Fatal(err)
-	}
 }

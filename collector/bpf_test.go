@@ -295,7 +295,7 @@ func countFDs(t *testing.T) int {
 }
 
 // drain runs one Update and discards its metrics.
-func drain(t *testing.T, c Collector) {
+func drain(t testing.TB, c Collector) {
 	t.Helper()
 	ch := make(chan prometheus.Metric)
 	done := make(chan struct{})

@@ -3,6 +3,7 @@ package kernelmatrix
 import (
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,6 +117,13 @@ func checkObserved(t *testing.T, mfs exportertest.Families, dut string, prog uin
 // else.
 func checkCells(t *testing.T, mfs exportertest.Families, dut string, pass, drop uint64, dropSize int) {
 	t.Helper()
+	checkVerdicts(t, mfs, "xdp_rxq", []string{"device", dut}, pass, drop, dropSize)
+}
+
+// checkVerdicts is checkCells for the families prefix_packets_total and
+// prefix_bytes_total, on the series that have labels.
+func checkVerdicts(t *testing.T, mfs exportertest.Families, prefix string, labels []string, pass, drop uint64, dropSize int) {
+	t.Helper()
 	for q := range 2 {
 		queue := fmt.Sprint(q)
 		for _, c := range []struct {
@@ -123,15 +131,16 @@ func checkCells(t *testing.T, mfs exportertest.Families, dut string, pass, drop 
 			n      uint64
 			size   int
 		}{{"pass", pass, trafficgen.MinFrameSize}, {"drop", drop, dropSize}} {
-			got, _ := mfs.Sum("xdp_rxq_packets_total", "device", dut, "queue", queue, "cpu", queue, "action", c.action)
-			bytes, _ := mfs.Sum("xdp_rxq_bytes_total", "device", dut, "queue", queue, "cpu", queue, "action", c.action)
+			cell := append(slices.Clone(labels), "queue", queue, "cpu", queue, "action", c.action)
+			got, _ := mfs.Sum(prefix+"_packets_total", cell...)
+			bytes, _ := mfs.Sum(prefix+"_bytes_total", cell...)
 			if got != float64(c.n) || bytes != float64(c.n)*float64(c.size) {
-				t.Errorf("queue %d CPU %d %s: %v packets, %v bytes; want %d of %d bytes", q, q, c.action, got, bytes, c.n, c.size)
+				t.Errorf("%v queue %d CPU %d %s: %v packets, %v bytes; want %d of %d bytes", labels, q, q, c.action, got, bytes, c.n, c.size)
 			}
 		}
 	}
-	if total, _ := mfs.Sum("xdp_rxq_packets_total", "device", dut); total != float64(2*(pass+drop)) {
-		t.Errorf("xdp_rxq_packets_total for %s sums to %v, want %d", dut, total, 2*(pass+drop))
+	if total, _ := mfs.Sum(prefix+"_packets_total", labels...); total != float64(2*(pass+drop)) {
+		t.Errorf("%s_packets_total %v sums to %v, want %d", prefix, labels, total, 2*(pass+drop))
 	}
 }
 
@@ -267,21 +276,5 @@ func checkComponents(t *testing.T, mfs exportertest.Families, ifindex int, dut s
 // each queue, on the CPU of its number, and nothing else.
 func checkComponentCells(t *testing.T, mfs exportertest.Families, dut, prog string, pass, drop uint64, dropSize int) {
 	t.Helper()
-	for q := range 2 {
-		queue := fmt.Sprint(q)
-		for _, c := range []struct {
-			action string
-			n      uint64
-			size   int
-		}{{"pass", pass, trafficgen.MinFrameSize}, {"drop", drop, dropSize}} {
-			got, _ := mfs.Sum("xdp_rxq_component_packets_total", "device", dut, "prog_id", prog, "queue", queue, "cpu", queue, "action", c.action)
-			bytes, _ := mfs.Sum("xdp_rxq_component_bytes_total", "device", dut, "prog_id", prog, "queue", queue, "cpu", queue, "action", c.action)
-			if got != float64(c.n) || bytes != float64(c.n)*float64(c.size) {
-				t.Errorf("component %s queue %d %s: %v packets, %v bytes; want %d of %d bytes", prog, q, c.action, got, bytes, c.n, c.size)
-			}
-		}
-	}
-	if total, _ := mfs.Sum("xdp_rxq_component_packets_total", "device", dut, "prog_id", prog); total != float64(2*(pass+drop)) {
-		t.Errorf("component %s: packets sum to %v, want %d", prog, total, 2*(pass+drop))
-	}
+	checkVerdicts(t, mfs, "xdp_rxq_component", []string{"device", dut, "prog_id", prog}, pass, drop, dropSize)
 }
