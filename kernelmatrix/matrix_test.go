@@ -160,7 +160,7 @@ var required = map[string]map[string][]string{
 // Debian's kernels have BPF trampolines, so observe mode must count there,
 // not report its programs unobservable.
 var (
-	observeExporter = []string{"TestRxqObserve/counted", "TestRxqObserveComponents/counted"}
+	observeExporter = []string{"TestRxqObserve/counted", "TestRxqObserveComponents/counted", "TestXSKDefaultProgram/counted"}
 	observeTests    = []string{"TestObserveCounts/counted", "TestObserveTailCall/counted", "TestObserveDispatcher", "TestObserveComponents/counted"}
 )
 
