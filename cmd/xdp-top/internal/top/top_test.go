@@ -61,6 +61,45 @@ xdp_rxq_packets_total{device="eth0",queue="1",cpu="1",action="drop"} 5000
 		"rx_queue_index  1:1  5,000  5,000  0")
 }
 
+// TestRxqViewComponents: the programs inside libxdp's dispatcher get a
+// block each, in slot order, with the verdicts that go on to the next
+// slot; a dispatcher the kernel would not let the exporter observe is
+// named with its reason, and its components are drawn all the same.
+func TestRxqViewComponents(t *testing.T) {
+	const head = `# TYPE xdp_rxq_component_packets_total counter
+# TYPE xdp_rxq_unobservable_info gauge
+# TYPE xdp_bpf_dispatcher_component_info gauge
+xdp_rxq_unobservable_info{device="eth0",mode="native",prog_id="7",reason="busy"} 1
+xdp_bpf_dispatcher_component_info{device="eth0",mode="native",dispatcher_id="7",slot="0",prog_id="52",name="xdp_filter",tag="b",priority="10",chain_call_actions="pass",link_id="4"} 1
+xdp_bpf_dispatcher_component_info{device="eth0",mode="native",dispatcher_id="7",slot="1",prog_id="9",name="xdp_lb",tag="a",priority="50",chain_call_actions="",link_id="3"} 1
+`
+	counts := func(k float64) string {
+		return fmt.Sprintf(`xdp_rxq_component_packets_total{device="eth0",queue="0",cpu="0",action="drop",prog_id="52",name="xdp_filter"} %g
+xdp_rxq_component_packets_total{device="eth0",queue="0",cpu="0",action="pass",prog_id="52",name="xdp_filter"} %g
+xdp_rxq_component_packets_total{device="eth0",queue="1",cpu="1",action="pass",prog_id="52",name="xdp_filter"} %g
+xdp_rxq_component_packets_total{device="eth0",queue="0",cpu="0",action="tx",prog_id="9",name="xdp_lb"} %g
+xdp_rxq_component_packets_total{device="eth0",queue="1",cpu="1",action="tx",prog_id="9",name="xdp_lb"} %g
+`, 3000*k, 1000*k, 2000*k, 1000*k, 2000*k)
+	}
+	out := Render("rxq", parse(t, 0, head+counts(0)), parse(t, 1, head+counts(1)), "")
+	wantFields(t, out,
+		"not observable: eth0 prog 7 (busy)",
+		"Device eth0",
+		"Dispatcher  RXQ:CPU  pps  drop  pass  tx",
+		"source: rxq collector in observe mode (xdp_rxq_component_packets_total)",
+		"slot 0: prog 52 xdp_filter, pass goes on to the next slot",
+		"slot 1: prog 9 xdp_lb, no verdict goes on to the next slot",
+		"component  0:0  4,000  3,000  1,000  0",
+		"component  1:1  2,000  0      2,000  0",
+		"component  0:0  1,000  0      0      1,000")
+	if strings.Index(out, "slot 0:") > strings.Index(out, "slot 1:") {
+		t.Errorf("components not in slot order:\n%s", out)
+	}
+	if strings.Contains(out, "XDP-RX CPU") {
+		t.Errorf("per-CPU totals of the device drawn without its final verdicts:\n%s", out)
+	}
+}
+
 func TestRxqView(t *testing.T) {
 	const head = "# TYPE xdp_rxq_packets_total counter\n# TYPE xdp_rxq_issues_total counter\n"
 	prev := parse(t, 0, head+`xdp_rxq_packets_total{device="eth0",queue="0",cpu="0"} 0
