@@ -35,6 +35,10 @@ type rxqObserver struct {
 	// when libxdp rebuilds the dispatcher around it, and its counts go
 	// with it when it is removed.
 	components map[componentKey]*component
+	// plain are the attached programs known not to be dispatchers: a
+	// program's name never changes, so each is opened and asked once, not
+	// at every scrape.
+	plain map[ebpf.ProgramID]bool
 	// seen dates the queue x CPU x verdict cells.
 	seen created.Tracker
 }
@@ -56,7 +60,7 @@ func newRxqObserver(cfg RxqConfig, logger *slog.Logger) (Collector, error) {
 	if _, err := tracing.KernelBTF(); err != nil {
 		return nil, err
 	}
-	return &rxqObserver{cfg: cfg, logger: logger, tracker: rxqobserve.NewTracker(), components: map[componentKey]*component{}}, nil
+	return &rxqObserver{cfg: cfg, logger: logger, tracker: rxqobserve.NewTracker(), components: map[componentKey]*component{}, plain: map[ebpf.ProgramID]bool{}}, nil
 }
 
 func (c *rxqObserver) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
@@ -123,10 +127,15 @@ func (c *rxqObserver) follow(links *Links) error {
 // that no link is left on a removed program.
 func (c *rxqObserver) followComponents(targets []rxqobserve.Target) ([]rxqobserve.Refusal, error) {
 	now := map[componentKey]bool{}
+	plain := map[ebpf.ProgramID]bool{}
 	var refusals []rxqobserve.Refusal
 	var errs []error
 	for _, tg := range targets {
 		if tg.Mode == "offload" {
+			continue
+		}
+		if c.plain[tg.Prog] {
+			plain[tg.Prog] = true
 			continue
 		}
 		d, err := readDispatcher(tg.Prog, tg.Ifindex, c.cfg.SysFS)
@@ -135,6 +144,7 @@ func (c *rxqObserver) followComponents(targets []rxqobserve.Target) ([]rxqobserv
 			continue
 		}
 		if d == nil {
+			plain[tg.Prog] = true
 			continue
 		}
 		for _, comp := range d.Components {
@@ -162,6 +172,7 @@ func (c *rxqObserver) followComponents(targets []rxqobserve.Target) ([]rxqobserv
 			delete(c.components, k)
 		}
 	}
+	c.plain = plain
 	return refusals, errors.Join(errs...)
 }
 
