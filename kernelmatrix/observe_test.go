@@ -32,14 +32,10 @@ const sizedObject = "../bpf/xdptest/sized_bpfel.o"
 func TestRxqObserve(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
 	dut := pair.Host.Name
-	e := exportertest.Run(t, exportertest.FreeAddr(t), "--collector.disable-defaults",
-		"--collector.rxq", "--collector.rxq.observe", "--collector.rxq.device="+dut)
+	e := runObserving(t, dut)
 	// Attached after the exporter started: the next scrape finds it.
 	first := vethtest.AttachWithIP(t, dut, sizedObject, "xdp")
-	mfs := exportertest.Parse(t, e.Scrape(t))
-	if ok, _ := mfs.Sum("xdp_scrape_collector_success", "collector", "rxq"); ok != 1 {
-		t.Fatalf("the rxq collector failed; log:\n%s", e.Stderr)
-	}
+	mfs := scrapeSucceeded(t, e, "rxq")
 	if _, n := mfs.Sum("xdp_rxq_unobservable_info", "device", dut, "prog_id", fmt.Sprint(first)); n == 1 {
 		checkUnobservable(t, e, mfs, dut, first)
 		return
@@ -157,30 +153,15 @@ func checkVerdicts(t *testing.T, mfs exportertest.Families, prefix string, label
 func TestRxqObserveComponents(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
 	dut := pair.Host.Name
-	e := exportertest.Run(t, exportertest.FreeAddr(t), "--collector.disable-defaults", "--collector.bpf",
-		"--collector.rxq", "--collector.rxq.observe", "--collector.rxq.device="+dut)
+	e := runObserving(t, dut, "bpf")
 	t.Cleanup(func() { _ = exec.Command("xdp-loader", "unload", "--all", dut).Run() })
 	xdpLoader(t, "load", "-m", "native", dut, sizedObject)
-	mfs := exportertest.Parse(t, e.Scrape(t))
-	for _, c := range []string{"bpf", "rxq"} {
-		if ok, _ := mfs.Sum("xdp_scrape_collector_success", "collector", c); ok != 1 {
-			t.Fatalf("the %s collector failed; log:\n%s", c, e.Stderr)
-		}
-	}
-	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(vethtest.AttachedXDP(t, dut)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := p.Info()
-	p.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.Name != xdpdispatch.Name {
+	mfs := scrapeSucceeded(t, e, "bpf", "rxq")
+	if name := progName(t, vethtest.AttachedXDP(t, dut)); name != xdpdispatch.Name {
 		if _, n := mfs.Sum("xdp_bpf_dispatcher_component_info"); n != 0 {
-			t.Errorf("program %q alone, yet %d components listed", info.Name, n)
+			t.Errorf("program %q alone, yet %d components listed", name, n)
 		}
-		t.Logf("libxdp loaded %q alone: this kernel does not run its dispatcher", info.Name)
+		t.Logf("libxdp loaded %q alone: this kernel does not run its dispatcher", name)
 		return
 	}
 	if _, n := mfs.Sum("xdp_rxq_unobservable_info", "device", dut, "reason", "not_permitted"); n > 0 {
@@ -232,6 +213,45 @@ func TestRxqObserveComponents(t *testing.T) {
 			t.Errorf("the exporter logged an error:\n%s", e.Stderr)
 		}
 	})
+}
+
+// runObserving runs the real exporter with observe mode on dut and the
+// collectors also, and no other.
+func runObserving(t *testing.T, dut string, also ...string) *exportertest.Process {
+	t.Helper()
+	args := []string{"--collector.disable-defaults", "--collector.rxq", "--collector.rxq.observe", "--collector.rxq.device=" + dut}
+	for _, c := range also {
+		args = append(args, "--collector."+c)
+	}
+	return exportertest.Run(t, exportertest.FreeAddr(t), args...)
+}
+
+// scrapeSucceeded scrapes e and fails the test unless each of collectors
+// succeeded.
+func scrapeSucceeded(t *testing.T, e *exportertest.Process, collectors ...string) exportertest.Families {
+	t.Helper()
+	mfs := exportertest.Parse(t, e.Scrape(t))
+	for _, c := range collectors {
+		if ok, _ := mfs.Sum("xdp_scrape_collector_success", "collector", c); ok != 1 {
+			t.Fatalf("the %s collector failed; log:\n%s", c, e.Stderr)
+		}
+	}
+	return mfs
+}
+
+// progName is the name of the loaded program with id.
+func progName(t *testing.T, id uint32) string {
+	t.Helper()
+	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	info, err := p.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Name
 }
 
 func xdpLoader(t *testing.T, args ...string) {

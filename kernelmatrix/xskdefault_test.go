@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/xdpdispatch"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
@@ -37,15 +35,9 @@ func TestXSKDefaultProgram(t *testing.T) {
 	pair := vethtest.Pair(t, 2)
 	dut := pair.Host.Name
 	app := buildXSKRecv(t)
-	e := exportertest.Run(t, exportertest.FreeAddr(t), "--collector.disable-defaults", "--collector.bpf", "--collector.xsk",
-		"--collector.rxq", "--collector.rxq.observe", "--collector.rxq.device="+dut)
+	e := runObserving(t, dut, "bpf", "xsk")
 	recv := startXSKRecv(t, app, dut, 1)
-	mfs := exportertest.Parse(t, e.Scrape(t))
-	for _, c := range []string{"bpf", "rxq", "xsk"} {
-		if ok, _ := mfs.Sum("xdp_scrape_collector_success", "collector", c); ok != 1 {
-			t.Fatalf("the %s collector failed; log:\n%s", c, e.Stderr)
-		}
-	}
+	mfs := scrapeSucceeded(t, e, "bpf", "rxq", "xsk")
 	attached := vethtest.AttachedXDP(t, dut)
 	family, def := "xdp_rxq", fmt.Sprint(attached)
 	if name := progName(t, attached); name == xdpdispatch.Name {
@@ -115,20 +107,6 @@ func verdictCells(mfs exportertest.Families, family string, labels ...string) ma
 		cells[exportertest.Label(m, "queue")+":"+exportertest.Label(m, "cpu")+":"+exportertest.Label(m, "action")] += exportertest.Value(m)
 	}
 	return cells
-}
-
-func progName(t *testing.T, id uint32) string {
-	t.Helper()
-	p, err := ebpf.NewProgramFromID(ebpf.ProgramID(id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	info, err := p.Info()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.Name
 }
 
 // buildXSKRecv compiles testdata/xskrecv.c against the system's libxdp.
