@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -59,7 +60,6 @@ func run(exporter, out, inject string, errorsN int, rx, tx string, frames uint64
 	if err := injectCorrectable(inject, errorsN); err != nil {
 		return err
 	}
-	time.Sleep(500 * time.Millisecond) // the AER handler runs in a work queue
 	body, err := scrape(out, "aer")
 	if err != nil {
 		return err
@@ -73,17 +73,15 @@ func run(exporter, out, inject string, errorsN int, rx, tx string, frames uint64
 			return err
 		}
 		// x86 moves an IRQ when it next fires: a few frames first.
-		if err := send(tx, rx, 20); err != nil {
+		if err := sendCounted(e, tx, rx, 20); err != nil {
 			return err
 		}
-		time.Sleep(200 * time.Millisecond)
 		if _, err := scrape(out, fmt.Sprintf("cpu%d-before", cpu)); err != nil {
 			return err
 		}
-		if err := send(tx, rx, frames); err != nil {
+		if err := sendCounted(e, tx, rx, frames); err != nil {
 			return err
 		}
-		time.Sleep(300 * time.Millisecond)
 		if _, err := scrape(out, fmt.Sprintf("cpu%d-after", cpu)); err != nil {
 			return err
 		}
@@ -94,8 +92,16 @@ func run(exporter, out, inject string, errorsN int, rx, tx string, frames uint64
 // injectCorrectable writes n Bad TLP errors (PCI_ERR_COR_BAD_TLP) for
 // the device at addr to /dev/aer_inject (struct aer_error_inj of
 // drivers/pci/pcie/aer_inject.c). The kernel handles each as a real AER
-// interrupt and refuses the next with EBUSY while one is in flight.
+// interrupt, in a work queue after the write returns, and refuses the
+// next with EBUSY while one is in flight. Each error is written once the
+// kernel has counted the one before (the device's aer_dev_correctable),
+// and it returns once the last is counted: a fixed pause was too short
+// under the emulator on a loaded machine (4 of 5 counted at the scrape).
 func injectCorrectable(addr string, n int) error {
+	counted, err := badTLPs(addr)
+	if err != nil {
+		return err
+	}
 	var domain, bus, dev, fn uint32
 	if _, err := fmt.Sscanf(addr, "%x:%x:%x.%x", &domain, &bus, &dev, &fn); err != nil {
 		return fmt.Errorf("PCI address %q: %w", addr, err)
@@ -121,8 +127,40 @@ func injectCorrectable(addr string, n int) error {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		if err := waitBadTLPs(addr, counted+uint64(i)+1); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// badTLPs is the kernel's count of Bad TLP errors of the device at addr.
+func badTLPs(addr string) (uint64, error) {
+	f := filepath.Join("/sys/bus/pci/devices", addr, "aer_dev_correctable")
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if w := strings.Fields(line); len(w) == 2 && w[0] == "BadTLP" {
+			return strconv.ParseUint(w[1], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s has no BadTLP line:\n%s", f, b)
+}
+
+// waitBadTLPs waits up to 30 s for the kernel to have counted want Bad
+// TLP errors of the device at addr.
+func waitBadTLPs(addr string, want uint64) error {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n, err := badTLPs(addr)
+		if err != nil || n >= want {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the kernel counted %d Bad TLP errors at %s 30 s after injecting, want %d", n, addr, want)
+		}
+	}
 }
 
 // rxIRQ is the IRQ the exporter names for queue 0 of dev.
@@ -139,4 +177,40 @@ func rxIRQ(scrape, dev string) (string, error) {
 
 // send sends n frames from tx to rx's MAC, paced so the emulated NIC's
 // ring never overflows.
-func send(tx, rx string, n uint64) error { return guest.Send(tx, rx, n, 2000) }
+// sendCounted sends n frames from tx to rx and waits up to 30 s for the
+// rxq collector to have counted them on rx: the emulated NIC delivers
+// them after the send returns, later on a loaded machine than any fixed
+// pause would allow for.
+func sendCounted(e *guest.Exporter, tx, rx string, n uint64) error {
+	before, err := rxqPackets(e, rx)
+	if err != nil {
+		return err
+	}
+	if err := guest.Send(tx, rx, n, 2000); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := rxqPackets(e, rx)
+		if err != nil || got >= before+float64(n) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %v of %d frames counted 30 s after sending", rx, got-before, n)
+		}
+	}
+}
+
+// rxqPackets is the rxq collector's packet count of dev, over queues and
+// CPUs.
+func rxqPackets(e *guest.Exporter, dev string) (float64, error) {
+	b, err := e.Scrape()
+	if err != nil {
+		return 0, err
+	}
+	mfs, err := exportertest.Decode(string(b))
+	if err != nil {
+		return 0, err
+	}
+	n, _ := mfs.Sum("xdp_rxq_packets_total", "device", dev)
+	return n, nil
+}
