@@ -81,9 +81,10 @@ func send(ctx context.Context, pair *vethns.Pair, rate float64, slice uint64, cp
 // which NAPI drains on one CPU while the other fills it) and are dropped
 // for lack of room while the RX CPUs sit idle between bursts: what a NIC
 // does on microbursts the host cannot absorb. Runs here lost 10 to 19%
-// of the frames that way at 80,000 frames/s, too close to the alert's
-// 10,000 a second; at this rate about 27,000 a second. The other hosts get a steady trickle from one CPU
-// in calls of one NAPI batch, which the ring holds.
+// of the frames that way at 80,000 frames/s; at this rate from 1,473 to
+// 27,000 a second, hence the test's lower floor (fleetRules). The other
+// hosts get a steady trickle from one CPU in calls of one NAPI batch,
+// which the ring holds.
 const (
 	burstRate   = 240_000
 	burstFrames = 20_000
@@ -165,12 +166,18 @@ func TestFleetRemoteWrite(t *testing.T) {
 
 // fleetRules writes the rule files both tiers load into a directory: the
 // edge's as committed, and the global tier's generated with for:
-// durations of 10 s instead of minutes, so that the run sees them fire;
-// their expressions are the committed ones.
+// durations of 10 s instead of minutes, so that the run sees them fire,
+// and a drop floor of 100 a second instead of 10,000: how many frames a
+// veth's microbursts lose depends on how the machine schedules the two
+// generator CPUs against NAPI (1,473 a second in one CI rehearsal, 27,000
+// in others), which no rate can pin down. Their expressions are the
+// committed ones otherwise; the floor itself is tested by promtool's
+// unit tests (dashboards/rules/tests).
 func fleetRules(t *testing.T) string {
 	dir := t.TempDir()
 	cfg := dashboards.DefaultConfig()
 	cfg.Global.HostDrops.For, cfg.Global.FleetWideDrops.For = "10s", "10s"
+	cfg.NICDropsWhileIdle.MinDiscards = 100
 	files, err := dashboards.Generate(cfg)
 	if err != nil {
 		t.Fatal(err)
