@@ -19,7 +19,9 @@
 
 #include <xdp/xsk.h>
 
-#define FRAMES (2 * XSK_RING_PROD__DEFAULT_NUM_DESCS)
+// One UMEM frame per fill ring entry: every frame is in the fill ring or
+// the RX ring, and goes back to the fill ring as soon as it is counted.
+#define FRAMES XSK_RING_PROD__DEFAULT_NUM_DESCS
 #define FRAME_SIZE XSK_UMEM__DEFAULT_FRAME_SIZE
 #define BATCH 64
 
@@ -41,7 +43,7 @@ int main(int argc, char **argv)
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
 	unsigned long long received = 0;
-	__u64 addrs[XSK_RING_PROD__DEFAULT_NUM_DESCS];
+	__u64 addrs[FRAMES];
 	void *area;
 	int err;
 
@@ -64,9 +66,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xsk_socket__create on %s queue %s: %s\n", argv[1], argv[2], strerror(-err));
 		return 1;
 	}
-	for (__u32 i = 0; i < XSK_RING_PROD__DEFAULT_NUM_DESCS; i++)
+	for (__u32 i = 0; i < FRAMES; i++)
 		addrs[i] = (__u64)i * FRAME_SIZE;
-	refill(&fill, addrs, XSK_RING_PROD__DEFAULT_NUM_DESCS);
+	refill(&fill, addrs, FRAMES);
 	printf("ready\n");
 	fflush(stdout);
 

@@ -175,12 +175,11 @@ func rxIRQ(scrape, dev string) (string, error) {
 	return "", fmt.Errorf("the exporter names no IRQ for queue 0 of %s", dev)
 }
 
-// send sends n frames from tx to rx's MAC, paced so the emulated NIC's
-// ring never overflows.
-// sendCounted sends n frames from tx to rx and waits up to 30 s for the
-// rxq collector to have counted them on rx: the emulated NIC delivers
-// them after the send returns, later on a loaded machine than any fixed
-// pause would allow for.
+// sendCounted sends n frames from tx to rx's MAC, paced so the emulated
+// NIC's ring never overflows, and waits up to 30 s for the rxq collector
+// to have counted them on rx: the emulated NIC delivers them after the
+// send returns, later on a loaded machine than any fixed pause would
+// allow for.
 func sendCounted(e *guest.Exporter, tx, rx string, n uint64) error {
 	before, err := rxqPackets(e, rx)
 	if err != nil {

@@ -30,10 +30,10 @@ func (v viewCtx) rxq() string {
 	for _, dev := range byLabels(append(slices.Clone(pkts), comps...), "device") {
 		d := dev.Labels["device"]
 		t.row("Device", d)
-		if mine := ofDevice(pkts, d); len(mine) > 0 {
+		if mine := withLabel(pkts, "device", d); len(mine) > 0 {
 			rxqDevice(t, d, mine, remote, issues)
 		}
-		v.rxqComponents(t, d, ofDevice(comps, d))
+		v.rxqComponents(t, d, withLabel(comps, "device", d))
 	}
 	return t.String()
 }
@@ -63,10 +63,11 @@ func (v viewCtx) rxqSource(final bool) string {
 	return source
 }
 
-func ofDevice(ss []Series, d string) []Series {
+// withLabel is the series of ss whose label name is value.
+func withLabel(ss []Series, name, value string) []Series {
 	var mine []Series
 	for _, s := range ss {
-		if s.Labels["device"] == d {
+		if s.Labels[name] == value {
 			mine = append(mine, s)
 		}
 	}
@@ -164,13 +165,7 @@ func (v viewCtx) rxqComponents(t *table, d string, comps []Series) {
 			head = fmt.Sprintf("slot %s: prog %s %s, %s goes on to the next slot", s.Labels["slot"], id, p.Labels["name"], orNone(s.Labels["chain_call_actions"]))
 		}
 		t.row(head)
-		var mine []Series
-		for _, s := range comps {
-			if s.Labels["prog_id"] == id {
-				mine = append(mine, s)
-			}
-		}
-		queueRows(t, "component", mine, actions)
+		queueRows(t, "component", withLabel(comps, "prog_id", id), actions)
 	}
 }
 
