@@ -20,22 +20,22 @@ import (
 
 var (
 	bpfProgInfo = newFamily("bpf", "bpf_prog_info",
-		"An XDP program attached to a device: mode and program id from rtnetlink (RTM_GETLINK IFLA_XDP_DRV/SKB/HW_PROG_ID), "+
-			"name and tag from BPF_OBJ_GET_INFO_BY_FD, link_id of the bpf_link holding it (empty when attached without a link). Always 1.",
-		Gauge, "device", "mode", "prog_id", "name", "tag", "link_id")
+		"An XDP program attached to a device, from RTM_GETLINK and BPF_OBJ_GET_INFO_BY_FD; always 1.",
+		Gauge, "device", "mode", "prog_id", "name", "tag", "link_id").documented("An XDP program attached to a device: mode and program id from rtnetlink (RTM_GETLINK IFLA_XDP_DRV/SKB/HW_PROG_ID), " +
+		"name and tag from BPF_OBJ_GET_INFO_BY_FD, link_id of the bpf_link holding it (empty when attached without a link). Always 1.")
 	bpfProgRuns = newFamily("bpf", "bpf_prog_runs_total",
-		"Times the program ran (bpf_prog_info.run_cnt), over every device and hook it is attached to: an XDP program, or one on a tc, tcx or netkit hook. "+
-			"The kernel counts only while BPF stats are enabled: see xdp_bpf_stats_enabled.",
-		Counter, "prog_id", "name")
+		"Times the BPF program ran, from bpf_prog_info.run_cnt (counted while BPF stats are on).",
+		Counter, "prog_id", "name").documented("Times the program ran (bpf_prog_info.run_cnt), over every device and hook it is attached to: an XDP program, or one on a tc, tcx or netkit hook. " +
+		"The kernel counts only while BPF stats are enabled: see xdp_bpf_stats_enabled.")
 	bpfProgRunSeconds = newFamily("bpf", "bpf_prog_run_seconds_total",
-		"Time the program spent running (bpf_prog_info.run_time_ns), over every device and hook it is attached to: an XDP program, or one on a tc, tcx or netkit hook. "+
-			"The kernel counts only while BPF stats are enabled: see xdp_bpf_stats_enabled.",
-		Counter, "prog_id", "name")
+		"Time the BPF program spent running, from bpf_prog_info.run_time_ns (counted while BPF stats are on).",
+		Counter, "prog_id", "name").documented("Time the program spent running (bpf_prog_info.run_time_ns), over every device and hook it is attached to: an XDP program, or one on a tc, tcx or netkit hook. " +
+		"The kernel counts only while BPF stats are enabled: see xdp_bpf_stats_enabled.")
 	bpfStatsEnabled = newFamily("bpf", "bpf_stats_enabled",
-		"1 when the kernel collects BPF run counts and run time because of this source: "+
-			`source="sysctl" is kernel.bpf_stats_enabled, source="exporter" is a BPF_ENABLE_STATS fd held by this exporter `+
-			"(--collector.bpf.enable-stats). Another process holding such an fd is not visible here.",
-		Gauge, "source")
+		"1 when the kernel counts BPF run time because of this source (the sysctl, or a BPF_ENABLE_STATS fd held here).",
+		Gauge, "source").documented("1 when the kernel collects BPF run counts and run time because of this source: " +
+		`source="sysctl" is kernel.bpf_stats_enabled, source="exporter" is a BPF_ENABLE_STATS fd held by this exporter ` +
+		"(--collector.bpf.enable-stats). Another process holding such an fd is not visible here.")
 )
 
 func init() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"regexp"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,20 +17,20 @@ import (
 
 var (
 	cpuSeconds = newFamily("cpu", "cpu_seconds_total",
-		"Seconds each CPU spent in each mode, from the cpuN lines of /proc/stat (USER_HZ ticks / USER_HZ). user includes guest time, nice includes guest_nice, as the kernel counts them.",
-		Counter, "cpu", "mode")
+		"Seconds each CPU spent in each mode, from /proc/stat.",
+		Counter, "cpu", "mode").documented("Seconds each CPU spent in each mode, from the cpuN lines of /proc/stat (USER_HZ ticks / USER_HZ). user includes guest time, nice includes guest_nice, as the kernel counts them.")
 	cpuSoftirqs = newFamily("cpu", "cpu_softirqs_total",
-		"Softirq vectors raised on each CPU, from /proc/softirqs (NET_RX and NET_TX unless --collector.cpu.softirqs.all).",
-		Counter, "cpu", "vector")
-	softnetProcessed = newFamily("cpu", "softnet_processed_total",
-		"Packets processed by the CPU's backlog/NAPI receive path, column 1 of /proc/net/softnet_stat, kept as a 64-bit total across the kernel counter's 32-bit wraps.",
-		Counter, "cpu")
-	softnetDropped = newFamily("cpu", "softnet_dropped_total",
+		"Softirq vectors raised on each CPU, from /proc/softirqs.",
+		Counter, "cpu", "vector").documented("Softirq vectors raised on each CPU, from /proc/softirqs (NET_RX and NET_TX unless --collector.cpu.softirqs.all).")
+	softnetProcessed = newFamily("cpu", "cpu_softnet_processed_total",
+		"Packets the CPU's backlog and NAPI receive path processed, from /proc/net/softnet_stat column 1.",
+		Counter, "cpu").documented("Packets processed by the CPU's backlog/NAPI receive path, column 1 of /proc/net/softnet_stat, kept as a 64-bit total across the kernel counter's 32-bit wraps.")
+	softnetDropped = newFamily("cpu", "cpu_softnet_dropped_total",
 		"Packets dropped because the CPU's input backlog was full (netdev_max_backlog), column 2 of /proc/net/softnet_stat.",
 		Counter, "cpu")
-	softnetTimesSqueezed = newFamily("cpu", "softnet_times_squeezed_total",
-		"NET_RX softirq runs that ended with work left because the budget (netdev_budget, netdev_budget_usecs) ran out, column 3 of /proc/net/softnet_stat.",
-		Counter, "cpu")
+	softnetTimesSqueezed = newFamily("cpu", "cpu_softnet_times_squeezed_total",
+		"NET_RX softirq runs that ended with work left as the budget ran out, from /proc/net/softnet_stat column 3.",
+		Counter, "cpu").documented("NET_RX softirq runs that ended with work left because the budget (netdev_budget, netdev_budget_usecs) ran out, column 3 of /proc/net/softnet_stat.")
 )
 
 func init() {
@@ -40,8 +41,9 @@ func init() {
 		Requires:       "any Linux kernel with /proc/stat and /proc/softirqs; the softnet CPU index column needs Linux 5.14+ (older kernels: line number); no privileges.",
 		Flags: func(f *FlagSet) Builder {
 			all := f.Flag("softirqs.all", "Export every /proc/softirqs vector, not only NET_RX and NET_TX (adds 8 series per CPU).").Default("false").Bool()
+			modes := f.Flag("modes", "Regexp (anchored) of the /proc/stat modes of xdp_cpu_seconds_total to export (user nice system idle iowait irq softirq steal); empty: all.").Default(DefaultCPUModes).Regexp()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return asCollector(newCPUCollector(CPUConfig{ProcFS: shared.ProcFS, SoftirqsAll: *all, Filter: shared.Filter}, logger))
+				return asCollector(newCPUCollector(CPUConfig{ProcFS: shared.ProcFS, SoftirqsAll: *all, Modes: *modes, Filter: shared.Filter}, logger))
 			}
 		},
 	})
@@ -54,8 +56,19 @@ type CPUConfig struct {
 	ProcFS string
 	// SoftirqsAll exports every softirq vector instead of NET_RX and NET_TX.
 	SoftirqsAll bool
+	// Modes selects the modes of xdp_cpu_seconds_total (anchored); nil
+	// exports all eight.
+	Modes *regexp.Regexp
 	Filter
 }
+
+// DefaultCPUModes are the modes of xdp_cpu_seconds_total exported by
+// default: the columns of mpstat that an XDP run reads (%usr, %sys, %irq,
+// %soft, %steal, %idle). nice and iowait are left out, a quarter of the
+// family's series (256 on a 128-CPU host): a CPU busy with packets is
+// in softirq, and iowait is idle time that the kernel guesses a task
+// waits in; node_exporter's node_cpu_seconds_total has both.
+const DefaultCPUModes = "user|system|idle|irq|softirq|steal"
 
 // cpuCollector reads /proc/stat, /proc/softirqs and /proc/net/softnet_stat.
 // It holds no open files between scrapes.
@@ -64,6 +77,8 @@ type cpuCollector struct {
 	cfg     CPUConfig
 	logger  *slog.Logger
 	softnet counter32.Extender[softnetKey]
+	// modes are the indexes into cpuModes that cfg.Modes selects.
+	modes []int
 }
 
 // newCPUCollector checks that cfg.ProcFS is a directory and returns the collector.
@@ -73,7 +88,14 @@ func newCPUCollector(cfg CPUConfig, logger *slog.Logger) (*cpuCollector, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cpu: procfs at %q: %w", cfg.ProcFS, err)
 	}
-	return &cpuCollector{fs: fs, cfg: cfg, logger: logger}, nil
+	c := &cpuCollector{fs: fs, cfg: cfg, logger: logger}
+	modes := anchor(cfg.Modes)
+	for i, m := range cpuModes {
+		if modes == nil || modes.MatchString(m) {
+			c.modes = append(c.modes, i)
+		}
+	}
+	return c, nil
 }
 
 // Update reads the three files independently: one that is missing or
@@ -116,17 +138,16 @@ func (c *cpuCollector) updateStat(ch chan<- prometheus.Metric) error {
 	}
 	for id, s := range st.CPU {
 		cpu := strconv.FormatInt(id, 10)
-		c.cfg.Families.send(ch, cpuSeconds, s.User, cpu, "user")
-		c.cfg.Families.send(ch, cpuSeconds, s.Nice, cpu, "nice")
-		c.cfg.Families.send(ch, cpuSeconds, s.System, cpu, "system")
-		c.cfg.Families.send(ch, cpuSeconds, s.Idle, cpu, "idle")
-		c.cfg.Families.send(ch, cpuSeconds, s.Iowait, cpu, "iowait")
-		c.cfg.Families.send(ch, cpuSeconds, s.IRQ, cpu, "irq")
-		c.cfg.Families.send(ch, cpuSeconds, s.SoftIRQ, cpu, "softirq")
-		c.cfg.Families.send(ch, cpuSeconds, s.Steal, cpu, "steal")
+		times := [len(cpuModes)]float64{s.User, s.Nice, s.System, s.Idle, s.Iowait, s.IRQ, s.SoftIRQ, s.Steal}
+		for _, m := range c.modes {
+			c.cfg.Families.send(ch, cpuSeconds, times[m], cpu, cpuModes[m])
+		}
 	}
 	return nil
 }
+
+// cpuModes are the modes of /proc/stat's cpuN lines, in their order.
+var cpuModes = [...]string{"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"}
 
 // updateSoftirqs labels column i of /proc/softirqs as cpu i. The kernel
 // prints one column per possible CPU (for_each_possible_cpu), and

@@ -53,18 +53,18 @@ func TestCPUCaptured(t *testing.T) {
 	if got := mfs.Value(t, "xdp_cpu_softirqs_total", "cpu", "0", "vector", "NET_TX"); got != 9 {
 		t.Errorf("cpu 0 NET_TX = %v, want 9", got)
 	}
-	if got := mfs.Value(t, "xdp_softnet_processed_total", "cpu", "1"); got != 0x22b3 {
+	if got := mfs.Value(t, "xdp_cpu_softnet_processed_total", "cpu", "1"); got != 0x22b3 {
 		t.Errorf("cpu 1 softnet processed = %v, want %d", got, 0x22b3)
 	}
-	if got := mfs.Value(t, "xdp_softnet_processed_total", "cpu", "0"); got != 0x2a {
+	if got := mfs.Value(t, "xdp_cpu_softnet_processed_total", "cpu", "0"); got != 0x2a {
 		t.Errorf("cpu 0 softnet processed = %v, want %d", got, 0x2a)
 	}
 	for name, want := range map[string]int{
-		"xdp_cpu_seconds_total":            2 * 8,
-		"xdp_cpu_softirqs_total":           2 * 2,
-		"xdp_softnet_processed_total":      2,
-		"xdp_softnet_dropped_total":        2,
-		"xdp_softnet_times_squeezed_total": 2,
+		"xdp_cpu_seconds_total":                2 * 8,
+		"xdp_cpu_softirqs_total":               2 * 2,
+		"xdp_cpu_softnet_processed_total":      2,
+		"xdp_cpu_softnet_dropped_total":        2,
+		"xdp_cpu_softnet_times_squeezed_total": 2,
 	} {
 		if got := len(mfs.Series(name)); got != want {
 			t.Errorf("%s: %d series, want %d", name, got, want)
@@ -85,11 +85,11 @@ func TestCPU64(t *testing.T) {
 			vectors = 10
 		}
 		for name, want := range map[string]int{
-			"xdp_cpu_seconds_total":            64 * 8,
-			"xdp_cpu_softirqs_total":           64 * vectors,
-			"xdp_softnet_processed_total":      64,
-			"xdp_softnet_dropped_total":        64,
-			"xdp_softnet_times_squeezed_total": 64,
+			"xdp_cpu_seconds_total":                64 * 8,
+			"xdp_cpu_softirqs_total":               64 * vectors,
+			"xdp_cpu_softnet_processed_total":      64,
+			"xdp_cpu_softnet_dropped_total":        64,
+			"xdp_cpu_softnet_times_squeezed_total": 64,
 		} {
 			if got := len(mfs.Series(name)); got != want {
 				t.Errorf("all=%v: %s: %d series, want %d", all, name, got, want)
@@ -107,9 +107,9 @@ func TestCPU64(t *testing.T) {
 			{"xdp_cpu_softirqs_total", []string{"cpu", "63", "vector", "NET_RX"}, 9915 + 63*4},
 			{"xdp_cpu_softirqs_total", []string{"cpu", "63", "vector", "NET_TX"}, 0 + 63*3},
 			{"xdp_cpu_softirqs_total", []string{"cpu", "40", "vector", "NET_RX"}, 9125 + 40*4},
-			{"xdp_softnet_processed_total", []string{"cpu", "63"}, 0x22b3 + 63*4096},
-			{"xdp_softnet_dropped_total", []string{"cpu", "63"}, 63},
-			{"xdp_softnet_times_squeezed_total", []string{"cpu", "17"}, 34},
+			{"xdp_cpu_softnet_processed_total", []string{"cpu", "63"}, 0x22b3 + 63*4096},
+			{"xdp_cpu_softnet_dropped_total", []string{"cpu", "63"}, 63},
+			{"xdp_cpu_softnet_times_squeezed_total", []string{"cpu", "17"}, 34},
 		}
 		if all {
 			checks = append(checks, struct {
@@ -140,11 +140,11 @@ func TestCPUMalformed(t *testing.T) {
 		{"softirqs", "", "xdp_cpu_softirqs_total"},
 		{"softirqs", "   CPU0  CPU1\n  NET_RX:  1  -2\n", "xdp_cpu_softirqs_total"},
 		{"softirqs", "   CPU0  CPU1\n  TIMER:  1  2\n", "xdp_cpu_softirqs_total"},
-		{"net/softnet_stat", "0000002a 00000000\n", "xdp_softnet_processed_total"},
-		{"net/softnet_stat", "zzzzzzzz 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", "xdp_softnet_processed_total"},
-		{"net/softnet_stat", "", "xdp_softnet_processed_total"},
-		{"net/softnet_stat", strings.Repeat("00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", 2), "xdp_softnet_processed_total"},
-		{"net/softnet_stat", "-", "xdp_softnet_processed_total"},
+		{"net/softnet_stat", "0000002a 00000000\n", "xdp_cpu_softnet_processed_total"},
+		{"net/softnet_stat", "zzzzzzzz 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", "xdp_cpu_softnet_processed_total"},
+		{"net/softnet_stat", "", "xdp_cpu_softnet_processed_total"},
+		{"net/softnet_stat", strings.Repeat("00000001 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n", 2), "xdp_cpu_softnet_processed_total"},
+		{"net/softnet_stat", "-", "xdp_cpu_softnet_processed_total"},
 	}
 	for _, tc := range cases {
 		dir := copyFixture(t, "testdata/proc/2cpu")
@@ -172,7 +172,7 @@ func TestCPUMalformed(t *testing.T) {
 		if got[tc.family] != 0 {
 			t.Errorf("%s %q: %d samples of %s from a bad file", tc.file, tc.content, got[tc.family], tc.family)
 		}
-		for _, f := range []string{"xdp_cpu_seconds_total", "xdp_cpu_softirqs_total", "xdp_softnet_processed_total"} {
+		for _, f := range []string{"xdp_cpu_seconds_total", "xdp_cpu_softirqs_total", "xdp_cpu_softnet_processed_total"} {
 			if f != tc.family && got[f] == 0 {
 				t.Errorf("%s %q: %s missing although its file is fine", tc.file, tc.content, f)
 			}
@@ -278,7 +278,7 @@ func TestCPULiveSoftnet(t *testing.T) {
 	c := newCPUForTest(t, CPUConfig{ProcFS: "/proc"})
 	processed := func() map[string]uint32 {
 		out := map[string]uint32{}
-		for _, m := range gather(t, c)["xdp_softnet_processed_total"].GetMetric() {
+		for _, m := range gather(t, c)["xdp_cpu_softnet_processed_total"].GetMetric() {
 			out[m.GetLabel()[0].GetValue()] = uint32(m.GetCounter().GetValue())
 		}
 		return out
@@ -347,7 +347,7 @@ func TestSoftnetWrap(t *testing.T) {
 	c := newCPUForTest(t, CPUConfig{ProcFS: dir})
 	scrape := func() (processed, dropped float64) {
 		mfs := gather(t, c)
-		return mfs.Value(t, "xdp_softnet_processed_total", "cpu", "1"), mfs.Value(t, "xdp_softnet_dropped_total", "cpu", "1")
+		return mfs.Value(t, "xdp_cpu_softnet_processed_total", "cpu", "1"), mfs.Value(t, "xdp_cpu_softnet_dropped_total", "cpu", "1")
 	}
 	for i, step := range []struct {
 		processed, dropped uint32

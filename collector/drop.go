@@ -32,12 +32,12 @@ func init() {
 }
 
 var (
-	skbDrops = newFamily("drop", "skb_drops_total",
-		"Packets (skbs) the kernel freed as dropped (skb:kfree_skb), by the device the skb was on (empty when it had none) and the kernel's drop reason (enum skb_drop_reason without its SKB_DROP_REASON_ prefix, a subsystem's own name, or the number where the kernel's BTF names none).",
-		Counter, "device", "reason")
-	skbDropUntracked = newFamily("drop", "skb_drops_untracked_total",
-		"Dropped skbs not counted in xdp_skb_drops_total because every slot probed for their device and reason was taken (the table holds 2048 pairs; see docs/collectors/drop.md).",
-		Counter)
+	skbDrops = newFamily("drop", "drop_packets_total",
+		"Packets (skbs) the kernel freed as dropped, by device and drop reason, from skb:kfree_skb.",
+		Counter, "device", "reason").documented("Packets (skbs) the kernel freed as dropped (skb:kfree_skb), by the device the skb was on (empty when it had none) and the kernel's drop reason (enum skb_drop_reason without its SKB_DROP_REASON_ prefix, a subsystem's own name, or the number where the kernel's BTF names none).")
+	skbDropUntracked = newFamily("drop", "drop_untracked_total",
+		"Dropped skbs not counted per device and reason because the collector's table was full.",
+		Counter).documented("Dropped skbs not counted in xdp_drop_packets_total because every slot probed for their device and reason was taken (the table holds 2048 pairs; see docs/collectors/drop.md).")
 )
 
 // DropConfig configures the drop collector.

@@ -59,26 +59,26 @@ func TestDropNoSocketExact(t *testing.T) {
 	before := gather(t, c)
 	// Bringing the pair up frees a few skbs as NOT_SPECIFIED; none has
 	// reached a socket yet.
-	if v, k := before.Sum("xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); k != 0 {
+	if v, k := before.Sum("xdp_drop_packets_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); k != 0 {
 		t.Fatalf("a new device has %v NO_SOCKET drops before any traffic", v)
 	}
 	const n = 20_000
 	vethtest.SendExactly(t, pair, n)
 	after := gather(t, c)
-	if got := after.Value(t, "xdp_skb_drops_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); got != n {
+	if got := after.Value(t, "xdp_drop_packets_total", "device", pair.Host.Name, "reason", "NO_SOCKET"); got != n {
 		t.Errorf("NO_SOCKET drops on %s = %v, want %d", pair.Host.Name, got, n)
 	}
-	if got := after.Value(t, "xdp_skb_drops_untracked_total"); got != 0 {
+	if got := after.Value(t, "xdp_drop_untracked_total"); got != 0 {
 		t.Errorf("untracked drops = %v", got)
 	}
 
 	testenv.Check(t, pair.Close(), "deleting the pair")
 	gather(t, c) // the sweep that sees the device gone frees its slots
 	gone := gather(t, c)
-	if v, k := gone.Sum("xdp_skb_drops_total", "device", pair.Host.Name); k != 0 {
+	if v, k := gone.Sum("xdp_drop_packets_total", "device", pair.Host.Name); k != 0 {
 		t.Errorf("the deleted device still has %d drop series (%v)", k, v)
 	}
-	if v, k := gone.Sum("xdp_skb_drops_total", "device", ifindexLabel(uint32(pair.Host.Index))); k != 0 {
+	if v, k := gone.Sum("xdp_drop_packets_total", "device", ifindexLabel(uint32(pair.Host.Index))); k != 0 {
 		t.Errorf("the deleted device's ifindex still has %d drop series (%v)", k, v)
 	}
 }
@@ -133,7 +133,7 @@ func TestDropOtherNamespace(t *testing.T) {
 	})
 	testenv.Check(t, err, "sending to a closed port in "+name)
 	label := foreignLabel(inode, "lo")
-	if got := gather(t, c).Value(t, "xdp_skb_drops_total", "device", label, "reason", "NO_SOCKET"); got != n {
+	if got := gather(t, c).Value(t, "xdp_drop_packets_total", "device", label, "reason", "NO_SOCKET"); got != n {
 		t.Errorf("NO_SOCKET drops on %s = %v, want %d", label, got, n)
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 func init() {
 	register(Registration{
-		Name:           "ethtool",
+		Name:           "nic",
 		Help:           "NIC driver statistics, driver info, channels, rings and private flags through the ethtool ioctl, and the vendor-neutral NIC signals (port packets, host-resource drops, allocation failures) from them and the kernel's standard counters",
 		DefaultEnabled: true,
 		Requires:       "Linux; no capability for the values shown here (the ethtool get ioctls, the ethtool and netdev netlink dumps and RTM_GETSTATS are unprivileged). Each ioctl takes the RTNL lock. The standard counters: ethtool's eth-mac group (Linux 5.13), pause (5.12) and FEC (5.14) statistics, netdev qstats (6.9), rtnl_link_stats64; each missing one is said once at INFO.",
@@ -41,7 +41,7 @@ func init() {
 // have no curated family (queue_stat_<stat>), which are 90% of the series
 // on a many-queue NIC; the per-queue signals that matter (XDP verdicts,
 // page cache/pool, CQE compression, packets per queue) are curated
-// families. --collector.ethtool.metrics-exclude="" brings them back.
+// families. --collector.nic.metrics-exclude="" brings them back.
 const DefaultEthtoolMetricsExclude = "queue_stat_.*"
 
 // DefaultEthtoolSumQueues sums three curated families per device by
@@ -55,12 +55,15 @@ const DefaultEthtoolMetricsExclude = "queue_stat_.*"
 //     resource of the device, and the rules, the run view and the
 //     PCIe estimate read its ratio per device;
 //   - failed ndo_xdp_xmit frames per TX queue of the redirect target,
-//     which the dashboards sum per device.
+//     which the dashboards sum per device;
+//   - mlx5's RX page cache events, five series per queue (640 on two
+//     64-queue ports), which the rules and the run view read per device
+//     (the page cache is the mlx5 of kernels before page_pool took its
+//     place).
 //
-// The page cache, XDP verdict and XDP_TX failure families stay per
-// queue: one queue's cache running empty, or its TX ring full, is the
-// signal.
-const DefaultEthtoolSumQueues = "rx_page_pool_.*|rx_cqe_compressed_.*|xdp_xmit_failures_total"
+// The XDP verdict and XDP_TX failure families stay per queue: one
+// queue's TX ring full is the signal.
+const DefaultEthtoolSumQueues = "rx_page_pool_.*|rx_cqe_compressed_.*|xdp_xmit_failures_total|rx_page_cache_events_total"
 
 // ethtoolParallelism bounds the devices queried at once. Every ethtool
 // ioctl serialises on RTNL, so more workers mostly contend; a few overlap

@@ -19,36 +19,36 @@ import (
 // ethtool_ops member (veth has none of the RSS or coalescing calls) is
 // asked once.
 var (
-	ethtoolLinkSpeed = newFamily("ethtool", "ethtool_link_speed_bytes_per_second",
-		"Link speed from ETHTOOL_GSET (ethtool DEV, Speed: Mb/s x 125,000), left out while the driver reports it unknown (link down, a virtual device without one). 64-byte frames at line rate are this / 84 per second (preamble, frame and gap on the wire): 148.8 Mpps at 100 Gbit/s.", Gauge,
-		"device")
-	ethtoolLinkInfo = newFamily("ethtool", "ethtool_link_info",
+	ethtoolLinkSpeed = newFamily("nic", "nic_link_speed_bytes_per_second",
+		"Link speed in bytes per second, from ethtool's link modes (ethtool Speed).", Gauge,
+		"device").documented("Link speed from ETHTOOL_GSET (ethtool DEV, Speed: Mb/s x 125,000), left out while the driver reports it unknown (link down, a virtual device without one). 64-byte frames at line rate are this / 84 per second (preamble, frame and gap on the wire): 148.8 Mpps at 100 Gbit/s.")
+	ethtoolLinkInfo = newFamily("nic", "nic_link_info",
 		"The link's duplex (full, half, unknown) and auto-negotiation (on, off) from ETHTOOL_GSET; always 1.", Gauge,
 		"device", "duplex", "autoneg")
-	ethtoolCoalesceDelay = newFamily("ethtool", "ethtool_coalesce_delay_seconds",
-		"Interrupt coalescing: how long the NIC waits after a packet before it interrupts, by direction (ethtool -c rx-usecs, tx-usecs; ETHTOOL_GCOALESCE). With adaptive coalescing on, the driver moves it with the load.", Gauge,
-		"device", "direction")
-	ethtoolCoalesceFrames = newFamily("ethtool", "ethtool_coalesce_max_frames",
-		"Interrupt coalescing: packets after which the NIC interrupts however short the wait, by direction (ethtool -c rx-frames, tx-frames); 0 where the driver does not use it.", Gauge,
-		"device", "direction")
-	ethtoolCoalesceAdaptive = newFamily("ethtool", "ethtool_coalesce_adaptive",
+	ethtoolCoalesceDelay = newFamily("nic", "nic_coalesce_delay_seconds",
+		"Interrupt coalescing delay of each direction, from ethtool's coalesce settings (ethtool -c usecs).", Gauge,
+		"device", "direction").documented("Interrupt coalescing: how long the NIC waits after a packet before it interrupts, by direction (ethtool -c rx-usecs, tx-usecs; ETHTOOL_GCOALESCE). With adaptive coalescing on, the driver moves it with the load.")
+	ethtoolCoalesceFrames = newFamily("nic", "nic_coalesce_max_frames",
+		"Interrupt coalescing frame count of each direction, from ethtool's coalesce settings (ethtool -c frames).", Gauge,
+		"device", "direction").documented("Interrupt coalescing: packets after which the NIC interrupts however short the wait, by direction (ethtool -c rx-frames, tx-frames); 0 where the driver does not use it.")
+	ethtoolCoalesceAdaptive = newFamily("nic", "nic_coalesce_adaptive",
 		"1 where the driver adapts the coalescing to the load (ethtool -c Adaptive RX/TX), by direction.", Gauge,
 		"device", "direction")
-	ethtoolPauseEnabled = newFamily("ethtool", "ethtool_pause_enabled",
-		"1 where the port honours received pause frames (direction rx) or sends them when its buffer fills (tx), from ETHTOOL_GPAUSEPARAM (ethtool -a); direction autoneg: 1 where pause is negotiated.", Gauge,
-		"device", "direction")
-	ethtoolRSSEntries = newFamily("ethtool", "ethtool_rss_indirection_entries",
-		"Entries of the RSS indirection table that point at each RX queue (ethtool -x; ETHTOOL_GRSSH): a queue's share of the flows hashed is its entries over the table's size, the sum per device. Queues with no entry are not listed.", Gauge,
-		"device", "queue")
-	ethtoolRSSInfo = newFamily("ethtool", "ethtool_rss_info",
-		"The RSS hash function in use (toeplitz, xor, crc32; empty where the driver does not say) and the indirection table's size; always 1.", Gauge,
-		"device", "hash_function", "table_size")
-	ethtoolRSSFields = newFamily("ethtool", "ethtool_rss_hash_fields_info",
-		"Header fields the NIC hashes for a flow type (tcp4, udp4, tcp6, udp6), in the letters of ethtool -N rx-flow-hash: m L2 destination, v VLAN, t L3 protocol, s IP source, d IP destination, f L4 bytes 0-1 (source port), n L4 bytes 2-3 (destination port); from ETHTOOL_GRXFH. Without f and n every flow between two hosts lands on one queue. Always 1.", Gauge,
-		"device", "flow_type", "fields")
-	ethtoolNtupleRules = newFamily("ethtool", "ethtool_ntuple_rules",
-		"Flow steering (ntuple) rules the device holds (ethtool -n; ETHTOOL_GRXCLSRLCNT): a rule steers its flows past the indirection table.", Gauge,
-		"device")
+	ethtoolPauseEnabled = newFamily("nic", "nic_pause_enabled",
+		"1 if IEEE 802.3x pause is on in this direction, from ethtool's pause parameters (ethtool -a).", Gauge,
+		"device", "direction").documented("1 where the port honours received pause frames (direction rx) or sends them when its buffer fills (tx), from ETHTOOL_GPAUSEPARAM (ethtool -a); direction autoneg: 1 where pause is negotiated.")
+	ethtoolRSSEntries = newFamily("nic", "nic_rss_indirection_entries",
+		"Entries of the RSS indirection table that point at each RX queue, from ETHTOOL_GRSSH (ethtool -x).", Gauge,
+		"device", "queue").documented("Entries of the RSS indirection table that point at each RX queue (ethtool -x; ETHTOOL_GRSSH): a queue's share of the flows hashed is its entries over the table's size, the sum per device. Queues with no entry are not listed.")
+	ethtoolRSSInfo = newFamily("nic", "nic_rss_info",
+		"The RSS hash function and indirection table size, from ETHTOOL_GRSSH (ethtool -x); always 1.", Gauge,
+		"device", "hash_function", "table_size").documented("The RSS hash function in use (toeplitz, xor, crc32; empty where the driver does not say) and the indirection table's size; always 1.")
+	ethtoolRSSFields = newFamily("nic", "nic_rss_hash_fields_info",
+		"Header fields the NIC hashes for a flow type, from ETHTOOL_GRXFH (ethtool -n rx-flow-hash); always 1.", Gauge,
+		"device", "flow_type", "fields").documented("Header fields the NIC hashes for a flow type (tcp4, udp4, tcp6, udp6), in the letters of ethtool -N rx-flow-hash: m L2 destination, v VLAN, t L3 protocol, s IP source, d IP destination, f L4 bytes 0-1 (source port), n L4 bytes 2-3 (destination port); from ETHTOOL_GRXFH. Without f and n every flow between two hosts lands on one queue. Always 1.")
+	ethtoolNtupleRules = newFamily("nic", "nic_ntuple_rules",
+		"ntuple (flow steering) rules installed on the device, from ETHTOOL_GRXCLSRLCNT.", Gauge,
+		"device").documented("Flow steering (ntuple) rules the device holds (ethtool -n; ETHTOOL_GRXCLSRLCNT): a rule steers its flows past the indirection table.")
 )
 
 // ethtoolConfigUnsupported is which configuration calls a device's driver

@@ -30,30 +30,30 @@ func TestEthtoolConfig(t *testing.T) {
 		labels []string
 		want   float64
 	}{
-		{"xdp_ethtool_link_speed_bytes_per_second", nil, 100e9 / 8},
-		{"xdp_ethtool_link_info", []string{"duplex", "full", "autoneg", "on"}, 1},
-		{"xdp_ethtool_coalesce_delay_seconds", []string{"direction", "rx"}, 8e-6},
-		{"xdp_ethtool_coalesce_delay_seconds", []string{"direction", "tx"}, 16e-6},
-		{"xdp_ethtool_coalesce_max_frames", []string{"direction", "rx"}, 128},
-		{"xdp_ethtool_coalesce_adaptive", []string{"direction", "rx"}, 1},
-		{"xdp_ethtool_coalesce_adaptive", []string{"direction", "tx"}, 0},
-		{"xdp_ethtool_pause_enabled", []string{"direction", "rx"}, 1},
-		{"xdp_ethtool_pause_enabled", []string{"direction", "autoneg"}, 0},
-		{"xdp_ethtool_rss_info", []string{"hash_function", "toeplitz", "table_size", "256"}, 1},
-		{"xdp_ethtool_rss_hash_fields_info", []string{"flow_type", "udp6", "fields", "sdfn"}, 1},
-		{"xdp_ethtool_ntuple_rules", nil, 0},
+		{"xdp_nic_link_speed_bytes_per_second", nil, 100e9 / 8},
+		{"xdp_nic_link_info", []string{"duplex", "full", "autoneg", "on"}, 1},
+		{"xdp_nic_coalesce_delay_seconds", []string{"direction", "rx"}, 8e-6},
+		{"xdp_nic_coalesce_delay_seconds", []string{"direction", "tx"}, 16e-6},
+		{"xdp_nic_coalesce_max_frames", []string{"direction", "rx"}, 128},
+		{"xdp_nic_coalesce_adaptive", []string{"direction", "rx"}, 1},
+		{"xdp_nic_coalesce_adaptive", []string{"direction", "tx"}, 0},
+		{"xdp_nic_pause_enabled", []string{"direction", "rx"}, 1},
+		{"xdp_nic_pause_enabled", []string{"direction", "autoneg"}, 0},
+		{"xdp_nic_rss_info", []string{"hash_function", "toeplitz", "table_size", "256"}, 1},
+		{"xdp_nic_rss_hash_fields_info", []string{"flow_type", "udp6", "fields", "sdfn"}, 1},
+		{"xdp_nic_ntuple_rules", nil, 0},
 		{"xdp_nic_pause_frames_total", []string{"direction", "tx"}, 3400},
-		{"xdp_ethtool_fec_info", []string{"mode", "rs"}, 1},
+		{"xdp_nic_fec_info", []string{"mode", "rs"}, 1},
 		{"xdp_nic_fec_blocks_total", []string{"result", "corrected"}, 1234},
 	} {
 		if got := mfs.Value(t, e.fam, append([]string{"device", "mlx5"}, e.labels...)...); got != e.want {
 			t.Errorf("mlx5 %s%v = %v, want %v", e.fam, e.labels, got, e.want)
 		}
 	}
-	if sum, n := mfs.Sum("xdp_ethtool_rss_indirection_entries", "device", "mlx5"); n != hostQueues || sum != 256 {
+	if sum, n := mfs.Sum("xdp_nic_rss_indirection_entries", "device", "mlx5"); n != hostQueues || sum != 256 {
 		t.Errorf("mlx5: %d queues with %v table entries, want %d with 256", n, sum, hostQueues)
 	}
-	if got := mfs.Value(t, "xdp_ethtool_rss_indirection_entries", "device", "mlx5", "queue", strconv.Itoa(hostQueues-1)); got != 4 {
+	if got := mfs.Value(t, "xdp_nic_rss_indirection_entries", "device", "mlx5", "queue", strconv.Itoa(hostQueues-1)); got != 4 {
 		t.Errorf("mlx5 queue %d: %v entries, want 4 of 256 over 64 queues", hostQueues-1, got)
 	}
 	if _, n := mfs.Sum("xdp_nic_pause_frames_total", "direction", "rx"); n != 0 {
@@ -62,13 +62,13 @@ func TestEthtoolConfig(t *testing.T) {
 	if _, n := mfs.Sum("xdp_nic_fec_blocks_total", "result", "uncorrectable"); n != 0 {
 		t.Error("an FEC counter the driver did not fill is sent")
 	}
-	if _, n := mfs.Sum("xdp_ethtool_fec_info", "device", "veth"); n != 0 {
+	if _, n := mfs.Sum("xdp_nic_fec_info", "device", "veth"); n != 0 {
 		t.Error("an FEC mode bit the exporter does not know is named")
 	}
-	if got := mfs.Value(t, "xdp_ethtool_link_speed_bytes_per_second", "device", "veth"); got != 10000e6/8 {
+	if got := mfs.Value(t, "xdp_nic_link_speed_bytes_per_second", "device", "veth"); got != 10000e6/8 {
 		t.Errorf("veth link speed %v", got)
 	}
-	for _, fam := range []string{"xdp_ethtool_coalesce_delay_seconds", "xdp_ethtool_pause_enabled", "xdp_ethtool_rss_indirection_entries", "xdp_ethtool_rss_hash_fields_info", "xdp_ethtool_ntuple_rules"} {
+	for _, fam := range []string{"xdp_nic_coalesce_delay_seconds", "xdp_nic_pause_enabled", "xdp_nic_rss_indirection_entries", "xdp_nic_rss_hash_fields_info", "xdp_nic_ntuple_rules"} {
 		if _, n := mfs.Sum(fam, "device", "veth"); n != 0 {
 			t.Errorf("veth refuses the call, yet %s has %d series", fam, n)
 		}
@@ -107,7 +107,7 @@ func TestEthtoolHashFieldsEINVAL(t *testing.T) {
 	src.devs["mlx5"].config = hostNICConfig()
 	c := fixtureCollector(t, hashFieldsEINVAL{src}, "", DefaultEthtoolMetricsExclude, nil)
 	for range 2 {
-		if _, n := gather(t, c).Sum("xdp_ethtool_rss_hash_fields_info", "device", "mlx5"); n != 2 {
+		if _, n := gather(t, c).Sum("xdp_nic_rss_hash_fields_info", "device", "mlx5"); n != 2 {
 			t.Errorf("%d flow types sent, want tcp4 and udp4", n)
 		}
 	}
@@ -142,26 +142,26 @@ func TestEthtoolConfigCaptured(t *testing.T) {
 		labels   []string
 		want     float64
 	}{
-		{"e1000e", "xdp_ethtool_link_speed_bytes_per_second", nil, 1000e6 / 8},
-		{"e1000e", "xdp_ethtool_link_info", []string{"duplex", "full", "autoneg", "on"}, 1},
-		{"e1000e", "xdp_ethtool_coalesce_delay_seconds", []string{"direction", "rx"}, 3e-6},
-		{"e1000e", "xdp_ethtool_coalesce_max_frames", []string{"direction", "rx"}, 0},
-		{"e1000e", "xdp_ethtool_pause_enabled", []string{"direction", "autoneg"}, 1},
-		{"e1000e", "xdp_ethtool_pause_enabled", []string{"direction", "tx"}, 1},
-		{"e1000e", "xdp_ethtool_rss_hash_fields_info", []string{"flow_type", "tcp4", "fields", "sdfn"}, 1},
-		{"e1000e", "xdp_ethtool_rss_hash_fields_info", []string{"flow_type", "udp6", "fields", "sd"}, 1},
-		{"vmxnet3", "xdp_ethtool_link_info", []string{"duplex", "full", "autoneg", "off"}, 1},
-		{"vmxnet3", "xdp_ethtool_rss_info", []string{"hash_function", "toeplitz", "table_size", "128"}, 1},
-		{"vmxnet3", "xdp_ethtool_rss_indirection_entries", []string{"queue", "0"}, 64},
-		{"vmxnet3", "xdp_ethtool_rss_indirection_entries", []string{"queue", "1"}, 64},
+		{"e1000e", "xdp_nic_link_speed_bytes_per_second", nil, 1000e6 / 8},
+		{"e1000e", "xdp_nic_link_info", []string{"duplex", "full", "autoneg", "on"}, 1},
+		{"e1000e", "xdp_nic_coalesce_delay_seconds", []string{"direction", "rx"}, 3e-6},
+		{"e1000e", "xdp_nic_coalesce_max_frames", []string{"direction", "rx"}, 0},
+		{"e1000e", "xdp_nic_pause_enabled", []string{"direction", "autoneg"}, 1},
+		{"e1000e", "xdp_nic_pause_enabled", []string{"direction", "tx"}, 1},
+		{"e1000e", "xdp_nic_rss_hash_fields_info", []string{"flow_type", "tcp4", "fields", "sdfn"}, 1},
+		{"e1000e", "xdp_nic_rss_hash_fields_info", []string{"flow_type", "udp6", "fields", "sd"}, 1},
+		{"vmxnet3", "xdp_nic_link_info", []string{"duplex", "full", "autoneg", "off"}, 1},
+		{"vmxnet3", "xdp_nic_rss_info", []string{"hash_function", "toeplitz", "table_size", "128"}, 1},
+		{"vmxnet3", "xdp_nic_rss_indirection_entries", []string{"queue", "0"}, 64},
+		{"vmxnet3", "xdp_nic_rss_indirection_entries", []string{"queue", "1"}, 64},
 	} {
 		if got := mfs.Value(t, e.fam, append([]string{"device", e.dev}, e.labels...)...); got != e.want {
 			t.Errorf("%s %s%v = %v, want %v", e.dev, e.fam, e.labels, got, e.want)
 		}
 	}
 	for _, e := range []struct{ dev, fam string }{
-		{"e1000e", "xdp_ethtool_rss_indirection_entries"}, {"vmxnet3", "xdp_ethtool_coalesce_delay_seconds"},
-		{"vmxnet3", "xdp_ethtool_pause_enabled"}, {"vmxnet3", "xdp_ethtool_rss_hash_fields_info"},
+		{"e1000e", "xdp_nic_rss_indirection_entries"}, {"vmxnet3", "xdp_nic_coalesce_delay_seconds"},
+		{"vmxnet3", "xdp_nic_pause_enabled"}, {"vmxnet3", "xdp_nic_rss_hash_fields_info"},
 	} {
 		if _, n := mfs.Sum(e.fam, "device", e.dev); n != 0 {
 			t.Errorf("%s refused the call, yet %s has %d series", e.dev, e.fam, n)

@@ -49,7 +49,7 @@ type driverTable struct {
 }
 
 // driverTables maps each driver the exporter knows to its names, read from
-// the driver sources of Linux 6.12 and 7.2; docs/collectors/ethtool.md
+// the driver sources of Linux 6.12 and 7.2; docs/collectors/nic.md
 // says for each why its counters mean what the signal says. A driver
 // missing here gets only the kernel's standard counters (nic.go).
 var driverTables = []driverTable{

@@ -92,7 +92,7 @@ func FuzzEthtoolStatName(f *testing.F) {
 		if !statFragment.MatchString(s) {
 			t.Fatalf("sanitizeStat(%q) = %q, not a metric-name fragment", name, s)
 		}
-		for _, prefix := range []string{"xdp_ethtool_stat_", "xdp_ethtool_queue_stat_"} {
+		for _, prefix := range []string{"xdp_nic_stat_", "xdp_nic_queue_stat_"} {
 			if s != "" && !model.IsValidLegacyMetricName(prefix+s) {
 				t.Fatalf("sanitizeStat(%q) = %q: %s%s is not a valid metric name", name, s, prefix, s)
 			}

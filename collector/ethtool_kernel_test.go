@@ -78,27 +78,27 @@ func TestEthtoolVethXDPExact(t *testing.T) {
 		mfs := gather(t, c)
 		dev := pair.Host.Name
 		for q, want := range sent {
-			if got := mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", dev, "queue", q, "action", "drop"); got != float64(want) {
+			if got := mfs.Value(t, "xdp_nic_rx_xdp_packets_total", "device", dev, "queue", q, "action", "drop"); got != float64(want) {
 				t.Errorf("queue %s: XDP drops = %v, want %d", q, got, want)
 			}
-			if got := mfs.Value(t, "xdp_ethtool_rx_xdp_processed_packets_total", "device", dev, "queue", q); got != float64(want) {
+			if got := mfs.Value(t, "xdp_nic_rx_xdp_processed_packets_total", "device", dev, "queue", q); got != float64(want) {
 				t.Errorf("queue %s: XDP packets = %v, want %d", q, got, want)
 			}
-			if got := mfs.Value(t, "xdp_ethtool_rx_xdp_processed_bytes_total", "device", dev, "queue", q); got != float64(want*frameBytes) {
+			if got := mfs.Value(t, "xdp_nic_rx_xdp_processed_bytes_total", "device", dev, "queue", q); got != float64(want*frameBytes) {
 				t.Errorf("queue %s: XDP bytes = %v, want %d", q, got, want*frameBytes)
 			}
-			if got := mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", dev, "queue", q, "action", "tx"); got != 0 {
+			if got := mfs.Value(t, "xdp_nic_rx_xdp_packets_total", "device", dev, "queue", q, "action", "tx"); got != 0 {
 				t.Errorf("queue %s: XDP_TX = %v, want 0", q, got)
 			}
 		}
-		mfs.Value(t, "xdp_ethtool_driver_info", "device", dev, "driver", "veth")
+		mfs.Value(t, "xdp_nic_driver_info", "device", dev, "driver", "veth")
 		if vethChannelsBefore61(t) {
-			if _, ok := mfs["xdp_ethtool_channels"]; ok {
+			if _, ok := mfs["xdp_nic_channels"]; ok {
 				t.Errorf("channels exported for a veth whose kernel does not report them")
 			}
 			continue
 		}
-		if got := mfs.Value(t, "xdp_ethtool_channels", "device", dev, "type", "rx"); got != 2 {
+		if got := mfs.Value(t, "xdp_nic_channels", "device", dev, "type", "rx"); got != 2 {
 			t.Errorf("rx channels = %v, want 2", got)
 		}
 	}
@@ -185,7 +185,7 @@ func TestEthtoolVethChurn(t *testing.T) {
 			t.Fatalf("scrape %d failed: %v", i, r.err)
 		}
 		for _, mf := range mfs {
-			if mf.GetName() == "xdp_ethtool_driver_info" && len(mf.GetMetric()) > 0 {
+			if mf.GetName() == "xdp_nic_driver_info" && len(mf.GetMetric()) > 0 {
 				seen++
 			}
 		}
@@ -275,8 +275,8 @@ func TestEthtoolChannelsRenameEqualCount(t *testing.T) {
 	}
 	st := vethtest.EthtoolS(t, "", dev)
 	for key, stat := range map[string]string{
-		`xdp_ethtool_rx_xdp_packets_total{action="drop",device="` + dev + `",queue="0"}`: "rx_queue_0_xdp_drops",
-		`xdp_ethtool_xdp_xmit_packets_total{device="` + dev + `",queue="7"}`:             "tx_queue_7_xdp_xmit",
+		`xdp_nic_rx_xdp_packets_total{action="drop",device="` + dev + `",queue="0"}`: "rx_queue_0_xdp_drops",
+		`xdp_nic_xdp_xmit_packets_total{device="` + dev + `",queue="7"}`:             "tx_queue_7_xdp_xmit",
 	} {
 		if v, ok := got[key]; !ok || v != float64(st[stat]) {
 			t.Errorf("%s = %v (present %v), ethtool -S %s says %d", key, v, ok, stat, st[stat])

@@ -197,9 +197,10 @@ func (c *ethtoolCollector) untypedDesc(fam *Family, stat string) *prometheus.Des
 	if d, ok := c.descs[key]; ok {
 		return d
 	}
-	help := fmt.Sprintf("ethtool -S driver stat %q, name sanitised (untyped: drivers do not say whether a stat is a counter or a gauge).", stat)
+	// Untyped: drivers do not say whether a stat is a counter or a gauge.
+	help := fmt.Sprintf("The driver's ethtool -S stat %q, untyped.", stat)
 	if fam == ethtoolQueueStat {
-		help = fmt.Sprintf("Per-queue ethtool -S driver stat %q with the queue number moved to the queue label (untyped: drivers do not say whether a stat is a counter or a gauge).", stat)
+		help = fmt.Sprintf("The driver's per-queue ethtool -S stat %q, untyped.", stat)
 	}
 	d := fam.RunTimeDesc(stat, help)
 	c.descs[key] = d

@@ -15,10 +15,10 @@ import (
 )
 
 // fixtureCollector is the ethtool collector on src with the families
-// that --collector.ethtool.metrics-include and -exclude select.
+// that --collector.nic.metrics-include and -exclude select.
 func fixtureCollector(t testing.TB, src ethtoolSource, include, exclude string, logger *slog.Logger) *ethtoolCollector {
 	t.Helper()
-	fams, err := newFamilyFilter("ethtool", regexp.MustCompile(include), regexp.MustCompile(exclude))
+	fams, err := newFamilyFilter("nic", regexp.MustCompile(include), regexp.MustCompile(exclude))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,72 +40,72 @@ type ethtoolFixtureWant struct {
 // ethtoolFixtureWants are samples of each driver's captured output.
 var ethtoolFixtureWants = []ethtoolFixtureWant{
 	// mlx5, seed values
-	{"xdp_ethtool_driver_info", []string{"device", "mlx5", "driver", "mlx5_core", "bus_info", "0000:03:00.0"}, 1},
-	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "0", "action", "drop"}, 12602431},
-	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "5", "action", "drop"}, 12252221},
-	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "redirect"}, 0},
-	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "tx"}, 0},
-	{"xdp_ethtool_rx_xdp_tx_failures_total", []string{"device", "mlx5", "queue", "1", "reason", "full"}, 0},
-	{"xdp_ethtool_xdp_xmit_packets_total", []string{"device", "mlx5", "queue", "3"}, 0},
-	{"xdp_ethtool_xdp_xmit_failures_total", []string{"device", "mlx5", "queue", "3", "reason", "error"}, 0},
-	{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "1", "event", "reuse"}, 13091898},
-	{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "empty"}, 5032563},
-	{"xdp_ethtool_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "waive"}, 0},
-	{"xdp_ethtool_rx_page_pool_allocations_total", []string{"device", "mlx5", "queue", "0", "path", "slow_high_order"}, 0},
-	{"xdp_ethtool_rx_page_pool_recycles_total", []string{"device", "mlx5", "queue", "5", "result", "released_ref"}, 0},
-	{"xdp_ethtool_rx_cqe_compressed_packets_total", []string{"device", "mlx5", "queue", "3"}, 1349297},
-	{"xdp_ethtool_rx_cqe_compressed_blocks_total", []string{"device", "mlx5", "queue", "3"}, 223895},
-	{"xdp_ethtool_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "64"}, 88243413},
-	{"xdp_ethtool_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "65_to_127"}, 0},
-	{"xdp_ethtool_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "write"}, 0.04},
-	{"xdp_ethtool_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "read"}, 0},
-	{"xdp_ethtool_pci_outbound_stalled_seconds_total", []string{"device", "mlx5", "direction", "read"}, 0},
-	{"xdp_ethtool_queue_stat_ch_poll", []string{"device", "mlx5", "queue", "0"}, 27183},
-	{"xdp_ethtool_queue_stat_tx_cqes", []string{"device", "mlx5", "queue", "0"}, 1739714},
-	{"xdp_ethtool_stat_ch_poll", []string{"device", "mlx5"}, 27183},
+	{"xdp_nic_driver_info", []string{"device", "mlx5", "driver", "mlx5_core", "bus_info", "0000:03:00.0"}, 1},
+	{"xdp_nic_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "0", "action", "drop"}, 12602431},
+	{"xdp_nic_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "5", "action", "drop"}, 12252221},
+	{"xdp_nic_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "redirect"}, 0},
+	{"xdp_nic_rx_xdp_packets_total", []string{"device", "mlx5", "queue", "2", "action", "tx"}, 0},
+	{"xdp_nic_rx_xdp_tx_failures_total", []string{"device", "mlx5", "queue", "1", "reason", "full"}, 0},
+	{"xdp_nic_xdp_xmit_packets_total", []string{"device", "mlx5", "queue", "3"}, 0},
+	{"xdp_nic_xdp_xmit_failures_total", []string{"device", "mlx5", "queue", "3", "reason", "error"}, 0},
+	{"xdp_nic_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "1", "event", "reuse"}, 13091898},
+	{"xdp_nic_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "empty"}, 5032563},
+	{"xdp_nic_rx_page_cache_events_total", []string{"device", "mlx5", "queue", "4", "event", "waive"}, 0},
+	{"xdp_nic_rx_page_pool_allocations_total", []string{"device", "mlx5", "queue", "0", "path", "slow_high_order"}, 0},
+	{"xdp_nic_rx_page_pool_recycles_total", []string{"device", "mlx5", "queue", "5", "result", "released_ref"}, 0},
+	{"xdp_nic_rx_cqe_compressed_packets_total", []string{"device", "mlx5", "queue", "3"}, 1349297},
+	{"xdp_nic_rx_cqe_compressed_blocks_total", []string{"device", "mlx5", "queue", "3"}, 223895},
+	{"xdp_nic_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "64"}, 88243413},
+	{"xdp_nic_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "65_to_127"}, 0},
+	{"xdp_nic_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "write"}, 0.04},
+	{"xdp_nic_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "read"}, 0},
+	{"xdp_nic_pci_outbound_stalled_seconds_total", []string{"device", "mlx5", "direction", "read"}, 0},
+	{"xdp_nic_queue_stat_ch_poll", []string{"device", "mlx5", "queue", "0"}, 27183},
+	{"xdp_nic_queue_stat_tx_cqes", []string{"device", "mlx5", "queue", "0"}, 1739714},
+	{"xdp_nic_stat_ch_poll", []string{"device", "mlx5"}, 27183},
 	// device-wide sums of curated per-queue stats stay untyped
-	{"xdp_ethtool_stat_rx_xdp_drop", []string{"device", "mlx5"}, 75214086},
-	{"xdp_ethtool_stat_rx_cache_reuse", []string{"device", "mlx5"}, 75214073},
-	{"xdp_ethtool_stat_rx_prio0_packets", []string{"device", "mlx5"}, 73608194},
-	{"xdp_ethtool_ring_descriptors", []string{"device", "mlx5", "ring", "rx"}, 512},
-	{"xdp_ethtool_ring_descriptors_max", []string{"device", "mlx5", "ring", "tx"}, 8192},
-	{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_compress"}, 1},
-	{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_striding_rq"}, 0},
-	{"xdp_ethtool_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_moder"}, 1},
+	{"xdp_nic_stat_rx_xdp_drop", []string{"device", "mlx5"}, 75214086},
+	{"xdp_nic_stat_rx_cache_reuse", []string{"device", "mlx5"}, 75214073},
+	{"xdp_nic_stat_rx_prio0_packets", []string{"device", "mlx5"}, 73608194},
+	{"xdp_nic_ring_descriptors", []string{"device", "mlx5", "ring", "rx"}, 512},
+	{"xdp_nic_ring_descriptors_max", []string{"device", "mlx5", "ring", "tx"}, 8192},
+	{"xdp_nic_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_compress"}, 1},
+	{"xdp_nic_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_striding_rq"}, 0},
+	{"xdp_nic_private_flag_enabled", []string{"device", "mlx5", "flag", "rx_cqe_moder"}, 1},
 	// i40e
-	{"xdp_ethtool_driver_info", []string{"device", "i40e", "driver", "i40e", "firmware_version", "8.60 0x8000bd5d 1.3140.0"}, 1},
-	{"xdp_ethtool_queue_stat_tx_packets", []string{"device", "i40e", "queue", "0"}, 9652980690},
-	{"xdp_ethtool_queue_stat_rx_bytes", []string{"device", "i40e", "queue", "1"}, 4160893309842},
-	{"xdp_ethtool_stat_veb_rx_bytes", []string{"device", "i40e"}, 0},
-	{"xdp_ethtool_stat_rx_packets", []string{"device", "i40e"}, 258269468302},
+	{"xdp_nic_driver_info", []string{"device", "i40e", "driver", "i40e", "firmware_version", "8.60 0x8000bd5d 1.3140.0"}, 1},
+	{"xdp_nic_queue_stat_tx_packets", []string{"device", "i40e", "queue", "0"}, 9652980690},
+	{"xdp_nic_queue_stat_rx_bytes", []string{"device", "i40e", "queue", "1"}, 4160893309842},
+	{"xdp_nic_stat_veb_rx_bytes", []string{"device", "i40e"}, 0},
+	{"xdp_nic_stat_rx_packets", []string{"device", "i40e"}, 258269468302},
 	// ice
-	{"xdp_ethtool_driver_info", []string{"device", "ice", "driver", "ice"}, 1},
-	{"xdp_ethtool_queue_stat_tx_packets", []string{"device", "ice", "queue", "0"}, 3659792718},
-	{"xdp_ethtool_queue_stat_tx_bytes", []string{"device", "ice", "queue", "11"}, -1},
-	{"xdp_ethtool_stat_rx_bytes", []string{"device", "ice"}, 14645706696119},
+	{"xdp_nic_driver_info", []string{"device", "ice", "driver", "ice"}, 1},
+	{"xdp_nic_queue_stat_tx_packets", []string{"device", "ice", "queue", "0"}, 3659792718},
+	{"xdp_nic_queue_stat_tx_bytes", []string{"device", "ice", "queue", "11"}, -1},
+	{"xdp_nic_stat_rx_bytes", []string{"device", "ice"}, 14645706696119},
 	// ixgbe
-	{"xdp_ethtool_rx_queue_packets_total", []string{"device", "ixgbe", "queue", "1"}, 54703135727},
-	{"xdp_ethtool_queue_stat_tx_bp_napi_yield", []string{"device", "ixgbe", "queue", "3"}, 0},
-	{"xdp_ethtool_stat_fdir_match", []string{"device", "ixgbe"}, 490432032343},
+	{"xdp_nic_rx_queue_packets_total", []string{"device", "ixgbe", "queue", "1"}, 54703135727},
+	{"xdp_nic_queue_stat_tx_bp_napi_yield", []string{"device", "ixgbe", "queue", "3"}, 0},
+	{"xdp_nic_stat_fdir_match", []string{"device", "ixgbe"}, 490432032343},
 	// bnxt
-	{"xdp_ethtool_driver_info", []string{"device", "bnxt", "driver", "bnxt_en"}, 1},
-	{"xdp_ethtool_queue_stat_rx_ucast_packets", []string{"device", "bnxt", "queue", "0"}, 276347403},
-	{"xdp_ethtool_stat_rx_64b_frames", []string{"device", "bnxt"}, 1670188},
+	{"xdp_nic_driver_info", []string{"device", "bnxt", "driver", "bnxt_en"}, 1},
+	{"xdp_nic_queue_stat_rx_ucast_packets", []string{"device", "bnxt", "queue", "0"}, 276347403},
+	{"xdp_nic_stat_rx_64b_frames", []string{"device", "bnxt"}, 1670188},
 	// virtio_net
-	{"xdp_ethtool_rx_queue_packets_total", []string{"device", "virtio_net", "queue", "1"}, 37051154},
-	{"xdp_ethtool_queue_stat_tx_kicks", []string{"device", "virtio_net", "queue", "0"}, 0},
-	{"xdp_ethtool_rx_xdp_packets_total", []string{"device", "virtio_net", "queue", "1", "action", "redirect"}, 0},
-	{"xdp_ethtool_rx_xdp_processed_packets_total", []string{"device", "virtio_net", "queue", "0"}, 0},
-	{"xdp_ethtool_xdp_xmit_packets_total", []string{"device", "virtio_net", "queue", "1"}, 0},
-	{"xdp_ethtool_xdp_xmit_failures_total", []string{"device", "virtio_net", "queue", "1", "reason", "error"}, 0},
-	{"xdp_ethtool_ring_descriptors", []string{"device", "virtio_net", "ring", "tx"}, 256},
+	{"xdp_nic_rx_queue_packets_total", []string{"device", "virtio_net", "queue", "1"}, 37051154},
+	{"xdp_nic_queue_stat_tx_kicks", []string{"device", "virtio_net", "queue", "0"}, 0},
+	{"xdp_nic_rx_xdp_packets_total", []string{"device", "virtio_net", "queue", "1", "action", "redirect"}, 0},
+	{"xdp_nic_rx_xdp_processed_packets_total", []string{"device", "virtio_net", "queue", "0"}, 0},
+	{"xdp_nic_xdp_xmit_packets_total", []string{"device", "virtio_net", "queue", "1"}, 0},
+	{"xdp_nic_xdp_xmit_failures_total", []string{"device", "virtio_net", "queue", "1", "reason", "error"}, 0},
+	{"xdp_nic_ring_descriptors", []string{"device", "virtio_net", "ring", "tx"}, 256},
 	// veth
-	{"xdp_ethtool_stat_peer_ifindex", []string{"device", "veth"}, 8},
-	{"xdp_ethtool_rx_xdp_processed_bytes_total", []string{"device", "veth", "queue", "0"}, 0},
-	{"xdp_ethtool_rx_xdp_tx_failures_total", []string{"device", "veth", "queue", "0", "reason", "error"}, 0},
-	{"xdp_ethtool_queue_stat_rx_drops", []string{"device", "veth", "queue", "0"}, 0},
-	{"xdp_ethtool_channels", []string{"device", "veth", "type", "rx"}, 1},
-	{"xdp_ethtool_channels_max", []string{"device", "veth", "type", "tx"}, 2},
+	{"xdp_nic_stat_peer_ifindex", []string{"device", "veth"}, 8},
+	{"xdp_nic_rx_xdp_processed_bytes_total", []string{"device", "veth", "queue", "0"}, 0},
+	{"xdp_nic_rx_xdp_tx_failures_total", []string{"device", "veth", "queue", "0", "reason", "error"}, 0},
+	{"xdp_nic_queue_stat_rx_drops", []string{"device", "veth", "queue", "0"}, 0},
+	{"xdp_nic_channels", []string{"device", "veth", "type", "rx"}, 1},
+	{"xdp_nic_channels_max", []string{"device", "veth", "type", "tx"}, 2},
 }
 
 // TestEthtoolFixtures checks, on captured output of each driver, that each
@@ -123,19 +123,19 @@ func TestEthtoolFixtures(t *testing.T) {
 	}
 
 	// A curated stat is not also untyped.
-	for _, name := range []string{"xdp_ethtool_queue_stat_rx_xdp_drop", "xdp_ethtool_queue_stat_rx_cache_reuse",
-		"xdp_ethtool_stat_rx_packets_phy", "xdp_ethtool_stat_outbound_pci_stalled_wr", "xdp_ethtool_queue_stat_rx_xdp_drops",
-		"xdp_ethtool_queue_stat_rx_packets",
-		"xdp_ethtool_stat_rx_64_bytes_phy"} {
+	for _, name := range []string{"xdp_nic_queue_stat_rx_xdp_drop", "xdp_nic_queue_stat_rx_cache_reuse",
+		"xdp_nic_stat_rx_packets_phy", "xdp_nic_stat_outbound_pci_stalled_wr", "xdp_nic_queue_stat_rx_xdp_drops",
+		"xdp_nic_queue_stat_rx_packets",
+		"xdp_nic_stat_rx_64_bytes_phy"} {
 		if _, ok := mfs[name]; ok {
 			t.Errorf("%s exported although its stat is curated", name)
 		}
 	}
 	// Unsupported calls are absent, not zero.
-	for _, fam := range []string{"xdp_ethtool_ring_descriptors", "xdp_ethtool_channels"} {
+	for _, fam := range []string{"xdp_nic_ring_descriptors", "xdp_nic_channels"} {
 		for _, m := range mfs[fam].GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "device" && (l.GetValue() == "ice" || (fam == "xdp_ethtool_ring_descriptors" && l.GetValue() == "veth")) {
+				if l.GetName() == "device" && (l.GetValue() == "ice" || (fam == "xdp_nic_ring_descriptors" && l.GetValue() == "veth")) {
 					t.Errorf("%s has a sample for %s, whose fixture does not support it", fam, l.GetValue())
 				}
 			}
@@ -163,19 +163,19 @@ func TestEthtoolFixtures(t *testing.T) {
 func TestEthtoolDefaultMetricsExclude(t *testing.T) {
 	src := loadFixtures(t, "mlx5")
 	mfs := gather(t, fixtureCollector(t, src, "", DefaultEthtoolMetricsExclude, nil))
-	mfs.Value(t, "xdp_ethtool_stat_rx_prio0_packets", "device", "mlx5")
-	mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", "mlx5", "queue", "0", "action", "drop")
+	mfs.Value(t, "xdp_nic_stat_rx_prio0_packets", "device", "mlx5")
+	mfs.Value(t, "xdp_nic_rx_xdp_packets_total", "device", "mlx5", "queue", "0", "action", "drop")
 	for name := range mfs {
-		if strings.HasPrefix(name, "xdp_ethtool_queue_stat_") {
+		if strings.HasPrefix(name, "xdp_nic_queue_stat_") {
 			t.Errorf("%s exported by default", name)
 		}
 	}
 	mfs = gather(t, fixtureCollector(t, src, "queue_stat_ch_.*", "", nil))
-	mfs.Value(t, "xdp_ethtool_queue_stat_ch_arm", "device", "mlx5", "queue", "0")
-	if _, ok := mfs["xdp_ethtool_stat_rx_prio0_packets"]; ok {
+	mfs.Value(t, "xdp_nic_queue_stat_ch_arm", "device", "mlx5", "queue", "0")
+	if _, ok := mfs["xdp_nic_stat_rx_prio0_packets"]; ok {
 		t.Error("metrics-include queue_stat_ch_.* exported a device-wide stat")
 	}
-	if _, ok := mfs["xdp_ethtool_rx_xdp_packets_total"]; ok {
+	if _, ok := mfs["xdp_nic_rx_xdp_packets_total"]; ok {
 		t.Error("metrics-include queue_stat_ch_.* exported a curated family")
 	}
 }
@@ -188,22 +188,22 @@ func TestEthtoolOddNamesAndCollisions(t *testing.T) {
 	for range 3 {
 		mfs := gather(t, c)
 		for fam, want := range map[string]float64{
-			"xdp_ethtool_stat_rx_bytes":          3, // "RX Bytes" sorts before "rx-bytes" and "rx_bytes"
-			"xdp_ethtool_stat_port_rx_dropped":   4,
-			"xdp_ethtool_stat_1st_stat":          5,
-			"xdp_ethtool_stat_weird":             6,
-			"xdp_ethtool_stat_rx_pkts_good":      7,
-			"xdp_ethtool_stat_tx_queue_01_bytes": 12,
+			"xdp_nic_stat_rx_bytes":          3, // "RX Bytes" sorts before "rx-bytes" and "rx_bytes"
+			"xdp_nic_stat_port_rx_dropped":   4,
+			"xdp_nic_stat_1st_stat":          5,
+			"xdp_nic_stat_weird":             6,
+			"xdp_nic_stat_rx_pkts_good":      7,
+			"xdp_nic_stat_tx_queue_01_bytes": 12,
 		} {
 			if got := mfs.Value(t, fam, "device", "odd"); got != want {
 				t.Errorf("%s = %v, want %v", fam, got, want)
 			}
 		}
-		if got := mfs.Value(t, "xdp_ethtool_rx_queue_packets_total", "device", "odd", "queue", "0"); got != 11 {
+		if got := mfs.Value(t, "xdp_nic_rx_queue_packets_total", "device", "odd", "queue", "0"); got != 11 {
 			t.Errorf("rx_queue_packets_total{queue=0} = %v, want 11 (from rx-0.packets)", got)
 		}
-		mfs.Value(t, "xdp_ethtool_queue_stat_tx_cnt", "device", "odd", "queue", "2")
-		mfs.Value(t, "xdp_ethtool_queue_stat_rx_ucast_packets", "device", "odd", "queue", "3")
+		mfs.Value(t, "xdp_nic_queue_stat_tx_cnt", "device", "odd", "queue", "2")
+		mfs.Value(t, "xdp_nic_queue_stat_rx_ucast_packets", "device", "odd", "queue", "3")
 	}
 	out := logs.String()
 	for _, want := range []string{
@@ -236,7 +236,7 @@ func TestEthtool20000Stats(t *testing.T) {
 	if n := mfs.Count(); n != 20001 {
 		t.Fatalf("%d series, want 20001", n)
 	}
-	mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", "big", "queue", "399", "action", "drop")
+	mfs.Value(t, "xdp_nic_rx_xdp_packets_total", "device", "big", "queue", "399", "action", "drop")
 }
 
 // TestEthtoolCache checks that string sets are read once per change, not
@@ -266,7 +266,7 @@ func TestEthtoolCache(t *testing.T) {
 	veth.info.NStats = len(veth.names)
 	src.set("veth", &veth)
 	mfs := gather(t, c)
-	if got := mfs.Value(t, "xdp_ethtool_rx_xdp_packets_total", "device", "veth", "queue", "1", "action", "drop"); got != 42 {
+	if got := mfs.Value(t, "xdp_nic_rx_xdp_packets_total", "device", "veth", "queue", "1", "action", "drop"); got != 42 {
 		t.Fatalf("new queue's drops = %v, want 42", got)
 	}
 	if got := src.count("StatNames", "veth"); got != 2 {
@@ -287,8 +287,8 @@ func TestEthtoolStatsChangedMidScrape(t *testing.T) {
 	c := fixtureCollector(t, countChangingSource{src}, "", "", nil)
 	for range 2 {
 		mfs := gather(t, c)
-		mfs.Value(t, "xdp_ethtool_driver_info", "device", "veth")
-		if _, ok := mfs["xdp_ethtool_stat_peer_ifindex"]; ok {
+		mfs.Value(t, "xdp_nic_driver_info", "device", "veth")
+		if _, ok := mfs["xdp_nic_stat_peer_ifindex"]; ok {
 			t.Error("stats emitted although the count changed")
 		}
 	}
@@ -322,7 +322,7 @@ func TestEthtoolDeviceFilter(t *testing.T) {
 	}, src, slog.New(slog.DiscardHandler))
 	mfs := gather(t, c)
 	var devs []string
-	for _, m := range mfs["xdp_ethtool_driver_info"].GetMetric() {
+	for _, m := range mfs["xdp_nic_driver_info"].GetMetric() {
 		for _, l := range m.GetLabel() {
 			if l.GetName() == "device" {
 				devs = append(devs, l.GetValue())

@@ -51,7 +51,7 @@ func TestFamilyFilter(t *testing.T) {
 		t.Errorf("an include that matches no family: err %v", err)
 	}
 	// Untyped ethtool stats are named at run time: any regexp may match.
-	if _, err := newFamilyFilter("ethtool", nil, re("stat_rx_vport_.*")); err != nil {
+	if _, err := newFamilyFilter("nic", nil, re("stat_rx_vport_.*")); err != nil {
 		t.Error(err)
 	}
 	var zero familyFilter
@@ -79,7 +79,7 @@ func TestHostFlagDefaults(t *testing.T) {
 				}
 				continue
 			}
-			if r.Name == "ethtool" || r.Name == "netdev" {
+			if r.Name == "nic" || r.Name == "netdev" {
 				continue
 			}
 			if d := f.Model().Default; len(d) != 1 || d[0] != "" {
@@ -123,7 +123,7 @@ func TestEthtoolSumQueues(t *testing.T) {
 	src := hostEthtool(t)
 	perQueue := gather(t, newEthtoolCollector(EthtoolConfig{}, src, slog.New(slog.DiscardHandler)))
 	summed := gather(t, newEthtoolCollector(EthtoolConfig{SumQueues: regexp.MustCompile(DefaultEthtoolSumQueues)}, src, slog.New(slog.DiscardHandler)))
-	for _, fam := range []*Family{ethtoolPagePoolAlloc, ethtoolPagePoolRecycle, ethtoolXDPXmitFail} {
+	for _, fam := range []*Family{ethtoolPagePoolAlloc, ethtoolPagePoolRecycle, ethtoolXDPXmitFail, ethtoolPageCache} {
 		want := map[string]float64{}
 		for _, m := range perQueue[fam.Name].GetMetric() {
 			want[labelsWithout(m, "queue")] += exportertest.Value(m)
@@ -141,7 +141,7 @@ func TestEthtoolSumQueues(t *testing.T) {
 			}
 		}
 	}
-	for _, fam := range []*Family{ethtoolPageCache, ethtoolRxXDP} {
+	for _, fam := range []*Family{ethtoolRxXDP, ethtoolRxXDPTxFail} {
 		if a, b := len(summed[fam.Name].GetMetric()), len(perQueue[fam.Name].GetMetric()); a != b || a < hostQueues {
 			t.Errorf("%s: %d series with sum-queues, %d without: it must stay per queue", fam.Name, a, b)
 		}

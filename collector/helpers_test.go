@@ -86,7 +86,7 @@ func gatherErr(t testing.TB, c Collector) (exportertest.Families, error) {
 		t.Fatalf("lint: %v", err)
 	}
 	for _, p := range problems {
-		raw := strings.HasPrefix(p.Metric, "xdp_ethtool_stat_") || strings.HasPrefix(p.Metric, "xdp_ethtool_queue_stat_")
+		raw := strings.HasPrefix(p.Metric, "xdp_nic_stat_") || strings.HasPrefix(p.Metric, "xdp_nic_queue_stat_")
 		if raw && strings.Contains(p.Text, "unit") {
 			continue
 		}

@@ -50,12 +50,12 @@ func TestDeviceNameNotUTF8(t *testing.T) {
 	if !slices.Equal(plainFams, oddFams) {
 		t.Errorf("families of %s:\n%v\nfamilies of %q:\n%v", plain, plainFams, odd, oddFams)
 	}
-	want := []string{"xdp_ethtool_driver_info", "xdp_bpf_prog_info", "xdp_exceptions_total", "xdp_napi_poll_work"}
+	want := []string{"xdp_nic_driver_info", "xdp_bpf_prog_info", "xdp_monitor_exceptions_total", "xdp_napi_poll_work"}
 	if _, ok := collectors["netdev"]; ok {
 		want = append(want, "xdp_netdev_xdp_feature")
 	}
 	if !testenv.KernelBefore(t, 6, 1) { // 5.10's veth reports no channels
-		want = append(want, "xdp_ethtool_channels")
+		want = append(want, "xdp_nic_channels")
 	}
 	for _, want := range want {
 		if !slices.Contains(oddFams, want) {
@@ -88,7 +88,7 @@ func deviceNamingCollectors(t *testing.T, logger *slog.Logger) map[string]Collec
 	testenv.Check(t, err, "xdp collector")
 	np, err := loadNapiCollector(NapiConfig{}, logger)
 	testenv.Check(t, err, "napi collector")
-	collectors := map[string]Collector{"ethtool": eth, "bpf": bp, "xdp": xd, "napi": np}
+	collectors := map[string]Collector{"nic": eth, "bpf": bp, "monitor": xd, "napi": np}
 	// Before Linux 6.3 there is no netdev family, and nothing of it to label.
 	nd, err := dialNetdevCollector(NetdevConfig{PerQueueStats: true}, logger)
 	if !unsupportedOnly(err) || !testenv.KernelBefore(t, 6, 3) {

@@ -21,12 +21,33 @@ const (
 	Histogram Type = "histogram"
 )
 
+// Stability is what a family promises its readers (docs/metrics-design.md).
+type Stability string
+
+// The stability levels, as the Kubernetes metrics stability framework
+// names its own: a stable family is renamed or removed only through a
+// deprecation cycle in CHANGELOG.md; an experimental one may change in any
+// release, and its HELP says so.
+const (
+	Stable       Stability = "stable"
+	Experimental Stability = "experimental"
+)
+
+// experimentalHelp starts the HELP of an experimental family.
+const experimentalHelp = "Experimental: "
+
 // Family is one documented metric family. Every family the exporter
 // emits is declared through newFamily, which makes the catalogue the single
 // source for both the descriptors and METRICS.md.
 type Family struct {
-	Name      string
-	Help      string
+	Name string
+	// Help is the family's HELP: one sentence saying what is counted, in
+	// which unit, from which kernel source.
+	Help string
+	// Doc is METRICS.md's explanation where Help's sentence is not all a
+	// reader needs; empty where it is.
+	Doc       string
+	Stability Stability
 	Type      Type
 	Labels    []string
 	Collector string
@@ -37,7 +58,7 @@ type Family struct {
 var catalogue []*Family
 
 // runTimeName is the part of a family name that a collector fills in at
-// run time: xdp_ethtool_stat_<stat> is every driver stat without a
+// run time: xdp_nic_stat_<stat> is every driver stat without a
 // curated family, its name from the driver's string set.
 const runTimeName = "<stat>"
 
@@ -48,15 +69,43 @@ func newFamily(collector, name, help string, typ Type, labels ...string) *Family
 	f := &Family{
 		Name:      Namespace + "_" + name,
 		Help:      help,
+		Stability: Stable,
 		Type:      typ,
 		Labels:    labels,
 		Collector: collector,
 	}
-	if !f.RunTime() {
-		f.desc = prometheus.NewDesc(f.Name, help, labels, nil)
-	}
+	f.describe()
 	catalogue = append(catalogue, f)
 	return f
+}
+
+// documented gives the family METRICS.md's explanation beside its HELP.
+func (f *Family) documented(doc string) *Family {
+	f.Doc = doc
+	return f
+}
+
+// experimental marks the family experimental, which its HELP then says.
+func (f *Family) experimental() *Family {
+	f.Stability = Experimental
+	f.describe()
+	return f
+}
+
+// ExposedHelp is the HELP the family is exposed with.
+func (f *Family) ExposedHelp() string {
+	if f.Stability == Experimental {
+		return experimentalHelp + f.Help
+	}
+	return f.Help
+}
+
+// describe builds the family's descriptor; one named at run time has
+// its members' descriptors built by RunTimeDesc.
+func (f *Family) describe() {
+	if !f.RunTime() {
+		f.desc = prometheus.NewDesc(f.Name, f.ExposedHelp(), f.Labels, nil)
+	}
 }
 
 // RunTime reports whether the family's names are completed at run time.
@@ -98,7 +147,7 @@ func (f *Family) valueType() prometheus.ValueType {
 // ShortName is the name --collector.NAME.metrics-include and
 // -exclude match: the family's name without the namespace and, where it
 // starts with one, its collector's prefix (xdp_netdev_page_pool_inflight_pages
-// is page_pool_inflight_pages, xdp_softnet_dropped_total of the cpu
+// is page_pool_inflight_pages, xdp_cpu_softnet_dropped_total of the cpu
 // collector stays softnet_dropped_total), as node_exporter's ethtool
 // collector matches names without node_ethtool_.
 func (f *Family) ShortName() string {

@@ -20,30 +20,30 @@ import (
 
 var (
 	napiPollWork = newFamily("napi", "napi_poll_work",
-		"Packets processed per NAPI poll (the work argument of the napi:napi_poll tracepoint), with a bucket at every value 0..64, per device and execution context: idle, ksoftirqd, threaded, other (see docs/collectors/napi.md). _sum is packets, _count is polls.",
-		Histogram, "device", "context")
+		"Packets processed per NAPI poll by device and context, from the work argument of napi:napi_poll.",
+		Histogram, "device", "context").documented("Packets processed per NAPI poll (the work argument of the napi:napi_poll tracepoint), with a bucket at every value 0..64, per device and execution context: idle, ksoftirqd, threaded, other (see docs/collectors/napi.md). _sum is packets, _count is polls.")
 	napiBudgetExhausted = newFamily("napi", "napi_polls_budget_exhausted_total",
-		"NAPI polls that used their whole budget (napi:napi_poll work == budget): the device had more packets than one poll may take.",
-		Counter, "device", "context")
+		"NAPI polls that used their whole budget (napi:napi_poll work equal to budget).",
+		Counter, "device", "context").documented("NAPI polls that used their whole budget (napi:napi_poll work == budget): the device had more packets than one poll may take.")
 	napiOverBudget = newFamily("napi", "napi_polls_over_budget_total",
 		"NAPI polls whose work exceeded their budget (napi:napi_poll work > budget), a driver bug the kernel logs once.",
 		Counter, "device", "context")
 	napiUntracked = newFamily("napi", "napi_polls_untracked_total",
-		"NAPI polls not counted in xdp_napi_poll_work because every slot probed for their device and context was taken (the table holds 128 pairs; see docs/collectors/napi.md).",
-		Counter)
+		"NAPI polls not counted per device and context because the collector's table was full.",
+		Counter).documented("NAPI polls not counted in xdp_napi_poll_work because every slot probed for their device and context was taken (the table holds 128 pairs; see docs/collectors/napi.md).")
 	napiTracepointAttached = newFamily("napi", "napi_tracepoint_attached",
-		"1 if the napi collector's program on this tracepoint is attached, 0 if the kernel refused it (its counters are then absent).",
-		Gauge, "tracepoint")
+		"1 if the napi collector's program is attached to this tracepoint, 0 if the kernel lacks or refused it.",
+		Gauge, "tracepoint").documented("1 if the napi collector's program on this tracepoint is attached, 0 if the kernel refused it (its counters are then absent).")
 	napiRecursionMisses = newFamily("napi", "napi_program_recursion_misses_total",
-		"Times the kernel skipped the napi collector's program on this tracepoint because a BPF program was already running on that CPU (bpf_prog_info.recursion_misses): events its counters missed.",
-		Counter, "tracepoint")
-	softirqEntries = newFamily("napi", "softirq_entries_total",
+		"Tracepoint events the kernel did not run the napi collector's program for (bpf_prog_info.recursion_misses).",
+		Counter, "tracepoint").documented("Times the kernel skipped the napi collector's program on this tracepoint because a BPF program was already running on that CPU (bpf_prog_info.recursion_misses): events its counters missed.")
+	softirqEntries = newFamily("napi", "napi_softirq_entries_total",
 		"Softirq handler runs (irq:softirq_entry) per CPU and vector, as /proc/softirqs counts them.",
 		Counter, "cpu", "vector")
-	softirqRaises = newFamily("napi", "softirq_raises_total",
+	softirqRaises = newFamily("napi", "napi_softirq_raises_total",
 		"Softirq raises (irq:softirq_raise) per CPU and vector; raises of an already pending vector collapse into one run.",
 		Counter, "cpu", "vector")
-	softirqSeconds = newFamily("napi", "softirq_seconds_total",
+	softirqSeconds = newFamily("napi", "napi_softirq_seconds_total",
 		"Time from irq:softirq_entry to irq:softirq_exit per CPU and vector, including any hard interrupts taken meanwhile.",
 		Counter, "cpu", "vector")
 )

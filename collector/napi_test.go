@@ -243,9 +243,9 @@ func checkNetRxRaises(t *testing.T, before, after exportertest.Families, elapsed
 	t.Helper()
 	var raises float64
 	for cpu := 0; cpu < 2; cpu++ {
-		dRaise := softirqValue(t, after, "xdp_softirq_raises_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_softirq_raises_total", cpu, "NET_RX")
-		dEntry := softirqValue(t, after, "xdp_softirq_entries_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_softirq_entries_total", cpu, "NET_RX")
-		dSec := softirqValue(t, after, "xdp_softirq_seconds_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_softirq_seconds_total", cpu, "NET_RX")
+		dRaise := softirqValue(t, after, "xdp_napi_softirq_raises_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_napi_softirq_raises_total", cpu, "NET_RX")
+		dEntry := softirqValue(t, after, "xdp_napi_softirq_entries_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_napi_softirq_entries_total", cpu, "NET_RX")
+		dSec := softirqValue(t, after, "xdp_napi_softirq_seconds_total", cpu, "NET_RX") - softirqValueOr0(before, "xdp_napi_softirq_seconds_total", cpu, "NET_RX")
 		raises += dRaise
 		if dEntry < 1 || dSec <= 0 || dSec > elapsed.Seconds() {
 			t.Errorf("CPU %d NET_RX: %v entries, %vs in softirq during a %v run", cpu, dEntry, dSec, elapsed)
@@ -275,7 +275,7 @@ func checkEntriesAgainstProc(t *testing.T, before, after exportertest.Families, 
 			{"NET_RX", func(s procfs.Softirqs) []uint64 { return s.NetRx }},
 			{"TIMER", func(s procfs.Softirqs) []uint64 { return s.Timer }},
 		} {
-			ours := softirqValue(t, after, "xdp_softirq_entries_total", cpu, v.name) - softirqValueOr0(before, "xdp_softirq_entries_total", cpu, v.name)
+			ours := softirqValue(t, after, "xdp_napi_softirq_entries_total", cpu, v.name) - softirqValueOr0(before, "xdp_napi_softirq_entries_total", cpu, v.name)
 			inner := float64(v.col(proc[2])[cpu] - v.col(proc[1])[cpu])
 			outer := float64(v.col(proc[3])[cpu] - v.col(proc[0])[cpu])
 			if ours+misses+1 < inner || ours > outer+1 {
@@ -366,10 +366,10 @@ func TestNapiMissingTracepoint(t *testing.T) {
 		mfs.Value(t, "xdp_napi_tracepoint_attached", "tracepoint", "irq:softirq_entry") != 1 {
 		t.Error("xdp_napi_tracepoint_attached does not show which tracepoint is missing")
 	}
-	if _, ok := mfs["xdp_softirq_raises_total"]; ok {
+	if _, ok := mfs["xdp_napi_softirq_raises_total"]; ok {
 		t.Error("raises reported without their tracepoint")
 	}
-	if softirqValue(t, mfs, "xdp_softirq_entries_total", 0, "NET_RX") == 0 {
+	if softirqValue(t, mfs, "xdp_napi_softirq_entries_total", 0, "NET_RX") == 0 {
 		t.Error("softirq entries stopped with the raise tracepoint missing")
 	}
 
@@ -417,7 +417,7 @@ func TestNapiVectorSubset(t *testing.T) {
 	c := newTestNapi(t, NapiConfig{Softirq: true, SoftirqVectors: []string{"NET_RX", "TIMER"}})
 	time.Sleep(20 * time.Millisecond) // let timer softirqs happen on every CPU
 	mfs := gather(t, c)
-	for _, m := range mfs["xdp_softirq_entries_total"].GetMetric() {
+	for _, m := range mfs["xdp_napi_softirq_entries_total"].GetMetric() {
 		if !exportertest.Matches(m, "vector", "NET_RX") && !exportertest.Matches(m, "vector", "TIMER") {
 			t.Fatalf("vector outside the subset exported: %v", m.GetLabel())
 		}

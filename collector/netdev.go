@@ -40,10 +40,13 @@ func init() {
 // detail of what the device totals (xdp_netdev_qstats_*) carry:
 //   - the per-queue checksum, HW-GRO, HW-GSO, rate-limit and error
 //     counters: up to ten per RX queue and eight per TX queue (mlx5 on
-//     Linux 6.18 reports ten and five), while the packets, bytes,
-//     allocation failures, drops and queue stops stay per queue;
+//     Linux 6.18 reports ten and five), and the per-queue bytes, TX
+//     packets and allocation failures, whose device totals the qstats_*
+//     families carry and which no rule or panel reads per queue (512
+//     series on two 64-queue ports); the RX packets, drops and queue
+//     stops stay per queue;
 //   - the page pool statistics per pool (page-pool-stats-get): eleven per
-//     RX queue, and the ethtool collector's xdp_ethtool_rx_page_pool_*
+//     RX queue, and the ethtool collector's xdp_nic_rx_page_pool_*
 //     families read the same counters (page_pool_get_stats) where the
 //     driver reports them;
 //   - page_pool_inflight_bytes, page_pool_inflight_pages times the
@@ -54,7 +57,7 @@ func init() {
 //     by busy-polling applications.
 //
 // --collector.netdev.metrics-exclude="" brings them all back.
-const DefaultNetdevMetricsExclude = "queue_(rx_csum_.*|rx_hw_gro_.*|rx_hw_drop_ratelimits|tx_hw_drop_errors|tx_csum_none|tx_needs_csum|tx_hw_gso_.*|tx_hw_drop_ratelimits)_total|" +
+const DefaultNetdevMetricsExclude = "queue_(rx_csum_.*|rx_hw_gro_.*|rx_hw_drop_ratelimits|tx_hw_drop_errors|tx_csum_none|tx_needs_csum|tx_hw_gso_.*|tx_hw_drop_ratelimits|rx_bytes|tx_bytes|tx_packets|rx_alloc_fail)_total|" +
 	"page_pool_(alloc|recycle)_.*|page_pool_inflight_bytes|napi_info|napi_defer_hard_irqs|napi_gro_flush_timeout_seconds"
 
 // NetdevConfig configures the netdev collector.
@@ -310,11 +313,9 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 		napiOf[p.ID] = napiID
 		c.cfg.Families.send(ch, netdevPagePoolInflight, float64(p.Inflight), dev, id, napiID)
 		c.cfg.Families.send(ch, netdevPagePoolInflightMem, float64(p.InflightMem), dev, id, napiID)
-		detached := 0.0
 		if p.Detached {
-			detached = 1
+			c.cfg.Families.send(ch, netdevPagePoolDetached, 1, dev, id, napiID)
 		}
-		c.cfg.Families.send(ch, netdevPagePoolDetached, detached, dev, id, napiID)
 	}
 
 	if !slices.ContainsFunc(netdevPagePoolStats[:], c.cfg.Families.keeps) {

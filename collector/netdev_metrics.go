@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
@@ -14,23 +15,23 @@ var (
 	netdevPagePoolStats [len(netdev.PagePoolStatNames)]*Family
 
 	netdevXDPFeature = newFamily("netdev", "netdev_xdp_feature",
-		"1 if the device supports the XDP feature (netdev netlink dev-get xdp-features, enum xdp-act: basic, redirect, ndo-xmit, xsk-zerocopy, hw-offload, rx-sg, ndo-xmit-sg).",
-		Gauge, "device", "feature")
+		"1 if the device supports the XDP feature, from netdev netlink dev-get xdp-features.",
+		Gauge, "device", "feature").documented("1 if the device supports the XDP feature (netdev netlink dev-get xdp-features, enum xdp-act: basic, redirect, ndo-xmit, xsk-zerocopy, hw-offload, rx-sg, ndo-xmit-sg).")
 	netdevXDPRxMetadataFeature = newFamily("netdev", "netdev_xdp_rx_metadata_feature",
-		"1 if the device exposes the XDP RX metadata kfunc (netdev netlink dev-get xdp-rx-metadata-features: timestamp, hash, vlan-tag).",
-		Gauge, "device", "feature")
+		"1 if the device has the XDP RX metadata kfunc, from netdev netlink dev-get xdp-rx-metadata-features.",
+		Gauge, "device", "feature").documented("1 if the device exposes the XDP RX metadata kfunc (netdev netlink dev-get xdp-rx-metadata-features: timestamp, hash, vlan-tag).")
 	netdevXSKFeature = newFamily("netdev", "netdev_xsk_feature",
-		"1 if the driver supports the AF_XDP TX metadata feature (netdev netlink dev-get xsk-features: tx-timestamp, tx-checksum, tx-launch-time-fifo).",
-		Gauge, "device", "feature")
+		"1 if the driver has the AF_XDP TX metadata feature, from netdev netlink dev-get xsk-features.",
+		Gauge, "device", "feature").documented("1 if the driver supports the AF_XDP TX metadata feature (netdev netlink dev-get xsk-features: tx-timestamp, tx-checksum, tx-launch-time-fifo).")
 	netdevXDPZCMaxSegs = newFamily("netdev", "netdev_xdp_zc_max_segments",
 		"Maximum fragments per frame in AF_XDP zero-copy mode (netdev netlink dev-get xdp-zc-max-segs).",
 		Gauge, "device")
 	netdevQueueInfo = newFamily("netdev", "netdev_queue_info",
-		"A configured queue with the NAPI instance that services it, that NAPI's IRQ and the CPUs the IRQ may run on (/proc/irq/N/smp_affinity_list) and does run on (effective_affinity_list); from netdev netlink queue-get and napi-get. Empty when the driver reports none (veth has NAPI but no IRQ).",
-		Gauge, "device", "queue", "type", "napi_id", "irq", "cpus", "effective_cpus")
+		"A queue of the device with the NAPI and IRQ that service it, from netdev netlink queue-get and napi-get; always 1.",
+		Gauge, "device", "queue", "type", "napi_id", "irq", "cpus", "effective_cpus").documented("A configured queue with the NAPI instance that services it, that NAPI's IRQ and the CPUs the IRQ may run on (/proc/irq/N/smp_affinity_list) and does run on (effective_affinity_list); from netdev netlink queue-get and napi-get. Empty when the driver reports none (veth has NAPI but no IRQ).")
 	netdevNapiInfo = newFamily("netdev", "netdev_napi_info",
-		"A NAPI instance of the device with its IRQ and, in threaded mode, the PID of its kernel thread (netdev netlink napi-get). Lists NAPIs even when the driver does not link them to queues (veth).",
-		Gauge, "device", "napi_id", "irq", "pid")
+		"A NAPI instance of the device with its IRQ and kernel thread, from netdev netlink napi-get; always 1.",
+		Gauge, "device", "napi_id", "irq", "pid").documented("A NAPI instance of the device with its IRQ and, in threaded mode, the PID of its kernel thread (netdev netlink napi-get). Lists NAPIs even when the driver does not link them to queues (veth).")
 	netdevNapiDeferHardIRQs = newFamily("netdev", "netdev_napi_defer_hard_irqs",
 		"Consecutive empty polls before the NAPI re-enables hardware IRQs (netdev netlink napi-get defer-hard-irqs).",
 		Gauge, "device", "napi_id")
@@ -44,8 +45,8 @@ var (
 		"Memory held by the page pool's in-flight pages (netdev netlink page-pool-get inflight-mem).",
 		Gauge, "device", "pool_id", "napi_id")
 	netdevPagePoolDetached = newFamily("netdev", "netdev_page_pool_detached",
-		"1 once the driver has detached the page pool and it only waits for its in-flight pages to come back; a detached pool that stays is a page leak (netdev netlink page-pool-get detach-time).",
-		Gauge, "device", "pool_id", "napi_id")
+		"1 for a page pool the driver detached, which waits for its pages (netdev netlink page-pool-get detach-time).",
+		Gauge, "device", "pool_id", "napi_id").documented("1 for a page pool the driver has detached and that only waits for its in-flight pages to come back; a detached pool that stays is a page leak (netdev netlink page-pool-get detach-time). A pool still attached has no series: one per pool would be one per RX queue of constant 0.")
 )
 
 // metricStem turns a spec attribute name into a metric name part.
@@ -53,16 +54,28 @@ func metricStem(attr string) string { return strings.ReplaceAll(attr, "-", "_") 
 
 func init() {
 	for i, attr := range netdev.QstatNames {
+		what := helpClause(netdev.QstatDocs[i])
 		netdevQstatsDevice[i] = newFamily("netdev", "netdev_qstats_"+metricStem(attr)+"_total",
-			"Device total of "+netdev.QstatDocs[i]+" (netdev netlink qstats-get "+attr+", device scope: includes the driver's base stats of queues since removed, so it survives queue reconfiguration).",
-			Counter, "device")
+			what+" per device (netdev qstats "+attr+").",
+			Counter, "device").documented("Device total of " + netdev.QstatDocs[i] + " (netdev netlink qstats-get " + attr + ", device scope: includes the driver's base stats of queues since removed, so it survives queue reconfiguration).")
 		netdevQstatsQueue[i] = newFamily("netdev", "netdev_queue_"+metricStem(attr)+"_total",
-			"Per-queue "+netdev.QstatDocs[i]+" (netdev netlink qstats-get "+attr+", scope queue: may restart from 0 when the queue is reconfigured).",
-			Counter, "device", "queue", "type")
+			what+" per queue (netdev qstats "+attr+").",
+			Counter, "device", "queue", "type").documented("Per-queue " + netdev.QstatDocs[i] + " (netdev netlink qstats-get " + attr + ", scope queue: may restart from 0 when the queue is reconfigured).")
 	}
 	for i, attr := range netdev.PagePoolStatNames {
 		netdevPagePoolStats[i] = newFamily("netdev", "netdev_page_pool_"+metricStem(attr)+"_total",
-			"Page pool "+netdev.PagePoolStatDocs[i]+" (netdev netlink page-pool-stats-get "+attr+", needs CONFIG_PAGE_POOL_STATS).",
-			Counter, "device", "pool_id", "napi_id")
+			"Page pool "+strings.ToLower(helpClause(netdev.PagePoolStatDocs[i]))+" (netdev page-pool-stats "+attr+").",
+			Counter, "device", "pool_id", "napi_id").documented("Page pool " + netdev.PagePoolStatDocs[i] + " (netdev netlink page-pool-stats-get " + attr + ", needs CONFIG_PAGE_POOL_STATS).")
 	}
+}
+
+// parenthetical is an aside of a netdev spec doc, which a HELP leaves to
+// METRICS.md.
+var parenthetical = regexp.MustCompile(` \([^)]*\)`)
+
+// helpClause is a netdev spec doc as the start of a HELP sentence: its
+// asides left out, its first letter upper case.
+func helpClause(doc string) string {
+	doc = parenthetical.ReplaceAllString(doc, "")
+	return strings.ToUpper(doc[:1]) + doc[1:]
 }

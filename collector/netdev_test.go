@@ -355,8 +355,11 @@ func TestNetdevMetrics(t *testing.T) {
 		if got := mfs.Value(t, "xdp_netdev_page_pool_inflight_pages", "pool_id", id, "device", dev); got != float64(p.Inflight) {
 			t.Errorf("pool %s inflight = %v, want %v", id, got, p.Inflight)
 		}
-		if got := mfs.Value(t, "xdp_netdev_page_pool_detached", "pool_id", id); got != boolValue(p.Detached) {
-			t.Errorf("pool %s detached = %v", id, got)
+		switch detached := mfs.Series("xdp_netdev_page_pool_detached", "pool_id", id); {
+		case p.Detached && (len(detached) != 1 || detached[0].GetGauge().GetValue() != 1):
+			t.Errorf("detached pool %s: %v, want one series of 1", id, detached)
+		case !p.Detached && len(detached) != 0:
+			t.Errorf("attached pool %s has a detached series: %v", id, detached)
 		}
 	}
 	for _, s := range v.poolStats {

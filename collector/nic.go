@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,22 +35,22 @@ import (
 //     (include/uapi/linux/if_link.h), zero where a driver does not count
 //     it: on a driver the exporter does not know it is the best there is.
 var (
-	nicPortPackets = newFamily("ethtool", "nic_port_packets_total", "Packets received (direction rx) or sent at the port, before any drop for lack of host resources: the offered load. source eth_mac: the IEEE 802.3 FramesReceivedOK/FramesTransmittedOK of ethtool's eth-mac group (Linux 5.13); ethtool: the driver's ethtool -S names, summed (docs/collectors/ethtool.md lists them per driver).",
-		Counter, "device", "direction", "source")
-	nicPortBytes = newFamily("ethtool", "nic_port_bytes_total", "Bytes received or sent at the port, from the same source as xdp_nic_port_packets_total (eth_mac OctetsReceivedOK/OctetsTransmittedOK, or the driver's names).",
-		Counter, "device", "direction", "source")
-	nicHostDrops = newFamily("ethtool", "nic_rx_host_drops_total", "Received packets the NIC dropped for lack of host resources: where=port, the port had nowhere to put them (its buffer full: PCIe, memory or DDIO did not drain it); where=ring, no RX descriptor or buffer was posted (the CPU did not refill the ring in time). stat names the counter: the driver's ethtool -S name (source ethtool), qstats rx-hw-drop-overruns (source netdev_qstats) or a struct rtnl_link_stats64 field (source link_stats64), in that order of precedence per device.",
-		Counter, "device", "source", "stat", "where")
-	nicAllocFailures = newFamily("ethtool", "nic_rx_alloc_failures_total", "Receive buffer (page, skb, DMA mapping) allocation failures: netdev qstats rx-alloc-fail where the driver reports it (source netdev_qstats), else the driver's ethtool -S names (source ethtool), stat naming the counter.",
-		Counter, "device", "source", "stat")
-	nicPauseFrames = newFamily("ethtool", "nic_pause_frames_total", "IEEE 802.3x pause frames the port received (direction rx: the link partner asked it to stop sending) or sent (tx: its own receive buffer filled, so it asked the partner to stop), from ethtool's pause statistics (ethtool -I -a; Linux 5.12 and a driver with get_pause_stats: mlx5, bnxt, ice, i40e, ixgbe, ...).",
-		Counter, "device", "direction")
-	nicFECBlocks = newFamily("ethtool", "nic_fec_blocks_total", "Forward error correction blocks the PHY corrected (result corrected: bit errors on the link it fixed) or could not correct (uncorrectable: frames lost on the link before any counter of the host), all lanes, from ethtool's FEC statistics (ethtool -I --show-fec; Linux 5.14 and a driver with get_fec_stats: mlx5, ice, bnxt, sfc, ...).",
-		Counter, "device", "result")
-	ethtoolFECInfo = newFamily("ethtool", "ethtool_fec_info", "The FEC mode in use on the link (off, rs, baser, llrs), from ethtool's FEC_GET (ethtool --show-fec, Active FEC encoding; Linux 5.14); always 1.",
-		Gauge, "device", "mode")
-	ethtoolAllowance = newFamily("ethtool", "ethtool_allowance_exceeded_packets_total", "Packets the cloud queued or dropped because the instance exceeded an allowance: bw_in, bw_out (bandwidth), pps, conntrack, linklocal (ethtool -S <allowance>_allowance_exceeded; ENA).",
-		Counter, "device", "allowance")
+	nicPortPackets = newFamily("nic", "nic_port_packets_total", "Packets received or sent at the port before any host drop, from ethtool's eth-mac or the driver's counters.",
+		Counter, "device", "direction", "source").documented("Packets received (direction rx) or sent at the port, before any drop for lack of host resources: the offered load. source eth_mac: the IEEE 802.3 FramesReceivedOK/FramesTransmittedOK of ethtool's eth-mac group (Linux 5.13); ethtool: the driver's ethtool -S names, summed (docs/collectors/nic.md lists them per driver).")
+	nicPortBytes = newFamily("nic", "nic_port_bytes_total", "Bytes received or sent at the port, from ethtool's eth-mac statistics or the driver's port counters.",
+		Counter, "device", "direction", "source").documented("Bytes received or sent at the port, from the same source as xdp_nic_port_packets_total (eth_mac OctetsReceivedOK/OctetsTransmittedOK, or the driver's names).")
+	nicHostDrops = newFamily("nic", "nic_rx_host_drops_total", "Received packets the NIC dropped for lack of host resources, at the port or at the RX ring.",
+		Counter, "device", "source", "stat", "where").documented("Received packets the NIC dropped for lack of host resources: where=port, the port had nowhere to put them (its buffer full: PCIe, memory or DDIO did not drain it); where=ring, no RX descriptor or buffer was posted (the CPU did not refill the ring in time). stat names the counter: the driver's ethtool -S name (source ethtool), qstats rx-hw-drop-overruns (source netdev_qstats) or a struct rtnl_link_stats64 field (source link_stats64), in that order of precedence per device.")
+	nicAllocFailures = newFamily("nic", "nic_rx_alloc_failures_total", "Receive buffer allocation failures, from netdev qstats rx-alloc-fail or the driver's ethtool -S counter.",
+		Counter, "device", "source", "stat").documented("Receive buffer (page, skb, DMA mapping) allocation failures: netdev qstats rx-alloc-fail where the driver reports it (source netdev_qstats), else the driver's ethtool -S names (source ethtool), stat naming the counter.")
+	nicPauseFrames = newFamily("nic", "nic_pause_frames_total", "IEEE 802.3x pause frames the port received or sent, from ethtool's pause statistics.",
+		Counter, "device", "direction").documented("IEEE 802.3x pause frames the port received (direction rx: the link partner asked it to stop sending) or sent (tx: its own receive buffer filled, so it asked the partner to stop), from ethtool's pause statistics (ethtool -I -a; Linux 5.12 and a driver with get_pause_stats: mlx5, bnxt, ice, i40e, ixgbe, ...).")
+	nicFECBlocks = newFamily("nic", "nic_fec_blocks_total", "FEC blocks the PHY corrected or could not correct, from ethtool's FEC statistics (FEC_GET).",
+		Counter, "device", "result").documented("Forward error correction blocks the PHY corrected (result corrected: bit errors on the link it fixed) or could not correct (uncorrectable: frames lost on the link before any counter of the host), all lanes, from ethtool's FEC statistics (ethtool -I --show-fec; Linux 5.14 and a driver with get_fec_stats: mlx5, ice, bnxt, sfc, ...).")
+	ethtoolFECInfo = newFamily("nic", "nic_fec_info", "The FEC mode in use on the link, from ethtool's FEC_GET; always 1.",
+		Gauge, "device", "mode").documented("The FEC mode in use on the link (off, rs, baser, llrs), from ethtool's FEC_GET (ethtool --show-fec, Active FEC encoding; Linux 5.14); always 1.")
+	ethtoolAllowance = newFamily("nic", "nic_allowance_exceeded_packets_total", "Packets the cloud queued or dropped over an instance allowance, from ENA's ethtool -S *_allowance_exceeded.",
+		Counter, "device", "allowance").documented("Packets the cloud queued or dropped because the instance exceeded an allowance: bw_in, bw_out (bandwidth), pps, conntrack, linklocal (ethtool -S <allowance>_allowance_exceeded; ENA).")
 )
 
 // Values of the source label.
@@ -107,13 +108,27 @@ var macStats = []struct {
 	{stdMACTxOctets, ethtoolnl.OctetsTransmittedOK, nicPortBytes, "tx"},
 }
 
-// qstat indexes of netdev.QstatNames.
+// The qstats the NIC signals read, by name.
 const (
-	qstatAllocFail     = 4 // rx-alloc-fail
-	qstatDropOverruns  = 6 // rx-hw-drop-overruns
 	qstatAllocFailName = "rx-alloc-fail"
 	qstatOverrunsName  = "rx-hw-drop-overruns"
 )
+
+// Their indexes of netdev.QstatNames, derived from the names so that a
+// reordered or extended list cannot leave them pointing at another stat.
+var (
+	qstatAllocFail    = qstatIndex(qstatAllocFailName)
+	qstatDropOverruns = qstatIndex(qstatOverrunsName)
+)
+
+// qstatIndex is the index of name in netdev.QstatNames.
+func qstatIndex(name string) int {
+	i := slices.Index(netdev.QstatNames[:], name)
+	if i < 0 {
+		panic("collector: netdev has no qstat " + name)
+	}
+	return i
+}
 
 // nicStandard is the kernel's standard counters of every device, read
 // once per scrape, by ifindex.

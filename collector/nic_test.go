@@ -19,7 +19,7 @@ import (
 
 // nicFamilies are the families of the NIC signals.
 var nicFamilies = []string{"xdp_nic_port_packets_total", "xdp_nic_port_bytes_total", "xdp_nic_rx_host_drops_total",
-	"xdp_nic_rx_alloc_failures_total", "xdp_ethtool_allowance_exceeded_packets_total"}
+	"xdp_nic_rx_alloc_failures_total", "xdp_nic_allowance_exceeded_packets_total"}
 
 // nicSeries is every NIC signal sample of device, keyed by family and
 // labels but device, as "family{name=value,...}".
@@ -108,8 +108,8 @@ func TestNICSignalFixtures(t *testing.T) {
 		checkNIC(t, mfs, dev, want)
 	}
 	// A signal's stats are not also raw series.
-	for _, name := range []string{"xdp_ethtool_stat_port_rx_unicast", "xdp_ethtool_stat_rx_discards_phy", "xdp_ethtool_queue_stat_rx_discards",
-		"xdp_ethtool_stat_rx_pkts_nic", "xdp_ethtool_queue_stat_rx_no_buffers_posted"} {
+	for _, name := range []string{"xdp_nic_stat_port_rx_unicast", "xdp_nic_stat_rx_discards_phy", "xdp_nic_queue_stat_rx_discards",
+		"xdp_nic_stat_rx_pkts_nic", "xdp_nic_queue_stat_rx_no_buffers_posted"} {
 		if _, ok := mfs[name]; ok {
 			t.Errorf("%s exported although its stat feeds a NIC signal", name)
 		}
@@ -172,7 +172,7 @@ func TestNICSignalSourceNames(t *testing.T) {
 	mfs := gather(t, fixtureCollector(t, newFixtureSource(devs), "", "", nil))
 	e := srcEthtool
 	a := func(name string) string {
-		return "xdp_ethtool_allowance_exceeded_packets_total{allowance=" + name + "}"
+		return "xdp_nic_allowance_exceeded_packets_total{allowance=" + name + "}"
 	}
 	for dev, want := range map[string]map[string]float64{
 		"mlx4_en": {hostDrop(e, "rx_fifo_errors", "port"): 3, port("packets", "rx", e): 6, port("bytes", "rx", e): 7, port("packets", "tx", e): 8, port("bytes", "tx", e): 9},
@@ -335,4 +335,14 @@ func (s *fixtureSource) FECStats() ([]ethtoolnl.FEC, error) {
 }
 func (s *fixtureSource) LinkStats() ([]rtnl.LinkStats, error) {
 	return standard(s, "LinkStats", s.std.link, s.std.linkErr)
+}
+
+// TestQstatIndexes: the NIC signals' qstat indexes name the stats they
+// read in netdev's list.
+func TestQstatIndexes(t *testing.T) {
+	for i, want := range map[int]string{qstatAllocFail: qstatAllocFailName, qstatDropOverruns: qstatOverrunsName} {
+		if got := netdev.QstatNames[i]; got != want {
+			t.Errorf("index %d is %s in netdev.QstatNames, want %s", i, got, want)
+		}
+	}
 }

@@ -37,8 +37,8 @@ var (
 		"A network device backed by a PCI function: its address and NUMA node (-1: the platform gives none).",
 		Gauge, "device", "pci_address", "numa_node")
 	pcieLinkSpeed = newFamily("pcie", "pcie_link_speed_transfers_per_second",
-		"Current PCIe link speed (current_link_speed), per hop from the NIC's function (hop 0) up through each bridge to the root port.",
-		Gauge, "device", "hop", "pci_address")
+		"Current PCIe link speed per hop of the NIC's path, from sysfs current_link_speed.",
+		Gauge, "device", "hop", "pci_address").documented("Current PCIe link speed (current_link_speed), per hop from the NIC's function (hop 0) up through each bridge to the root port.")
 	pcieLinkMaxSpeed = newFamily("pcie", "pcie_link_max_speed_transfers_per_second",
 		"Maximum PCIe link speed the function supports (max_link_speed), per hop.",
 		Gauge, "device", "hop", "pci_address")
@@ -49,23 +49,23 @@ var (
 		"Maximum PCIe link width in lanes (max_link_width), per hop.",
 		Gauge, "device", "hop", "pci_address")
 	pcieLinkBandwidth = newFamily("pcie", "pcie_link_bandwidth_bytes_per_second",
-		"Theoretical bandwidth of the link as trained, per direction: lanes x transfer rate x the generation's encoding (8b/10b up to 5 GT/s, 128b/130b at 8 to 32 GT/s, 242/256 flits at 64 GT/s) / 8, per hop.",
-		Gauge, "device", "hop", "pci_address")
+		"Bandwidth of the link as trained per direction: lanes x transfer rate x encoding / 8, per hop.",
+		Gauge, "device", "hop", "pci_address").documented("Theoretical bandwidth of the link as trained, per direction: lanes x transfer rate x the generation's encoding (8b/10b up to 5 GT/s, 128b/130b at 8 to 32 GT/s, 242/256 flits at 64 GT/s) / 8, per hop.")
 	pcieLinkDegraded = newFamily("pcie", "pcie_link_degraded",
-		"1 if the link trained below what both its ends can do (current speed or width below the lower of the two ends' maximum), else 0. A link joins an even hop (the NIC, or a switch's upstream port) to the port above it, the next hop.",
-		Gauge, "device", "hop", "pci_address")
+		"1 if the link trained below what both its ends support, else 0, per link of the NIC's path.",
+		Gauge, "device", "hop", "pci_address").documented("1 if the link trained below what both its ends can do (current speed or width below the lower of the two ends' maximum), else 0. A link joins an even hop (the NIC, or a switch's upstream port) to the port above it, the next hop.")
 	pcieAERErrors = newFamily("pcie", "pcie_aer_errors_total",
-		"PCIe Advanced Error Reporting errors by type (correctable, nonfatal, fatal) and error name, as the kernel lists them in aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal (totals left out), per hop of the NIC's path that has AER.",
-		Counter, "device", "hop", "pci_address", "type", "error")
+		"PCIe AER errors by type and name per hop of the NIC's path, from sysfs aer_dev_{correctable,nonfatal,fatal}.",
+		Counter, "device", "hop", "pci_address", "type", "error").documented("PCIe Advanced Error Reporting errors by type (correctable, nonfatal, fatal) and error name, as the kernel lists them in aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal (totals left out), per hop of the NIC's path that has AER.")
 	pcieRxQueueRemote = newFamily("pcie", "pcie_rx_queue_numa_remote_ratio",
-		"Share of the CPUs the RX queue's IRQ runs on (effective affinity) that are on another NUMA node than the NIC: 0 all local, 1 all remote. Only for NICs with a NUMA node.",
-		Gauge, "device", "queue", "irq", "effective_cpus")
+		"Share of the CPUs the RX queue's IRQ runs on that are on another NUMA node than the NIC.",
+		Gauge, "device", "queue", "irq", "effective_cpus").documented("Share of the CPUs the RX queue's IRQ runs on (effective affinity) that are on another NUMA node than the NIC: 0 all local, 1 all remote. Only for NICs with a NUMA node.")
 	pcieRxQueueInterrupts = newFamily("pcie", "pcie_rx_queue_interrupts_total",
-		"Interrupts of the RX queue's MSI-X vector, summed over CPUs (its row of /proc/interrupts). Divided into the queue's packet rate it is packets per interrupt, which interrupt coalescing (xdp_ethtool_coalesce_*) sets. For queues whose IRQ the netdev family names (Linux 6.8+ and a driver that links its queues to NAPIs) or the driver's IRQ name gives.",
-		Counter, "device", "queue", "irq")
+		"Interrupts of the RX queue's IRQ summed over CPUs, from /proc/interrupts.",
+		Counter, "device", "queue", "irq").documented("Interrupts of the RX queue's MSI-X vector, summed over CPUs (its row of /proc/interrupts). Divided into the queue's packet rate it is packets per interrupt, which interrupt coalescing (xdp_nic_coalesce_*) sets. For queues whose IRQ the netdev family names (Linux 6.8+ and a driver that links its queues to NAPIs) or the driver's IRQ name gives.")
 	pcieCPURemote = newFamily("pcie", "pcie_cpu_numa_remote",
-		"1 if the CPU is on another NUMA node than the NIC, else 0; for NICs with a NUMA node on hosts with more than one node. Join with per-CPU packet rates for the share processed remotely.",
-		Gauge, "device", "cpu")
+		"1 if the CPU is on another NUMA node than the NIC, else 0, on hosts of more than one node.",
+		Gauge, "device", "cpu").documented("1 if the CPU is on another NUMA node than the NIC, else 0; for NICs with a NUMA node on hosts with more than one node. Join with per-CPU packet rates for the share processed remotely.")
 )
 
 // PCIeConfig configures the pcie collector.

@@ -17,23 +17,23 @@ import (
 
 var (
 	perfCycles = newFamily("perf", "perf_cycles_total",
-		"CPU cycles counted on the CPU (perf event cycles, PERF_COUNT_HW_CPU_CYCLES), scaled for multiplexing. IPC = rate(instructions)/rate(cycles).",
-		Counter, "cpu")
+		"CPU cycles on the CPU, from perf event cycles, scaled for multiplexing.",
+		Counter, "cpu").documented("CPU cycles counted on the CPU (perf event cycles, PERF_COUNT_HW_CPU_CYCLES), scaled for multiplexing. IPC = rate(instructions)/rate(cycles).")
 	perfInstructions = newFamily("perf", "perf_instructions_total",
-		"Instructions retired on the CPU (perf event instructions, PERF_COUNT_HW_INSTRUCTIONS), scaled for multiplexing; same group as cycles.",
-		Counter, "cpu")
+		"Instructions retired on the CPU, from perf event instructions, scaled for multiplexing.",
+		Counter, "cpu").documented("Instructions retired on the CPU (perf event instructions, PERF_COUNT_HW_INSTRUCTIONS), scaled for multiplexing; same group as cycles.")
 	perfCacheReferences = newFamily("perf", "perf_cache_references_total",
-		"Last-level cache references on the CPU as the PMU defines them (perf event cache-references, PERF_COUNT_HW_CACHE_REFERENCES), scaled for multiplexing.",
-		Counter, "cpu")
+		"Last-level cache references on the CPU, from perf event cache-references, scaled for multiplexing.",
+		Counter, "cpu").documented("Last-level cache references on the CPU as the PMU defines them (perf event cache-references, PERF_COUNT_HW_CACHE_REFERENCES), scaled for multiplexing.")
 	perfCacheMisses = newFamily("perf", "perf_cache_misses_total",
-		"Last-level cache misses on the CPU (perf event cache-misses, PERF_COUNT_HW_CACHE_MISSES), scaled for multiplexing; same group as cache_references.",
-		Counter, "cpu")
+		"Last-level cache misses on the CPU, from perf event cache-misses, scaled for multiplexing.",
+		Counter, "cpu").documented("Last-level cache misses on the CPU (perf event cache-misses, PERF_COUNT_HW_CACHE_MISSES), scaled for multiplexing; same group as cache_references.")
 	perfLLCLoads = newFamily("perf", "perf_llc_loads_total",
 		"Last-level cache read accesses (perf event LLC-loads, PERF_TYPE_HW_CACHE LL/READ/ACCESS), scaled for multiplexing.",
 		Counter, "cpu")
 	perfLLCLoadMisses = newFamily("perf", "perf_llc_load_misses_total",
-		"Last-level cache read misses (perf event LLC-load-misses, PERF_TYPE_HW_CACHE LL/READ/MISS), scaled for multiplexing; same group as llc_loads.",
-		Counter, "cpu")
+		"Last-level cache read misses on the CPU, from perf event LLC-load-misses, scaled for multiplexing.",
+		Counter, "cpu").documented("Last-level cache read misses (perf event LLC-load-misses, PERF_TYPE_HW_CACHE LL/READ/MISS), scaled for multiplexing; same group as llc_loads.")
 	perfCPUClock = newFamily("perf", "perf_cpu_clock_seconds_total",
 		"Time the per-CPU cpu-clock software event counted (PERF_COUNT_SW_CPU_CLOCK): wall time while the event is enabled.",
 		Counter, "cpu")
@@ -53,11 +53,11 @@ var (
 		"time_enabled of the event group on the CPU (perf_event_open read_format): how long it was enabled.",
 		Counter, "cpu", "group")
 	perfGroupRunning = newFamily("perf", "perf_group_running_seconds_total",
-		"time_running of the event group on the CPU (perf_event_open read_format): how long it was on the PMU; running/enabled < 1 means the counts were multiplexed and scaled.",
-		Counter, "cpu", "group")
+		"Time the perf event group was on the PMU (perf_event_open time_running).",
+		Counter, "cpu", "group").documented("time_running of the event group on the CPU (perf_event_open read_format): how long it was on the PMU; running/enabled < 1 means the counts were multiplexed and scaled.")
 	perfEventAvailable = newFamily("perf", "perf_event_available",
-		"1 if the perf event was opened on every selected CPU, 0 if the host does not support it or it was refused (see the startup log).",
-		Gauge, "event")
+		"1 if the perf event was opened on every selected CPU, 0 if refused or not supported.",
+		Gauge, "event").documented("1 if the perf event was opened on every selected CPU, 0 if the host does not support it or it was refused (see the startup log).")
 )
 
 func init() {

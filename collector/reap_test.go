@@ -37,7 +37,7 @@ func newReapLab(t *testing.T) *reapLab {
 	testenv.Check(t, err, "xdp collector")
 	np, err := loadNapiCollector(NapiConfig{}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "napi collector")
-	l := &reapLab{t: t, set: NewSet(map[string]Collector{"xdp": xd, "napi": np}, slog.New(slog.DiscardHandler)), xdp: xd.(*xdpCollector), napi: np}
+	l := &reapLab{t: t, set: NewSet(map[string]Collector{"monitor": xd, "napi": np}, slog.New(slog.DiscardHandler)), xdp: xd.(*xdpCollector), napi: np}
 	t.Cleanup(func() { l.set.Close() })
 	return l
 }
@@ -184,11 +184,6 @@ func (l *reapLab) checkFresh(id string) {
 	lk, err := link.AttachXDP(link.XDPOptions{Program: fresh, Interface: host.Index})
 	testenv.Check(l.t, err, "attaching XDP")
 	defer lk.Close()
-	info, err := fresh.Info()
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	progID, _ := info.ID()
 	g, err := trafficgen.New()
 	testenv.Check(l.t, err, "traffic generator")
 	defer g.Close()
@@ -197,7 +192,7 @@ func (l *reapLab) checkFresh(id string) {
 		l.t.Fatal(err)
 	}
 	mfs := l.scrape()
-	if v := mfs.Value(l.t, "xdp_exceptions_total", "device", host.Name, "prog_id", fmt.Sprint(progID), "action", "ABORTED"); v != n {
+	if v := mfs.Value(l.t, "xdp_monitor_exceptions_total", "device", host.Name, "action", "ABORTED"); v != n {
 		l.t.Errorf("exceptions of the new program on the new device: %v, want %d", v, n)
 	}
 	var work float64
@@ -267,11 +262,11 @@ func TestReapChurn(t *testing.T) {
 	mfs := l.scrape()
 	var total float64
 	for _, d := range devs {
-		v, _ := mfs.Sum("xdp_device_exceptions_total", "device", d.host.Name, "action", "ABORTED")
+		v, _ := mfs.Sum("xdp_monitor_exceptions_total", "device", d.host.Name, "action", "ABORTED")
 		total += v
 	}
 	if total != 2*cycles {
-		t.Errorf("xdp_device_exceptions_total over the reloaded devices: %v, want %d (2 frames a reload)", total, 2*cycles)
+		t.Errorf("xdp_monitor_exceptions_total over the reloaded devices: %v, want %d (2 frames a reload)", total, 2*cycles)
 	}
 
 	prog, err := abortProgram()

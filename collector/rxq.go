@@ -18,42 +18,42 @@ import (
 
 var (
 	rxqPackets = newFamily("rxq", "rxq_packets_total",
-		"Packets an XDP program returned, by RX queue (rx_queue_index), the CPU that ran it and its verdict (action): "+
-			"the per-RXQ:CPU counts of samples/bpf xdp_rxq_info. Attach mode counts in the exporter's own program, "+
-			"whose verdict is --collector.rxq.action; observe mode (--collector.rxq.observe) counts the verdicts of the "+
-			"programs already attached, through an fexit program on each (action aborted, drop, pass, tx, redirect, "+
-			"or unknown for any other return value). A queue/CPU/verdict cell appears at its first packet.",
-		Counter, "device", "queue", "cpu", "action")
+		"Packets an XDP program returned by RX queue, CPU and verdict, as xdp_rxq_info counts them.",
+		Counter, "device", "queue", "cpu", "action").documented("Packets an XDP program returned, by RX queue (rx_queue_index), the CPU that ran it and its verdict (action): " +
+		"the per-RXQ:CPU counts of samples/bpf xdp_rxq_info. Attach mode counts in the exporter's own program, " +
+		"whose verdict is --collector.rxq.action; observe mode (--collector.rxq.observe) counts the verdicts of the " +
+		"programs already attached, through an fexit program on each (action aborted, drop, pass, tx, redirect, " +
+		"or unknown for any other return value). A queue/CPU/verdict cell appears at its first packet.")
 	rxqBytes = newFamily("rxq", "rxq_bytes_total",
-		"Bytes (data_end - data, without FCS) of the packets of xdp_rxq_packets_total, by RX queue, CPU and verdict; "+
-			"observe mode reads them when the program returns, after any head or tail adjustment it made.",
-		Counter, "device", "queue", "cpu", "action")
+		"Bytes of the packets of xdp_rxq_packets_total by RX queue, CPU and verdict.",
+		Counter, "device", "queue", "cpu", "action").documented("Bytes (data_end - data, without FCS) of the packets of xdp_rxq_packets_total, by RX queue, CPU and verdict; " +
+		"observe mode reads them when the program returns, after any head or tail adjustment it made.")
 	rxqIssues = newFamily("rxq", "rxq_issues_total",
-		"Packets that could not be counted per queue, the issue-pps of samples/bpf xdp_rxq_info: "+
-			`reason="queue_out_of_range" (rx_queue_index beyond the device's RX queue count when counting began) or, `+
-			`with --collector.rxq.check-ifindex, "ifindex_mismatch" (ctx->ingress_ifindex is not the device).`,
-		Counter, "device", "reason")
+		"Packets the rxq program could not count per queue, by reason, as samples/bpf xdp_rxq_info's issue-pps.",
+		Counter, "device", "reason").documented("Packets that could not be counted per queue, the issue-pps of samples/bpf xdp_rxq_info: " +
+		`reason="queue_out_of_range" (rx_queue_index beyond the device's RX queue count when counting began) or, ` +
+		`with --collector.rxq.check-ifindex, "ifindex_mismatch" (ctx->ingress_ifindex is not the device).`)
 	rxqInfo = newFamily("rxq", "rxq_info",
-		"The rxq XDP program attached to a device (attach mode): its verdict, attach mode, whether it reads packet data, and its BPF program id.",
-		Gauge, "device", "action", "mode", "read", "prog_id")
+		"The rxq collector's own XDP program on a device: its verdict, mode, data reads and program id; always 1.",
+		Gauge, "device", "action", "mode", "read", "prog_id").documented("The rxq XDP program attached to a device (attach mode): its verdict, attach mode, whether it reads packet data, and its BPF program id.")
 	rxqObserved = newFamily("rxq", "rxq_observed_info",
-		"An XDP program observe mode counts (--collector.rxq.observe): the device, attach mode and id of the program "+
-			"an fexit program watches. Its counts go on in xdp_rxq_packets_total across a replacement; this series names the program now counted.",
-		Gauge, "device", "mode", "prog_id")
+		"An XDP program the rxq collector's observe mode counts through fexit; always 1.",
+		Gauge, "device", "mode", "prog_id").documented("An XDP program observe mode counts (--collector.rxq.observe): the device, attach mode and id of the program " +
+		"an fexit program watches. Its counts go on in xdp_rxq_packets_total across a replacement; this series names the program now counted.")
 	rxqComponentPackets = newFamily("rxq", "rxq_component_packets_total",
-		"Observe mode, where libxdp's dispatcher runs several programs on a device: packets each component program returned, "+
-			"by RX queue, CPU and verdict, counted by an fexit program on the component (prog_id, name). A verdict in the component's "+
-			"chain-call actions (xdp_bpf_dispatcher_component_info) passes the packet on to the next component; any other is the device's.",
-		Counter, "device", "queue", "cpu", "action", "prog_id", "name")
+		"Packets each program in libxdp's dispatcher returned by RX queue, CPU and verdict, counted by fexit.",
+		Counter, "device", "queue", "cpu", "action", "prog_id", "name").documented("Observe mode, where libxdp's dispatcher runs several programs on a device: packets each component program returned, " +
+		"by RX queue, CPU and verdict, counted by an fexit program on the component (prog_id, name). A verdict in the component's " +
+		"chain-call actions (xdp_bpf_dispatcher_component_info) passes the packet on to the next component; any other is the device's.").experimental()
 	rxqComponentBytes = newFamily("rxq", "rxq_component_bytes_total",
 		"Bytes of the packets of xdp_rxq_component_packets_total, read when the component returns.",
-		Counter, "device", "queue", "cpu", "action", "prog_id", "name")
+		Counter, "device", "queue", "cpu", "action", "prog_id", "name").experimental()
 	rxqUnobservable = newFamily("rxq", "rxq_unobservable_info",
-		"An XDP program observe mode cannot count, with the reason: no_btf (loaded without BTF), offloaded (runs on the NIC), "+
-			"not_permitted (the kernel refused the fexit program: lockdown, a security module, or a kernel that refuses tracing programs), "+
-			"not_supported (no BPF trampoline), busy (EBUSY: no trampoline on this program, e.g. libxdp's dispatcher of one component, whose entry function the component replaces), "+
-			"refused (EINVAL: a target that is not JITed), error. Logged once at INFO; not a failure.",
-		Gauge, "device", "mode", "prog_id", "reason")
+		"An XDP program observe mode cannot count, with the kernel's reason; always 1.",
+		Gauge, "device", "mode", "prog_id", "reason").documented("An XDP program observe mode cannot count, with the reason: no_btf (loaded without BTF), offloaded (runs on the NIC), " +
+		"not_permitted (the kernel refused the fexit program: lockdown, a security module, or a kernel that refuses tracing programs), " +
+		"not_supported (no BPF trampoline), busy (EBUSY: no trampoline on this program, e.g. libxdp's dispatcher of one component, whose entry function the component replaces), " +
+		"refused (EINVAL: a target that is not JITed), error. Logged once at INFO; not a failure.")
 )
 
 // rxqActions maps --collector.rxq.action values to XDP verdicts.

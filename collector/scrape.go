@@ -20,11 +20,11 @@ var (
 	scrapeDuration = newFamily("", "scrape_collector_duration_seconds",
 		"Time a collector took during this scrape.", Gauge, "collector")
 	scrapeSuccess = newFamily("", "scrape_collector_success",
-		"1 if the collector's last scrape had no failure, 0 if it failed, timed out or could not start (a missing capability, a refused program). What this host does not support is not a failure: see xdp_scrape_collector_unsupported.", Gauge, "collector")
+		"1 if the collector's last scrape had no failure, 0 if it failed, timed out or could not start.", Gauge, "collector").documented("1 if the collector's last scrape had no failure, 0 if it failed, timed out or could not start (a missing capability, a refused program). What this host does not support is not a failure: see xdp_scrape_collector_unsupported.")
 	scrapeSeries = newFamily("", "scrape_collector_series",
-		"Series the collector sent in this scrape, a histogram counting one per bucket (with +Inf) plus _sum and _count: what the collector costs the Prometheus that stores it. Steer it with --collector.NAME.metrics-include/-exclude and device-include/-exclude.", Gauge, "collector")
+		"Series the collector sent in this scrape.", Gauge, "collector").documented("Series the collector sent in this scrape, a histogram counting one per bucket (with +Inf) plus _sum and _count: what the collector costs the Prometheus that stores it. Steer it with --collector.NAME.metrics-include/-exclude and device-include/-exclude.")
 	scrapeUnsupported = newFamily("", "scrape_collector_unsupported",
-		"1 if the collector, or part of it, cannot run because this host's kernel lacks the feature it reads (logged once at INFO at start-up), 0 otherwise.", Gauge, "collector")
+		"1 if the collector, or part of it, cannot run because the kernel lacks what it reads, else 0.", Gauge, "collector").documented("1 if the collector, or part of it, cannot run because this host's kernel lacks the feature it reads (logged once at INFO at start-up), 0 otherwise.")
 )
 
 // Set runs a fixed set of collectors on each scrape, each in its own
@@ -190,8 +190,9 @@ func (sc scrape) forward(ch chan<- prometheus.Metric, name string, c *call) {
 			send(batch)
 			sc.report(ch, name, c.Result(), series)
 		default:
+			age := c.Age()
 			sc.report(ch, name, result{err: fmt.Errorf("scrape deadline reached before the collector finished (its Update has run for %v): %w",
-				c.Age().Round(time.Millisecond), sc.ctx.Err())}, series)
+				age.Round(time.Millisecond), sc.ctx.Err()), duration: age}, series)
 		}
 		return
 	}

@@ -103,6 +103,11 @@ func TestScrapeHungCollector(t *testing.T) {
 		if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "hung"); got != 0 {
 			t.Fatalf("round %d: hung collector: success %v, want 0", i, got)
 		}
+		// It ran for the whole 200 ms deadline; a cut-off collector once
+		// reported 0 s here.
+		if got := mfs.Value(t, "xdp_scrape_collector_duration_seconds", "collector", "hung"); got < 0.1 {
+			t.Fatalf("round %d: hung collector: duration %v s, want the time it ran (about 0.2 s)", i, got)
+		}
 		if got := mfs.Value(t, "xdp_scrape_collector_success", "collector", "ok"); got != 1 {
 			t.Fatalf("round %d: ok collector: success %v, want 1", i, got)
 		}

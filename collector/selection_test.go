@@ -17,20 +17,20 @@ func TestDisableDefaults(t *testing.T) {
 			defaults = append(defaults, r.Name)
 		}
 	}
-	if !slices.Contains(defaults, "ethtool") || slices.Contains(defaults, "rxq") {
-		t.Fatalf("defaults %q: the cases below assume ethtool on and rxq off", defaults)
+	if !slices.Contains(defaults, "nic") || slices.Contains(defaults, "rxq") {
+		t.Fatalf("defaults %q: the cases below assume nic on and rxq off", defaults)
 	}
-	withoutEthtool := slices.DeleteFunc(slices.Clone(defaults), func(n string) bool { return n == "ethtool" })
+	withoutNIC := slices.DeleteFunc(slices.Clone(defaults), func(n string) bool { return n == "nic" })
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
 		{nil, defaults},
-		{[]string{"--no-collector.ethtool"}, withoutEthtool},
+		{[]string{"--no-collector.nic"}, withoutNIC},
 		{[]string{"--collector.disable-defaults"}, nil},
-		{[]string{"--collector.disable-defaults", "--collector.ethtool"}, []string{"ethtool"}},
-		{[]string{"--collector.disable-defaults", "--collector.ethtool", "--collector.rxq"}, []string{"ethtool", "rxq"}},
-		{[]string{"--collector.disable-defaults", "--no-collector.ethtool", "--collector.cpu"}, []string{"cpu"}},
+		{[]string{"--collector.disable-defaults", "--collector.nic"}, []string{"nic"}},
+		{[]string{"--collector.disable-defaults", "--collector.nic", "--collector.rxq"}, []string{"nic", "rxq"}},
+		{[]string{"--collector.disable-defaults", "--no-collector.nic", "--collector.cpu"}, []string{"cpu"}},
 	} {
 		app := kingpin.New("test", "")
 		sel := AddFlags(app)

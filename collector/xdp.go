@@ -19,14 +19,14 @@ import (
 
 func init() {
 	register(Registration{
-		Name:           "xdp",
+		Name:           "monitor",
 		Help:           "XDP tracepoint counters, as xdp_monitor shows them: exceptions, redirect errors, devmap/cpumap/veth bulk transmit",
 		DefaultEnabled: true,
 		// BPF_PROG_GET_FD_BY_ID and BPF_MAP_GET_FD_BY_ID tell whether the
 		// programs and maps of the keys still exist (bpf/reap).
 		ScrapeCapabilities: []int{unix.CAP_SYS_ADMIN},
 		Requires: "Linux 5.8+ with BTF (CONFIG_DEBUG_INFO_BTF) for tp_btf programs; CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN). " +
-			"By default only failures run a program; --collector.xdp.xmit adds one per transmit bulk, --collector.xdp.redirect-success one per redirected packet.",
+			"By default only failures run a program; --collector.monitor.xmit adds one per transmit bulk, --collector.monitor.redirect-success one per redirected packet.",
 		DeviceLabel: true,
 		Flags: func(f *FlagSet) Builder {
 			xmit := f.Flag("xmit",
@@ -44,70 +44,62 @@ func init() {
 }
 
 var (
-	xdpExceptions = newFamily("xdp", "exceptions_total",
-		"XDP exceptions (xdp:xdp_exception): a program returned XDP_ABORTED or an invalid action, or the driver failed an XDP_TX/XDP_REDIRECT.",
-		Counter, "device", "prog_id", "action")
-	xdpRedirectErrors = newFamily("xdp", "redirect_errors_total",
-		"Failed XDP redirects by errno (xdp:xdp_redirect_err, xdp:xdp_redirect_map_err on kernels that have it).",
-		Counter, "device", "prog_id", "errno")
-	xdpDeviceExceptions = newFamily("xdp", "device_exceptions_total",
-		"XDP exceptions of xdp_exceptions_total summed per device and action over every program that ran there, "+
-			"including programs since replaced or unloaded: one series that goes on across reloads, for alerts on increase() per device.",
+	xdpExceptions = newFamily("monitor", "monitor_exceptions_total",
+		"XDP exceptions per device and action over every program that ran there, reloads included (xdp:xdp_exception).",
 		Counter, "device", "action")
-	xdpDeviceRedirectErrors = newFamily("xdp", "device_redirect_errors_total",
-		"Failed XDP redirects of xdp_redirect_errors_total summed per device and errno over every program that ran there, "+
-			"including programs since replaced or unloaded: one series that goes on across reloads.",
+	xdpRedirectErrors = newFamily("monitor", "monitor_redirect_errors_total",
+		"Failed XDP redirects per device and errno over every program that ran there, reloads included (xdp:xdp_redirect_err).",
 		Counter, "device", "errno")
-	xdpRedirects = newFamily("xdp", "redirects_total",
-		"Successful XDP redirects (xdp:xdp_redirect, xdp:xdp_redirect_map); only with --collector.xdp.redirect-success.",
-		Counter, "device", "prog_id")
+	xdpRedirects = newFamily("monitor", "monitor_redirects_total",
+		"Successful XDP redirects per device and program, from xdp:xdp_redirect and xdp:xdp_redirect_map.",
+		Counter, "device", "prog_id").documented("Successful XDP redirects (xdp:xdp_redirect, xdp:xdp_redirect_map); only with --collector.monitor.redirect-success.")
 
-	xdpDevmapPackets = newFamily("xdp", "devmap_xmit_packets_total",
+	xdpDevmapPackets = newFamily("monitor", "monitor_devmap_xmit_packets_total",
 		"Frames sent by devmap/redirect bulk transmit (xdp:xdp_devmap_xmit sent).", Counter, "from_device", "to_device")
-	xdpDevmapDrops = newFamily("xdp", "devmap_xmit_drops_total",
+	xdpDevmapDrops = newFamily("monitor", "monitor_devmap_xmit_drops_total",
 		"Frames dropped by devmap/redirect bulk transmit (xdp:xdp_devmap_xmit drops).", Counter, "from_device", "to_device")
-	xdpDevmapErrors = newFamily("xdp", "devmap_xmit_errors_total",
+	xdpDevmapErrors = newFamily("monitor", "monitor_devmap_xmit_errors_total",
 		"Bulk transmits whose ndo_xdp_xmit returned an error (xdp:xdp_devmap_xmit err != 0).", Counter, "from_device", "to_device")
-	xdpDevmapBulks = newFamily("xdp", "devmap_xmit_bulks_total",
+	xdpDevmapBulks = newFamily("monitor", "monitor_devmap_xmit_bulks_total",
 		"Bulk transmits (xdp:xdp_devmap_xmit events); packets/bulks is xdp_monitor's bulk-average.", Counter, "from_device", "to_device")
 
-	xdpBulkTxPackets = newFamily("xdp", "bulk_tx_packets_total",
+	xdpBulkTxPackets = newFamily("monitor", "monitor_bulk_tx_packets_total",
 		"Frames sent by a driver's XDP_TX bulk flush (xdp:xdp_bulk_tx sent; veth).", Counter, "device")
-	xdpBulkTxDrops = newFamily("xdp", "bulk_tx_drops_total",
+	xdpBulkTxDrops = newFamily("monitor", "monitor_bulk_tx_drops_total",
 		"Frames dropped by a driver's XDP_TX bulk flush (xdp:xdp_bulk_tx drops).", Counter, "device")
-	xdpBulkTxErrors = newFamily("xdp", "bulk_tx_errors_total",
+	xdpBulkTxErrors = newFamily("monitor", "monitor_bulk_tx_errors_total",
 		"XDP_TX bulk flushes that returned an error (xdp:xdp_bulk_tx err != 0).", Counter, "device")
-	xdpBulkTxBulks = newFamily("xdp", "bulk_tx_bulks_total",
+	xdpBulkTxBulks = newFamily("monitor", "monitor_bulk_tx_bulks_total",
 		"XDP_TX bulk flushes (xdp:xdp_bulk_tx events).", Counter, "device")
 
-	xdpEnqueuePackets = newFamily("xdp", "cpumap_enqueue_packets_total",
+	xdpEnqueuePackets = newFamily("monitor", "monitor_cpumap_enqueue_packets_total",
 		"Frames enqueued to a cpumap CPU (xdp:xdp_cpumap_enqueue processed).", Counter, "map_id", "to_cpu")
-	xdpEnqueueDrops = newFamily("xdp", "cpumap_enqueue_drops_total",
+	xdpEnqueueDrops = newFamily("monitor", "monitor_cpumap_enqueue_drops_total",
 		"Frames dropped enqueueing to a cpumap CPU, queue full (xdp:xdp_cpumap_enqueue drops).", Counter, "map_id", "to_cpu")
-	xdpEnqueueBulks = newFamily("xdp", "cpumap_enqueue_bulks_total",
+	xdpEnqueueBulks = newFamily("monitor", "monitor_cpumap_enqueue_bulks_total",
 		"Bulk enqueues to a cpumap CPU (xdp:xdp_cpumap_enqueue events).", Counter, "map_id", "to_cpu")
 
-	xdpKthreadPackets = newFamily("xdp", "cpumap_kthread_packets_total",
+	xdpKthreadPackets = newFamily("monitor", "monitor_cpumap_kthread_packets_total",
 		"Frames processed by the cpumap kthread (xdp:xdp_cpumap_kthread processed).", Counter, "map_id", "cpu")
-	xdpKthreadDrops = newFamily("xdp", "cpumap_kthread_drops_total",
+	xdpKthreadDrops = newFamily("monitor", "monitor_cpumap_kthread_drops_total",
 		"Frames dropped by the cpumap kthread (xdp:xdp_cpumap_kthread drops).", Counter, "map_id", "cpu")
-	xdpKthreadSched = newFamily("xdp", "cpumap_kthread_sched_total",
+	xdpKthreadSched = newFamily("monitor", "monitor_cpumap_kthread_sched_total",
 		"cpumap kthread polls that yielded the CPU (xdp:xdp_cpumap_kthread sched).", Counter, "map_id", "cpu")
-	xdpKthreadPolls = newFamily("xdp", "cpumap_kthread_polls_total",
+	xdpKthreadPolls = newFamily("monitor", "monitor_cpumap_kthread_polls_total",
 		"cpumap kthread polls (xdp:xdp_cpumap_kthread events).", Counter, "map_id", "cpu")
-	xdpKthreadActions = newFamily("xdp", "cpumap_kthread_actions_total",
+	xdpKthreadActions = newFamily("monitor", "monitor_cpumap_kthread_actions_total",
 		"Verdicts of the cpumap entry's XDP program run by the kthread (xdp:xdp_cpumap_kthread xdp_stats pass/drop/redirect).",
 		Counter, "map_id", "cpu", "action")
 
-	xdpTracepointAttached = newFamily("xdp", "monitor_tracepoint_attached",
-		"1 if the xdp collector's program is attached to this tracepoint, 0 if the running kernel lacks it or its prototype differs.",
-		Gauge, "tracepoint")
-	xdpMapFull = newFamily("xdp", "monitor_map_full_events_total",
+	xdpTracepointAttached = newFamily("monitor", "monitor_tracepoint_attached",
+		"1 if the monitor collector's program is attached to this tracepoint, 0 if the kernel lacks or refused it.",
+		Gauge, "tracepoint").documented("1 if the monitor collector's program is attached to this tracepoint, 0 if the running kernel lacks it or its prototype differs.")
+	xdpMapFull = newFamily("monitor", "monitor_map_full_events_total",
 		"Tracepoint events not counted because the collector's map for them was full (its max_entries bounds the series).",
 		Counter, "map")
 )
 
-// XDPConfig configures the xdp collector.
+// XDPConfig configures the monitor collector.
 type XDPConfig struct {
 	// Xmit attaches the bulk transmit tracepoints (devmap, XDP_TX bulk,
 	// cpumap), a program run per bulk of forwarded frames.
@@ -153,7 +145,7 @@ func newXDPCollector(cfg XDPConfig, logger *slog.Logger, spec *ebpf.CollectionSp
 	}
 	mon, err := xdpmon.New(spec, xdpmon.Options{Xmit: cfg.Xmit, RedirectSuccess: cfg.RedirectSuccess, ForeignIdle: cfg.ForeignIdle}, logger)
 	if err != nil {
-		return nil, bpfDenied("xdp", needsBPF, err)
+		return nil, bpfDenied("monitor", needsBPF, err)
 	}
 	return &xdpCollector{Monitor: mon, netns: uint32(netns), devices: cfg.Devices, fams: cfg.Families}, nil
 }
@@ -183,47 +175,39 @@ func (c *xdpCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<-
 	return errors.Join(errs...)
 }
 
-// updateExceptions sends the exceptions per program and per device; the
-// device totals keep the counts of programs since gone.
+// updateExceptions sends the exceptions per device, whose totals keep
+// the counts of programs since gone: one series per device and action
+// that goes on across reloads (the program is xdp_bpf_prog_info's).
 func (c *xdpCollector) updateExceptions(ch chan<- prometheus.Metric, dev func(reap.Device) string, devFate func(reap.Device) reap.Fate, live *reap.Liveness) error {
-	exc, totals, err := c.ExceptionTotals(devFate, live)
-	for _, e := range exc {
-		if d := dev(e.Key.Dev.Device()); c.devices.selects(d) {
-			c.fams.sendCreated(ch, xdpExceptions, &c.seen, float64(e.Count), d, progIDLabel(ebpf.ProgramID(e.Key.ProgId)), xdpmon.ActionName(e.Key.Action))
-		}
-	}
+	totals, err := c.ExceptionTotals(devFate, live)
 	for k, n := range totals {
 		if d := dev(k.Device); c.devices.selects(d) {
-			c.fams.sendCreated(ch, xdpDeviceExceptions, &c.seen, float64(n), d, xdpmon.ActionName(k.Action))
+			c.fams.sendCreated(ch, xdpExceptions, &c.seen, float64(n), d, xdpmon.ActionName(k.Action))
 		}
 	}
 	return err
 }
 
-// updateRedirects sends the redirects (with --collector.xdp.redirect-success)
-// and redirect errors per program, and the errors per device, whose totals
-// keep the counts of programs since gone.
+// updateRedirects sends the redirects per program (with
+// --collector.monitor.redirect-success) and the errors per device, whose
+// totals keep the counts of programs since gone.
 func (c *xdpCollector) updateRedirects(ch chan<- prometheus.Metric, dev func(reap.Device) string, devFate func(reap.Device) reap.Fate, live *reap.Liveness) error {
 	redir, totals, err := c.RedirectTotals(devFate, live)
 	for _, r := range redir {
-		switch d, prog := dev(r.Key.Dev.Device()), progIDLabel(ebpf.ProgramID(r.Key.ProgId)); {
-		case !c.devices.selects(d):
-		case r.Key.Err == 0:
-			c.fams.sendCreated(ch, xdpRedirects, &c.seen, float64(r.Count), d, prog)
-		default:
-			c.fams.sendCreated(ch, xdpRedirectErrors, &c.seen, float64(r.Count), d, prog, xdpmon.ErrnoName(r.Key.Err))
+		if d := dev(r.Key.Dev.Device()); r.Key.Err == 0 && c.devices.selects(d) {
+			c.fams.sendCreated(ch, xdpRedirects, &c.seen, float64(r.Count), d, progIDLabel(ebpf.ProgramID(r.Key.ProgId)))
 		}
 	}
 	for k, n := range totals {
 		if d := dev(k.Device); c.devices.selects(d) {
-			c.fams.sendCreated(ch, xdpDeviceRedirectErrors, &c.seen, float64(n), d, xdpmon.ErrnoName(k.Errno))
+			c.fams.sendCreated(ch, xdpRedirectErrors, &c.seen, float64(n), d, xdpmon.ErrnoName(k.Errno))
 		}
 	}
 	return err
 }
 
 // updateXmit emits the bulk transmit counters, whose programs run only
-// with --collector.xdp.xmit.
+// with --collector.monitor.xmit.
 func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(reap.Device) string, devFate func(reap.Device) reap.Fate) error {
 	xmit, err := c.DevmapXmit(func(k xdpmon.XdpmonXmitKey) reap.Fate {
 		return reap.Worst(devFate(k.From.Device()), devFate(k.To.Device()))
@@ -253,7 +237,7 @@ func (c *xdpCollector) updateXmit(ch chan<- prometheus.Metric, dev func(reap.Dev
 }
 
 // updateCpumap emits the cpumap counters, whose programs run only with
-// --collector.xdp.xmit.
+// --collector.monitor.xmit.
 func (c *xdpCollector) updateCpumap(ch chan<- prometheus.Metric, live *reap.Liveness) error {
 	enq, err := c.CpumapEnqueue(live)
 	for _, e := range enq {

@@ -83,30 +83,17 @@ func newTestXDP(t testing.TB, cfg XDPConfig) Collector {
 	return c
 }
 
-func xdpProgID(t testing.TB, p *ebpf.Program) string {
-	t.Helper()
-	info, err := p.Info()
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, ok := info.ID()
-	if !ok {
-		t.Fatal("program has no ID")
-	}
-	return fmt.Sprint(id)
-}
-
 // TestXDPExceptions: a program returning XDP_ABORTED yields exactly one
-// exception per frame, labelled with the device, the program and ABORTED.
+// exception per frame, labelled with the device and ABORTED.
 func TestXDPExceptions(t *testing.T) {
 	c := newTestXDP(t, XDPConfig{})
 	pair := vethtest.Pair(t, 2)
-	prog := vethtest.AttachVerdictTo(t, pair.Host.Index, xdptest.Aborted)
+	vethtest.AttachVerdictTo(t, pair.Host.Index, xdptest.Aborted)
 	const n = 100_000
 	vethtest.SendExactly(t, pair, n)
 
 	mfs := gather(t, c)
-	got := mfs.Value(t, "xdp_exceptions_total", "device", pair.Host.Name, "prog_id", xdpProgID(t, prog), "action", "ABORTED")
+	got := mfs.Value(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "ABORTED")
 	if got != n {
 		t.Fatalf("exceptions = %v, want %d", got, n)
 	}
@@ -145,13 +132,13 @@ func TestXDPRedirectErrors(t *testing.T) {
 		labels []string
 	}{
 		{"device down", func(t *testing.T) *ebpf.Program { return xdpRedirectProgram(t, xdpDevmapTo(t, down.Host.Index)) },
-			"xdp_redirect_errors_total", []string{"errno", "ENETDOWN"}},
+			"xdp_monitor_redirect_errors_total", []string{"errno", "ENETDOWN"}},
 		{"device without ndo_xdp_xmit", func(t *testing.T) *ebpf.Program { return xdpRedirectProgram(t, xdpDevmapTo(t, noXmit.Host.Index)) },
-			"xdp_redirect_errors_total", []string{"errno", "EOPNOTSUPP"}},
+			"xdp_monitor_redirect_errors_total", []string{"errno", "EOPNOTSUPP"}},
 		{"missing ifindex", func(t *testing.T) *ebpf.Program { return xdpLoad(t, xdpRedirectIfindex(0x7ffffff0)) },
-			"xdp_redirect_errors_total", []string{"errno", "EINVAL"}},
+			"xdp_monitor_redirect_errors_total", []string{"errno", "EINVAL"}},
 		{"empty devmap slot", func(t *testing.T) *ebpf.Program { return xdpRedirectProgram(t, xdpDevmapTo(t, 0)) },
-			"xdp_exceptions_total", []string{"action", "ABORTED"}},
+			"xdp_monitor_exceptions_total", []string{"action", "ABORTED"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pair := vethtest.Pair(t, 2)
@@ -160,14 +147,14 @@ func TestXDPRedirectErrors(t *testing.T) {
 				noXmitBefore63(t, pair, noXmit, n)
 				return
 			}
-			prog := xdpAttach(t, pair.Host.Index, tc.prog(t))
+			xdpAttach(t, pair.Host.Index, tc.prog(t))
 			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
-			labels := append([]string{"device", pair.Host.Name, "prog_id", xdpProgID(t, prog)}, tc.labels...)
+			labels := append([]string{"device", pair.Host.Name}, tc.labels...)
 			if got := mfs.Value(t, tc.family, labels...); got != n {
 				t.Fatalf("%s%v = %v, want %d", tc.family, labels, got, n)
 			}
-			if tc.family == "xdp_redirect_errors_total" {
+			if tc.family == "xdp_monitor_redirect_errors_total" {
 				if k := len(mfs.Series(tc.family, "device", pair.Host.Name)); k != 1 {
 					t.Fatalf("%d redirect error series for %s, want only %v", k, pair.Host.Name, tc.labels)
 				}
@@ -199,15 +186,15 @@ func TestXDPDevmapXmit(t *testing.T) {
 
 	mfs := gather(t, c)
 	labels := []string{"from_device", in.Host.Name, "to_device", out.Host.Name}
-	sent := mfs.Value(t, "xdp_devmap_xmit_packets_total", labels...)
-	bulks := mfs.Value(t, "xdp_devmap_xmit_bulks_total", labels...)
+	sent := mfs.Value(t, "xdp_monitor_devmap_xmit_packets_total", labels...)
+	bulks := mfs.Value(t, "xdp_monitor_devmap_xmit_bulks_total", labels...)
 	if sent != n {
 		t.Fatalf("devmap xmit sent = %v, want %d", sent, n)
 	}
-	if d := mfs.Value(t, "xdp_devmap_xmit_drops_total", labels...); d != 0 {
+	if d := mfs.Value(t, "xdp_monitor_devmap_xmit_drops_total", labels...); d != 0 {
 		t.Fatalf("devmap xmit drops = %v, want 0", d)
 	}
-	if e := mfs.Value(t, "xdp_devmap_xmit_errors_total", labels...); e != 0 {
+	if e := mfs.Value(t, "xdp_monitor_devmap_xmit_errors_total", labels...); e != 0 {
 		t.Fatalf("devmap xmit errors = %v, want 0", e)
 	}
 	avg := sent / bulks
@@ -215,8 +202,8 @@ func TestXDPDevmapXmit(t *testing.T) {
 	if avg < 1 || avg > 16 {
 		t.Fatalf("bulk average %.2f outside [1, 16]", avg)
 	}
-	if _, ok := mfs["xdp_redirects_total"]; ok {
-		t.Fatal("successful redirects counted without --collector.xdp.redirect-success")
+	if _, ok := mfs["xdp_monitor_redirects_total"]; ok {
+		t.Fatal("successful redirects counted without --collector.monitor.redirect-success")
 	}
 }
 
@@ -228,7 +215,7 @@ func TestXDPRedirectSuccess(t *testing.T) {
 	const n = 50_000
 	vethtest.SendExactly(t, in, n)
 	mfs := gather(t, c)
-	if got := mfs.Value(t, "xdp_redirects_total", "device", in.Host.Name); got != n {
+	if got := mfs.Value(t, "xdp_monitor_redirects_total", "device", in.Host.Name); got != n {
 		t.Fatalf("redirects = %v, want %d", got, n)
 	}
 	if v := mfs.Value(t, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_redirect"); v != 1 {
@@ -269,10 +256,10 @@ func TestXDPMissingTracepoint(t *testing.T) {
 	if v := mfs.Value(t, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_exception"); v != 1 {
 		t.Fatalf("xdp:xdp_exception attached = %v", v)
 	}
-	if got := mfs.Value(t, "xdp_exceptions_total", "device", pair.Host.Name, "action", "ABORTED"); got != n {
+	if got := mfs.Value(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "ABORTED"); got != n {
 		t.Fatalf("exceptions = %v, want %d", got, n)
 	}
-	if k := len(mfs.Series("xdp_devmap_xmit_packets_total", "from_device", in.Host.Name, "to_device", out.Host.Name)); k != 0 {
+	if k := len(mfs.Series("xdp_monitor_devmap_xmit_packets_total", "from_device", in.Host.Name, "to_device", out.Host.Name)); k != 0 {
 		t.Fatalf("devmap xmit counted through a tracepoint that was not attached")
 	}
 }
@@ -310,23 +297,23 @@ func TestXDPProtoMismatch(t *testing.T) {
 // transmit XDP frames (the xdp_features check came with 6.3): the redirect
 // succeeds, and the frames are dropped at bulk transmit, where veth
 // refuses them with ENXIO. The default collector sees no redirect error;
-// with --collector.xdp.xmit it counts every frame as a devmap drop.
+// with --collector.monitor.xmit it counts every frame as a devmap drop.
 func noXmitBefore63(t *testing.T, pair, noXmit *vethns.Pair, n uint64) {
 	t.Helper()
 	c := newTestXDP(t, XDPConfig{Xmit: true})
 	vethtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
-	if k := len(mfs.Series("xdp_redirect_errors_total", "device", pair.Host.Name)); k != 0 {
+	if k := len(mfs.Series("xdp_monitor_redirect_errors_total", "device", pair.Host.Name)); k != 0 {
 		t.Errorf("%d redirect error series for %s on a kernel that does not check the target, want 0", k, pair.Host.Name)
 	}
-	if got := mfs.Value(t, "xdp_devmap_xmit_drops_total", "from_device", pair.Host.Name, "to_device", noXmit.Host.Name); got != float64(n) {
-		t.Fatalf("xdp_devmap_xmit_drops_total from %s to %s = %v, want %d", pair.Host.Name, noXmit.Host.Name, got, n)
+	if got := mfs.Value(t, "xdp_monitor_devmap_xmit_drops_total", "from_device", pair.Host.Name, "to_device", noXmit.Host.Name); got != float64(n) {
+		t.Fatalf("xdp_monitor_devmap_xmit_drops_total from %s to %s = %v, want %d", pair.Host.Name, noXmit.Host.Name, got, n)
 	}
 }
 
 // TestXDPXmitOptIn: by default only the failure tracepoints are attached;
-// --collector.xdp.xmit adds the four bulk transmit ones, and
-// --collector.xdp.redirect-success the per-packet redirect ones.
+// --collector.monitor.xmit adds the four bulk transmit ones, and
+// --collector.monitor.redirect-success the per-packet redirect ones.
 func TestXDPXmitOptIn(t *testing.T) {
 	testenv.Privileged(t)
 	failures := []string{"xdp_exception", "xdp_redirect_err"}
@@ -348,10 +335,10 @@ func TestXDPXmitOptIn(t *testing.T) {
 		want []string
 	}{
 		{nil, failures},
-		{[]string{"--collector.xdp.xmit"}, append(slices.Clone(failures), xmit...)},
-		{[]string{"--collector.xdp.redirect-success"}, append(slices.Clone(failures), success...)},
+		{[]string{"--collector.monitor.xmit"}, append(slices.Clone(failures), xmit...)},
+		{[]string{"--collector.monitor.redirect-success"}, append(slices.Clone(failures), success...)},
 	} {
-		added := linksAddedBy(t, "xdp", tc.args)
+		added := linksAddedBy(t, "monitor", tc.args)
 		want := slices.Sorted(slices.Values(tc.want))
 		if !slices.Equal(added, want) {
 			t.Errorf("flags %q attached %q, want %q", tc.args, added, want)
@@ -391,12 +378,12 @@ func TestXDPCpumap(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mfs := gather(t, c)
-		enq := mfs.Value(t, "xdp_cpumap_enqueue_packets_total", "map_id", mapID, "to_cpu", "1")
-		drops := mfs.Value(t, "xdp_cpumap_enqueue_drops_total", "map_id", mapID, "to_cpu", "1")
-		bulks := mfs.Value(t, "xdp_cpumap_enqueue_bulks_total", "map_id", mapID, "to_cpu", "1")
+		enq := mfs.Value(t, "xdp_monitor_cpumap_enqueue_packets_total", "map_id", mapID, "to_cpu", "1")
+		drops := mfs.Value(t, "xdp_monitor_cpumap_enqueue_drops_total", "map_id", mapID, "to_cpu", "1")
+		bulks := mfs.Value(t, "xdp_monitor_cpumap_enqueue_bulks_total", "map_id", mapID, "to_cpu", "1")
 		var done float64
-		if len(mfs.Series("xdp_cpumap_kthread_packets_total", "map_id", mapID)) > 0 {
-			done = mfs.Value(t, "xdp_cpumap_kthread_packets_total", "map_id", mapID, "cpu", "1")
+		if len(mfs.Series("xdp_monitor_cpumap_kthread_packets_total", "map_id", mapID)) > 0 {
+			done = mfs.Value(t, "xdp_monitor_cpumap_kthread_packets_total", "map_id", mapID, "cpu", "1")
 		}
 		if enq != n {
 			t.Fatalf("cpumap enqueue packets = %v, want %d", enq, n)
@@ -437,10 +424,10 @@ func TestXDPMapFull(t *testing.T) {
 	vethtest.SendExactly(t, first, n)
 
 	mfs := gather(t, c)
-	if got := mfs.Value(t, "xdp_exceptions_total", "device", first.Host.Name); got != 2*n {
+	if got := mfs.Value(t, "xdp_monitor_exceptions_total", "device", first.Host.Name); got != 2*n {
 		t.Fatalf("exceptions on the device holding the only slot = %v, want %d", got, 2*n)
 	}
-	if k := len(mfs.Series("xdp_exceptions_total")); k != 1 {
+	if k := len(mfs.Series("xdp_monitor_exceptions_total")); k != 1 {
 		t.Fatalf("%d exception series with max_entries 1", k)
 	}
 	if got := mfs.Value(t, "xdp_monitor_map_full_events_total", "map", "exceptions"); got != n {
@@ -472,10 +459,10 @@ func TestXDPBulkTx(t *testing.T) {
 			vethtest.AttachVerdictTo(t, pair.Host.Index, xdptest.TX)
 			vethtest.SendExactly(t, pair, n)
 			mfs := gather(t, c)
-			sent := mfs.Value(t, "xdp_bulk_tx_packets_total", "device", pair.Host.Name)
-			drops := mfs.Value(t, "xdp_bulk_tx_drops_total", "device", pair.Host.Name)
-			bulks := mfs.Value(t, "xdp_bulk_tx_bulks_total", "device", pair.Host.Name)
-			errs := mfs.Value(t, "xdp_bulk_tx_errors_total", "device", pair.Host.Name)
+			sent := mfs.Value(t, "xdp_monitor_bulk_tx_packets_total", "device", pair.Host.Name)
+			drops := mfs.Value(t, "xdp_monitor_bulk_tx_drops_total", "device", pair.Host.Name)
+			bulks := mfs.Value(t, "xdp_monitor_bulk_tx_bulks_total", "device", pair.Host.Name)
+			errs := mfs.Value(t, "xdp_monitor_bulk_tx_errors_total", "device", pair.Host.Name)
 			t.Logf("sent %v, drops %v, %v bulks, %v failed", sent, drops, bulks, errs)
 			if sent != tc.sent || drops != tc.drp {
 				t.Fatalf("bulk_tx sent %v drops %v, want %v and %v", sent, drops, tc.sent, tc.drp)

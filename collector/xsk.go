@@ -28,25 +28,25 @@ func init() {
 // xskStatNames are the fields of struct xdp_diag_stats in order, with the
 // metric name each becomes and its help.
 var xskStatNames = [xskdiag.NumStats]struct{ field, metric, help string }{
-	{"n_rx_dropped", "rx_dropped_total", "frames dropped on receive because the RX ring or the UMEM had no room (struct xdp_diag_stats n_rx_dropped)"},
-	{"n_rx_invalid", "rx_invalid_descriptors_total", "invalid descriptors the kernel found in the fill ring (n_rx_invalid)"},
-	{"n_rx_full", "rx_ring_full_total", "times the RX ring was full (n_rx_full)"},
-	{"n_fill_ring_empty", "rx_fill_ring_empty_descriptors_total", "times the fill ring was empty when the kernel needed a buffer (n_fill_ring_empty)"},
-	{"n_tx_invalid", "tx_invalid_descriptors_total", "invalid descriptors the kernel found in the TX ring (n_tx_invalid)"},
-	{"n_tx_ring_empty", "tx_ring_empty_descriptors_total", "times the TX ring was empty when the kernel polled it (n_tx_ring_empty)"},
+	{"n_rx_dropped", "rx_dropped_total", "frames dropped on receive for want of room in the RX ring or the UMEM"},
+	{"n_rx_invalid", "rx_invalid_descriptors_total", "invalid descriptors the kernel found in the fill ring"},
+	{"n_rx_full", "rx_ring_full_total", "times the RX ring was full"},
+	{"n_fill_ring_empty", "rx_fill_ring_empty_descriptors_total", "times the fill ring was empty when the kernel wanted a buffer"},
+	{"n_tx_invalid", "tx_invalid_descriptors_total", "invalid descriptors the kernel found in the TX ring"},
+	{"n_tx_ring_empty", "tx_ring_empty_descriptors_total", "times the TX ring was empty when the kernel polled it"},
 }
 
 var xskStats [xskdiag.NumStats]*Family
 
 var xskRingEntries = newFamily("xsk", "xsk_ring_entries",
-	"Size in descriptors of an AF_XDP socket's ring (rx, tx, and its UMEM's fill and completion rings), "+
-		"from sock_diag XDP_DIAG_RX_RING, XDP_DIAG_TX_RING, XDP_DIAG_UMEM_FILL_RING and XDP_DIAG_UMEM_COMPLETION_RING; "+
-		"a ring the socket has not set up has no series.",
-	Gauge, "device", "queue", "inode", "ring")
+	"Size in descriptors of an AF_XDP socket's ring, from sock_diag XDP_DIAG_*_RING.",
+	Gauge, "device", "queue", "inode", "ring").documented("Size in descriptors of an AF_XDP socket's ring (rx, tx, and its UMEM's fill and completion rings), " +
+	"from sock_diag XDP_DIAG_RX_RING, XDP_DIAG_TX_RING, XDP_DIAG_UMEM_FILL_RING and XDP_DIAG_UMEM_COMPLETION_RING; " +
+	"a ring the socket has not set up has no series.")
 
 func init() {
 	for i, s := range xskStatNames {
-		xskStats[i] = newFamily("xsk", "xsk_"+s.metric, "AF_XDP socket "+s.help+", from sock_diag XDP_DIAG_STATS.",
+		xskStats[i] = newFamily("xsk", "xsk_"+s.metric, "AF_XDP socket "+s.help+", from XDP_DIAG_STATS "+s.field+".",
 			Counter, "device", "queue", "inode")
 	}
 }

@@ -38,7 +38,7 @@ func (r recorded) rxqCacheMiss() string {
 	return "instance:xdp_rxq_cpus_cache_miss:max_ratio_rate" + r.w + "_steady"
 }
 func (r recorded) changedStats() string {
-	return r.rate("instance_device_stat", "xdp_ethtool_stats") + "_changed"
+	return r.rate("instance_device_stat", "xdp_nic_stats") + "_changed"
 }
 
 // LabRecordingRules returns the group the paper figures and the run
@@ -86,7 +86,7 @@ func LabRecordingRules(cfg Config) RuleFile {
 		rec(r.steadyQueues(), at(r.actionQueues(), r.actionSteady(), ha)),
 		// Linux without XDP: the CPUs whose softnet processes packets and
 		// the packets NAPI delivered, on hosts with no rxq program.
-		rec(r.stackCPUs(), "count by ("+h+") ("+sumRate(h+", cpu", "xdp_softnet_processed_total")+active+")"),
+		rec(r.stackCPUs(), "count by ("+h+") ("+sumRate(h+", cpu", "xdp_cpu_softnet_processed_total")+active+")"),
 		rec(r.stackRate(), sumRate(h, "xdp_napi_poll_work_sum")),
 		rec(r.stackSteadyRate(), steady(r.stackRate(), h, r.stackCPUs())+"\nunless on ("+h+")\n"+withSelector("xdp_rxq_info", sel)),
 		rec(r.stackSteadyCPUs(), at(r.stackCPUs(), r.stackSteadyRate(), h)),
@@ -102,16 +102,16 @@ func LabRecordingRules(cfg Config) RuleFile {
 			"\n  and on ("+h+", cpu)\n  "+rxqCPUs+"\n)\nand on ("+h+")\ngroup by ("+h+") ("+r.actionSteady()+")"),
 		// ethtool_stats.pl: every driver counter that moved, per second,
 		// with its family in a stat label (rate() would drop the name).
-		rec(r.changedStats(), changedStats(withSelector(`{__name__=~"xdp_ethtool_.+_total|xdp_ethtool_(queue_)?stat_.+"}`, sel), lc.RateWindow)),
+		rec(r.changedStats(), changedStats(withSelector(`{__name__=~"xdp_nic_.+_total|xdp_nic_(queue_)?stat_.+"}`, sel), lc.RateWindow)),
 	}}}}
 }
 
 // changedStats is every counter of sel that moved over window, per
-// second, with its family name without xdp_ethtool_ in a stat label; the
+// second, with its family name without xdp_nic_ in a stat label; the
 // increase is taken by hand so the name survives, and a counter reset
 // (a negative change) is left out with the unchanged ones.
 func changedStats(sel, window string) string {
-	named := func(v string) string { return `label_replace(` + v + `, "stat", "$1", "__name__", "xdp_ethtool_(.+)")` }
+	named := func(v string) string { return `label_replace(` + v + `, "stat", "$1", "__name__", "xdp_nic_(.+)")` }
 	return "(\n  " + named(sel) + "\n  -\n  " + named(sel+" offset "+window) + "\n) / " + secondsOf(window) + " > 0"
 }
 

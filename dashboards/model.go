@@ -132,7 +132,7 @@ var (
 )
 
 // deviceSources are the families whose device label fills $device.
-const deviceSources = `xdp_rxq_info|xdp_ethtool_driver_info|xdp_napi_poll_work_count|xdp_netdev_qstats_rx_packets_total|xdp_bpf_prog_info`
+const deviceSources = `xdp_rxq_info|xdp_nic_driver_info|xdp_napi_poll_work_count|xdp_netdev_qstats_rx_packets_total|xdp_bpf_prog_info`
 
 // queryVariable is a label_values variable; "All" is a regex matching
 // every value, and the empty value too (a series without a cluster label).

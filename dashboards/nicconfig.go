@@ -15,7 +15,7 @@ const (
 const minFrameWireBytes = 84
 
 func (r recorded) rssWeight() string {
-	return "instance_device_queue:xdp_ethtool_rss_indirection_weight:ratio"
+	return "instance_device_queue:xdp_nic_rss_indirection_weight:ratio"
 }
 func (r recorded) queueInterrupts() string {
 	return r.rate("instance_device_queue", "xdp_pcie_rx_queue_interrupts")
@@ -33,14 +33,14 @@ func (r recorded) lineRate() string {
 // interrupt, and the port's offered packets as a share of the link's
 // 64-byte line rate (148.8 Mpps at 100 Gbit/s).
 func nicConfigRecordingRules(r recorded, h, sel string, sumRate func(by, series string) string) []Rule {
-	entries := withSelector("xdp_ethtool_rss_indirection_entries", sel)
-	rxQueues := "sum by (" + h + ", device) (" + withSelector(`xdp_ethtool_channels{type=~"rx|combined"}`, sel) + ")"
+	entries := withSelector("xdp_nic_rss_indirection_entries", sel)
+	rxQueues := "sum by (" + h + ", device) (" + withSelector(`xdp_nic_channels{type=~"rx|combined"}`, sel) + ")"
 	return []Rule{
 		record(r.rssWeight(), entries+"\n/ on ("+h+", device) group_left ()\n(sum by ("+h+", device) ("+entries+") / "+rxQueues+")"),
 		record(r.queueInterrupts(), sumRate(h+", device, queue", "xdp_pcie_rx_queue_interrupts_total")),
 		record(r.packetsPerInterrupt(), "sum by ("+h+", device, queue) ("+r.rxQueue()+")\n/ on ("+h+", device, queue)\n("+r.queueInterrupts()+" > 0)"),
 		record(r.lineRate(), "sum by ("+h+", device) ("+r.portRx()+")\n/ on ("+h+", device)\n(max by ("+h+", device) ("+
-			withSelector("xdp_ethtool_link_speed_bytes_per_second", sel)+") / "+num(minFrameWireBytes)+")"),
+			withSelector("xdp_nic_link_speed_bytes_per_second", sel)+") / "+num(minFrameWireBytes)+")"),
 	}
 }
 
@@ -52,9 +52,9 @@ func rssTableVerdict(r recorded, cfg Config) string {
 	w := num(cfg.RSSImbalance.UnevenTableWeight)
 	return `{{ with printf "` + r.rssWeight() + `{instance='%s',device='%s',queue='%s'}" $labels.instance $labels.device $labels.queue | query }}` +
 		`{{ if gt (. | first | value) ` + w + ` }}RSS table: the indirection table gives queue {{ $labels.queue }} {{ . | first | value | printf "%.1f" }}x an even share of its entries; spread it evenly (ethtool -X {{ $labels.device }} equal N) or weight it as intended.` +
-		`{{ else }}The RSS table is even (queue {{ $labels.queue }} holds {{ . | first | value | printf "%.2f" }}x an even share): the flows hash unevenly, too few of them or a hash without the ports (xdp_ethtool_rss_hash_fields_info; ethtool -N {{ $labels.device }} rx-flow-hash udp4 sdfn).{{ end }}` +
-		`{{ else }}{{ with printf "count(xdp_ethtool_rss_indirection_entries{instance='%s',device='%s'})" $labels.instance $labels.device | query }}` +
-		`The RSS table gives queue {{ $labels.queue }} no entry: ntuple rules (xdp_ethtool_ntuple_rules) or RPS steer its packets, not RSS.` +
+		`{{ else }}The RSS table is even (queue {{ $labels.queue }} holds {{ . | first | value | printf "%.2f" }}x an even share): the flows hash unevenly, too few of them or a hash without the ports (xdp_nic_rss_hash_fields_info; ethtool -N {{ $labels.device }} rx-flow-hash udp4 sdfn).{{ end }}` +
+		`{{ else }}{{ with printf "count(xdp_nic_rss_indirection_entries{instance='%s',device='%s'})" $labels.instance $labels.device | query }}` +
+		`The RSS table gives queue {{ $labels.queue }} no entry: ntuple rules (xdp_nic_ntuple_rules) or RPS steer its packets, not RSS.` +
 		`{{ else }}The driver does not report its RSS table (ethtool -x), so whether the table or the flows cause it is not known.{{ end }}{{ end }}`
 }
 
@@ -78,7 +78,7 @@ func nicConfigAlerts(cfg Config, alert func(name, expr, forDur, severity, summar
 	n := cfg.RedirectNoNdoXmit
 	noXmit := "count by (" + h + ") (" + withSelector(`xdp_netdev_xdp_feature{feature="ndo-xmit"}`, sel) + " == 0)"
 	ndo := alert(AlertRedirectNoNdoXmit,
-		"sum by ("+h+", device) (rate("+withSelector(`xdp_device_redirect_errors_total{errno="EOPNOTSUPP"}`, sel)+"[5m])) > 0\nand on ("+h+")\n"+noXmit+" > 0",
+		"sum by ("+h+", device) (rate("+withSelector(`xdp_monitor_redirect_errors_total{errno="EOPNOTSUPP"}`, sel)+"[5m])) > 0\nand on ("+h+")\n"+noXmit+" > 0",
 		n.For, n.Severity,
 		"XDP redirects from {{ $labels.device }} fail with EOPNOTSUPP ({{ $labels.instance }}): a target lacks ndo_xdp_xmit",
 		"{{ $value | humanize }} redirects/s from {{ $labels.device }} fail with EOPNOTSUPP, what the kernel answers a redirect into a device whose driver has no ndo_xdp_xmit (__xdp_enqueue, kernel/bpf/devmap.c). "+

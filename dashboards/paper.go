@@ -217,7 +217,7 @@ func ringPanel() panel {
 		title:       "RX and TX ring size",
 		description: "Descriptors per ring (ethtool -g). With many queues, large RX rings hold more packet memory than DDIO's share of the last-level cache: the paper's fix was 1024 -> 512 or 256.",
 		unit:        "short", min: ptr(0.0), exempt: exemptRing,
-		targets: []target{{refID: "A", expr: "xdp_ethtool_ring_descriptors{" + selInstDev + "}", legend: "{{device}} {{ring}}"}},
+		targets: []target{{refID: "A", expr: "xdp_nic_ring_descriptors{" + selInstDev + "}", legend: "{{device}} {{ring}}"}},
 	}
 }
 

@@ -76,10 +76,10 @@ func (r recorded) queueCPUIRQ() string {
 	return r.rate("instance_device_queue_cpu_irq", "xdp_rxq_packets")
 }
 func (r recorded) cqePackets() string {
-	return r.rate("instance_device", "xdp_ethtool_rx_cqe_compressed_packets")
+	return r.rate("instance_device", "xdp_nic_rx_cqe_compressed_packets")
 }
 func (r recorded) cqeBlocks() string {
-	return r.rate("instance_device", "xdp_ethtool_rx_cqe_compressed_blocks")
+	return r.rate("instance_device", "xdp_nic_rx_cqe_compressed_blocks")
 }
 func (r recorded) rxCPU() string     { return "instance_cpu:xdp_rx_cpu:active" }
 func (r recorded) rxIdle() string    { return "instance:xdp_rx_cpus_idle:avg_ratio" }
@@ -101,13 +101,13 @@ func (r recorded) allocFailures() string {
 	return r.rate("instance_device", "xdp_nic_rx_alloc_failures")
 }
 func (r recorded) pageCache() string {
-	return r.rate("instance_device_event", "xdp_ethtool_rx_page_cache_events")
+	return r.rate("instance_device_event", "xdp_nic_rx_page_cache_events")
 }
 func (r recorded) pagePool() string {
-	return r.rate("instance_device_path", "xdp_ethtool_rx_page_pool_allocations")
+	return r.rate("instance_device_path", "xdp_nic_rx_page_pool_allocations")
 }
 func (r recorded) xdpActions() string {
-	return r.rate("instance_device_action", "xdp_ethtool_rx_xdp_packets")
+	return r.rate("instance_device_action", "xdp_nic_rx_xdp_packets")
 }
 func (r recorded) cacheMiss() string   { return r.ratio("instance_cpu", "xdp_perf_cache_miss") }
 func (r recorded) cacheRefs() string   { return r.rate("instance_cpu", "xdp_perf_cache_references") }
@@ -125,7 +125,7 @@ func (r recorded) hostHostDrops() string {
 	return r.rate("instance_where", "xdp_nic_rx_host_drops")
 }
 func (r recorded) hostActions() string {
-	return r.rate("instance_action", "xdp_ethtool_rx_xdp_packets")
+	return r.rate("instance_action", "xdp_nic_rx_xdp_packets")
 }
 func (r recorded) hostExc() string       { return r.rate("instance", "xdp_exceptions") }
 func (r recorded) hostAER() string       { return r.rate("instance_type", "xdp_pcie_aer_errors") }
@@ -213,16 +213,16 @@ func RecordingRules(cfg Config) RuleFile {
 		// costs nothing on the packet path. source says which.
 		rec(r.rxQueue(), `label_replace(`+r.queueRxq()+`, "source", "xdp_rxq", "", "")`+
 			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_netdev_queue_rx_packets_total{type="rx"}`)+`, "source", "netdev_qstats", "", "")`+
-			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_ethtool_rx_queue_packets_total{queue!=""}`)+`, "source", "ethtool", "", "")`),
+			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_nic_rx_queue_packets_total{queue!=""}`)+`, "source", "ethtool", "", "")`),
 		rec(r.rxImbalance(), "max by ("+h+", device, source) ("+r.rxQueue()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")\n/\navg by ("+h+", device, source) ("+r.rxQueue()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")"),
 		rec(r.portRx(), sumRate(h+", device, source", `xdp_nic_port_packets_total{direction="rx"}`)),
 		rec(r.hostDrops(), sumRate(h+", device, source, stat, where", "xdp_nic_rx_host_drops_total")),
 		rec(r.allocFailures(), sumRate(h+", device, source, stat", "xdp_nic_rx_alloc_failures_total")),
-		rec(r.pageCache(), sumRate(h+", device, event", "xdp_ethtool_rx_page_cache_events_total")),
-		rec(r.pagePool(), sumRate(h+", device, path", "xdp_ethtool_rx_page_pool_allocations_total")),
-		rec(r.cqePackets(), sumRate(h+", device", "xdp_ethtool_rx_cqe_compressed_packets_total")),
-		rec(r.cqeBlocks(), sumRate(h+", device", "xdp_ethtool_rx_cqe_compressed_blocks_total")),
-		rec(r.xdpActions(), sumRate(h+", device, action", "xdp_ethtool_rx_xdp_packets_total")),
+		rec(r.pageCache(), sumRate(h+", device, event", "xdp_nic_rx_page_cache_events_total")),
+		rec(r.pagePool(), sumRate(h+", device, path", "xdp_nic_rx_page_pool_allocations_total")),
+		rec(r.cqePackets(), sumRate(h+", device", "xdp_nic_rx_cqe_compressed_packets_total")),
+		rec(r.cqeBlocks(), sumRate(h+", device", "xdp_nic_rx_cqe_compressed_blocks_total")),
+		rec(r.xdpActions(), sumRate(h+", device, action", "xdp_nic_rx_xdp_packets_total")),
 		rec(r.cacheRefs(), sumRate(h+", cpu", "xdp_perf_cache_references_total")),
 		rec(r.cacheMiss(), sumRate(h+", cpu", "xdp_perf_cache_misses_total")+"\n/\n"+r.cacheRefs()),
 		rec(r.ipc(), sumRate(h+", cpu", "xdp_perf_instructions_total")+"\n/\n"+sumRate(h+", cpu", "xdp_perf_cycles_total")),
@@ -234,8 +234,8 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.deviceRx(), sumRate(h+", device", "xdp_netdev_qstats_rx_packets_total")+
 			"\nor\nsum by ("+h+", device) ("+r.napiPackets()+")"),
 		// The device totals, which go on across program reloads.
-		rec(r.exceptions(), sumRate(h+", device", "xdp_device_exceptions_total")),
-		rec(r.redirectErrs(), sumRate(h+", device", "xdp_device_redirect_errors_total")),
+		rec(r.exceptions(), sumRate(h+", device", "xdp_monitor_exceptions_total")),
+		rec(r.redirectErrs(), sumRate(h+", device", "xdp_monitor_redirect_errors_total")),
 
 		// Per-host roll-ups for the fleet view. Packets XDP processed: without the rxq collector (it is opt-in)
 		// the driver's per-queue XDP counters stand in for it, and per host
@@ -436,8 +436,8 @@ func AlertingRules(cfg Config) RuleFile {
 
 	s := cfg.PCIeStalled
 	pcie := alert(AlertPCIeStalled,
-		"max by ("+h+", device, direction) (avg_over_time(xdp_ethtool_pci_outbound_stalled_ratio{"+sel+"}["+s.Window+"])) > "+num(s.MaxAvgRatio)+
-			"\nor\nsum by ("+h+", device, direction) (rate(xdp_ethtool_pci_outbound_stalled_seconds_total{"+sel+"}["+s.Window+"])) > "+num(s.MaxStalledSeconds),
+		"max by ("+h+", device, direction) (avg_over_time(xdp_nic_pci_outbound_stalled_ratio{"+sel+"}["+s.Window+"])) > "+num(s.MaxAvgRatio)+
+			"\nor\nsum by ("+h+", device, direction) (rate(xdp_nic_pci_outbound_stalled_seconds_total{"+sel+"}["+s.Window+"])) > "+num(s.MaxStalledSeconds),
 		s.For, s.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} stalls on PCIe {{ $labels.direction }}s",
 		"The NIC could not issue outbound PCIe {{ $labels.direction }}s for lack of credits (mlx5 outbound_pci_stalled_rd/wr) "+
@@ -456,7 +456,7 @@ func AlertingRules(cfg Config) RuleFile {
 		"{{ $value | humanizePercentage }} of the last-level cache references on RX CPU {{ $labels.cpu }} miss (IPC "+
 			queryValue(r.ipc()+`{instance='%s',cpu='%s'}`, "$labels.instance $labels.cpu", `printf "%.2f"`)+
 			"); RX rings now: "+
-			`{{ with printf "xdp_ethtool_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+
+			`{{ with printf "xdp_nic_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+
 			"descriptors.")
 	dw := cfg.DDIOWriteMiss
 	ddioWrites := alert(AlertDDIOWriteMiss,
@@ -465,7 +465,7 @@ func AlertingRules(cfg Config) RuleFile {
 		"Device writes on socket {{ $labels.socket }} of {{ $labels.instance }} miss the LLC (DDIO)",
 		"{{ $value | humanizePercentage }} of the full-line device writes (ItoM, ItoMCacheNear) on socket {{ $labels.socket }} missed the last-level cache, "+
 			"measured by the uncore CHA counters: packet data goes to DRAM and the RX CPUs read it from there. RX rings now: "+
-			`{{ with printf "xdp_ethtool_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+"descriptors.")
+			`{{ with printf "xdp_nic_ring_descriptors{instance='%s',ring='rx'}" $labels.instance | query }}{{ range . }}{{ .Labels.device }}={{ .Value }} {{ end }}{{ else }}unknown{{ end }}`+"descriptors.")
 
 	b := cfg.RSSImbalance
 	busyQ := "(" + r.rxQueue() + " > " + num(b.MinQueuePackets) + ")"
@@ -503,25 +503,25 @@ func AlertingRules(cfg Config) RuleFile {
 	}
 	ex := cfg.Exceptions
 	exc := event(AlertExceptions, ex,
-		"sum by ("+h+", device, action) (rate(xdp_device_exceptions_total{"+sel+"}["+ex.Window+"]))",
+		"sum by ("+h+", device, action) (rate(xdp_monitor_exceptions_total{"+sel+"}["+ex.Window+"]))",
 		"XDP exceptions on {{ $labels.device }} ({{ $labels.instance }})",
 		"{{ $value | humanize }} packets/s hit xdp:xdp_exception with action {{ $labels.action }} and are dropped.")
 	re := cfg.RedirectErrors
 	redir := event(AlertRedirectErrors, re,
-		"sum by ("+h+", device, errno) (rate(xdp_device_redirect_errors_total{"+sel+"}["+re.Window+"]))",
+		"sum by ("+h+", device, errno) (rate(xdp_monitor_redirect_errors_total{"+sel+"}["+re.Window+"]))",
 		"XDP redirects fail on {{ $labels.device }} ({{ $labels.instance }}) with {{ $labels.errno }}",
 		"{{ $value | humanize }} redirects/s fail with {{ $labels.errno }} (xdp:xdp_redirect_err).")
 	dm := cfg.DevmapDrops
 	devmap := event(AlertDevmapDrops, dm,
-		"sum by ("+h+", from_device, to_device) (\n  rate(xdp_devmap_xmit_drops_total{"+sel+"}["+dm.Window+"])\n  + rate(xdp_devmap_xmit_errors_total{"+sel+"}["+dm.Window+"])\n)",
+		"sum by ("+h+", from_device, to_device) (\n  rate(xdp_monitor_devmap_xmit_drops_total{"+sel+"}["+dm.Window+"])\n  + rate(xdp_monitor_devmap_xmit_errors_total{"+sel+"}["+dm.Window+"])\n)",
 		"XDP redirect from {{ $labels.from_device }} to {{ $labels.to_device }} drops frames ({{ $labels.instance }})",
 		"Bulk transmit of redirected frames (xdp:xdp_devmap_xmit) drops or fails {{ $value | humanize }}/s: the target's ndo_xdp_xmit refused them, usually a full TX ring on the egress device.")
 	cm := cfg.CpumapDrops
 	// Enqueue drops and kthread drops of the same CPU carry the same labels
 	// here, so "A or B" would keep A (even at 0) and hide B: add them where
 	// both exist, and take whichever exists otherwise.
-	enq := "sum by (" + h + ", map_id, to_cpu) (rate(xdp_cpumap_enqueue_drops_total{" + sel + "}[" + cm.Window + "]))"
-	kth := "sum by (" + h + ", map_id, to_cpu) (label_replace(rate(xdp_cpumap_kthread_drops_total{" + sel + "}[" + cm.Window + "]), \"to_cpu\", \"$1\", \"cpu\", \"(.*)\"))"
+	enq := "sum by (" + h + ", map_id, to_cpu) (rate(xdp_monitor_cpumap_enqueue_drops_total{" + sel + "}[" + cm.Window + "]))"
+	kth := "sum by (" + h + ", map_id, to_cpu) (label_replace(rate(xdp_monitor_cpumap_kthread_drops_total{" + sel + "}[" + cm.Window + "]), \"to_cpu\", \"$1\", \"cpu\", \"(.*)\"))"
 	cpumap := event(AlertCpumapDrops, cm,
 		"  ("+enq+"\n  + "+kth+")\nor\n  "+enq+"\nor\n  "+kth,
 		"cpumap drops frames for CPU {{ $labels.to_cpu }} ({{ $labels.instance }})",
@@ -563,7 +563,7 @@ func AlertingRules(cfg Config) RuleFile {
 
 	sd := cfg.StackDrops
 	stackDrops := alert(AlertStackDrops,
-		"sum by ("+h+", device, reason) (rate(xdp_skb_drops_total{"+sel+`,reason=~"`+strings.Join(sd.Reasons, "|")+`"}[`+sd.Window+"]))\n> "+num(sd.MinPerSecond),
+		"sum by ("+h+", device, reason) (rate(xdp_drop_packets_total{"+sel+`,reason=~"`+strings.Join(sd.Reasons, "|")+`"}[`+sd.Window+"]))\n> "+num(sd.MinPerSecond),
 		sd.For, sd.Severity,
 		"The stack drops packets on {{ $labels.device }} as {{ $labels.reason }} ({{ $labels.instance }})",
 		"{{ $value | humanize }} packets/s are dropped on {{ $labels.device }} with reason {{ $labels.reason }} (skb:kfree_skb).")

@@ -82,58 +82,58 @@ func runBoard(cfg Config) board {
 					title:       "XDP action rates per RX queue (driver counters)",
 					description: "Packets/s by RX queue and the verdict the driver counted (ethtool -S rx<N>_xdp_drop/_tx/_redirect/_pass, veth rx_queue_<N>_xdp_*): the per-queue XDP counters without the rxq program.",
 					unit:        "pps", min: &f0,
-					targets: []target{{refID: "A", expr: sumBy("device, queue, action", "xdp_ethtool_rx_xdp_packets_total", selInstDev), legend: "{{device}} rxq {{queue}} {{action}}"}},
+					targets: []target{{refID: "A", expr: sumBy("device, queue, action", "xdp_nic_rx_xdp_packets_total", selInstDev), legend: "{{device}} rxq {{queue}} {{action}}"}},
 				},
 				{
 					title:       "XDP_TX failures",
 					description: "XDP_TX frames the driver could not send back out, per RX queue and reason (ethtool -S mlx5 rx<N>_xdp_tx_full/_err, veth rx_queue_<N>_xdp_tx_errors), and the drops and errors of XDP_TX bulk flushes (xdp:xdp_bulk_tx). " + eventNote,
 					unit:        "pps", min: &f0, needs: "an XDP_TX frame the driver cannot send",
 					targets: []target{
-						{refID: "A", expr: sumBy("device, queue, reason", "xdp_ethtool_rx_xdp_tx_failures_total", selInstDev), legend: "{{device}} rxq {{queue}} {{reason}}"},
-						{refID: "B", expr: sumBy("device", "xdp_bulk_tx_drops_total", selInstDev), legend: "{{device}} bulk tx drops"},
-						{refID: "C", expr: sumBy("device", "xdp_bulk_tx_errors_total", selInstDev), legend: "{{device}} bulk tx errors"},
+						{refID: "A", expr: sumBy("device, queue, reason", "xdp_nic_rx_xdp_tx_failures_total", selInstDev), legend: "{{device}} rxq {{queue}} {{reason}}"},
+						{refID: "B", expr: sumBy("device", "xdp_monitor_bulk_tx_drops_total", selInstDev), legend: "{{device}} bulk tx drops"},
+						{refID: "C", expr: sumBy("device", "xdp_monitor_bulk_tx_errors_total", selInstDev), legend: "{{device}} bulk tx errors"},
 					},
 				},
 				{
 					title:       "XDP exceptions",
 					description: "xdp:xdp_exception: XDP_ABORTED, invalid verdicts, failed XDP_TX/REDIRECT. " + eventNote,
 					unit:        "pps", min: &f0, needs: "an XDP exception (a program returning XDP_ABORTED)",
-					targets: []target{{refID: "A", expr: sumBy("device, action", "xdp_exceptions_total", selInstDev), legend: "{{device}} {{action}}"}},
+					targets: []target{{refID: "A", expr: sumBy("device, action", "xdp_monitor_exceptions_total", selInstDev), legend: "{{device}} {{action}}"}},
 				},
 				{
 					title:       "Redirect errors by errno",
 					description: "xdp:xdp_redirect_err by errno. " + eventNote,
 					unit:        "pps", min: &f0, needs: "a failing redirect (e.g. to a device that is down: ENETDOWN)",
-					targets: []target{{refID: "A", expr: sumBy("device, errno", "xdp_redirect_errors_total", selInstDev), legend: "{{device}} {{errno}}"}},
+					targets: []target{{refID: "A", expr: sumBy("device, errno", "xdp_monitor_redirect_errors_total", selInstDev), legend: "{{device}} {{errno}}"}},
 				},
 				{
 					title:       "devmap bulk transmit: packets, drops and bulk average",
 					description: "xdp:xdp_devmap_xmit: frames redirected and sent per egress device, drops, and frames per bulk (xdp_monitor's bulk-average, 16 is the maximum).",
-					unit:        "pps", min: &f0, needs: "--collector.xdp.xmit and XDP_REDIRECT through a devmap (--collector.rxq.action=redirect)",
+					unit:        "pps", min: &f0, needs: "--collector.monitor.xmit and XDP_REDIRECT through a devmap (--collector.rxq.action=redirect)",
 					targets: []target{
-						{refID: "A", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} sent"},
-						{refID: "B", expr: sumBy("from_device, to_device", "xdp_devmap_xmit_drops_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} drops"},
-						{refID: "C", expr: devmap("xdp_devmap_xmit_packets_total") + " / " + devmap("xdp_devmap_xmit_bulks_total"), legend: "{{from_device}} -> {{to_device}} bulk average", unit: "short", unitLabel: "frames per bulk"},
+						{refID: "A", expr: sumBy("from_device, to_device", "xdp_monitor_devmap_xmit_packets_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} sent"},
+						{refID: "B", expr: sumBy("from_device, to_device", "xdp_monitor_devmap_xmit_drops_total", selInst+`,from_device=~"$device"`), legend: "{{from_device}} -> {{to_device}} drops"},
+						{refID: "C", expr: devmap("xdp_monitor_devmap_xmit_packets_total") + " / " + devmap("xdp_monitor_devmap_xmit_bulks_total"), legend: "{{from_device}} -> {{to_device}} bulk average", unit: "short", unitLabel: "frames per bulk"},
 					},
 				},
 				{
 					title:       "XDP_TX bulk transmit: packets and bulk average",
 					description: "xdp:xdp_bulk_tx (veth XDP_TX flushes): frames sent per device and frames per flush.",
-					unit:        "pps", min: &f0, needs: "--collector.xdp.xmit and XDP_TX on veth (--collector.rxq.action=tx)",
+					unit:        "pps", min: &f0, needs: "--collector.monitor.xmit and XDP_TX on veth (--collector.rxq.action=tx)",
 					targets: []target{
-						{refID: "A", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev), legend: "{{device}} sent"},
-						{refID: "B", expr: sumBy("device", "xdp_bulk_tx_packets_total", selInstDev) + " / " + sumBy("device", "xdp_bulk_tx_bulks_total", selInstDev), legend: "{{device}} bulk average", unit: "short", unitLabel: "frames per bulk"},
+						{refID: "A", expr: sumBy("device", "xdp_monitor_bulk_tx_packets_total", selInstDev), legend: "{{device}} sent"},
+						{refID: "B", expr: sumBy("device", "xdp_monitor_bulk_tx_packets_total", selInstDev) + " / " + sumBy("device", "xdp_monitor_bulk_tx_bulks_total", selInstDev), legend: "{{device}} bulk average", unit: "short", unitLabel: "frames per bulk"},
 					},
 				},
 				{
 					title:       "cpumap: enqueued, drops and bulk average",
 					description: "xdp:xdp_cpumap_enqueue and xdp:xdp_cpumap_kthread: frames moved to another CPU, drops on a full queue or in the kthread, and frames per enqueue bulk. " + eventNote,
-					unit:        "pps", min: &f0, needs: "--collector.xdp.xmit and an XDP program redirecting into a cpumap",
+					unit:        "pps", min: &f0, needs: "--collector.monitor.xmit and an XDP program redirecting into a cpumap",
 					targets: []target{
-						{refID: "A", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst), legend: "to cpu {{to_cpu}} enqueued"},
-						{refID: "B", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_drops_total", selInst), legend: "to cpu {{to_cpu}} enqueue drops"},
-						{refID: "C", expr: sumBy("cpu", "xdp_cpumap_kthread_drops_total", selInst), legend: "kthread cpu {{cpu}} drops"},
-						{refID: "D", expr: sumBy("to_cpu", "xdp_cpumap_enqueue_packets_total", selInst) + " / " + sumBy("to_cpu", "xdp_cpumap_enqueue_bulks_total", selInst), legend: "to cpu {{to_cpu}} bulk average", unit: "short", unitLabel: "frames per bulk"},
+						{refID: "A", expr: sumBy("to_cpu", "xdp_monitor_cpumap_enqueue_packets_total", selInst), legend: "to cpu {{to_cpu}} enqueued"},
+						{refID: "B", expr: sumBy("to_cpu", "xdp_monitor_cpumap_enqueue_drops_total", selInst), legend: "to cpu {{to_cpu}} enqueue drops"},
+						{refID: "C", expr: sumBy("cpu", "xdp_monitor_cpumap_kthread_drops_total", selInst), legend: "kthread cpu {{cpu}} drops"},
+						{refID: "D", expr: sumBy("to_cpu", "xdp_monitor_cpumap_enqueue_packets_total", selInst) + " / " + sumBy("to_cpu", "xdp_monitor_cpumap_enqueue_bulks_total", selInst), legend: "to cpu {{to_cpu}} bulk average", unit: "short", unitLabel: "frames per bulk"},
 					},
 				},
 			}},
@@ -188,7 +188,7 @@ func runBoard(cfg Config) board {
 					description: "Packets/s the kernel freed as dropped after XDP passed them on or without XDP (skb:kfree_skb), by device and the kernel's drop reason: NETFILTER_DROP for a firewall rule, NO_SOCKET for a closed port, CPU_BACKLOG or SOCKET_RCVBUFF for overload. " +
 						"Frames XDP drops are not skbs and do not show here. " + eventNote,
 					unit: "pps", min: &f0, runbook: AlertStackDrops, needs: "--collector.drop and packets the stack drops (the lab's linux scenario)",
-					targets: []target{{refID: "A", expr: sumBy("device, reason", "xdp_skb_drops_total", selInst+`,device=~"$device|"`), legend: "{{device}} {{reason}}"}},
+					targets: []target{{refID: "A", expr: sumBy("device, reason", "xdp_drop_packets_total", selInst+`,device=~"$device|"`), legend: "{{device}} {{reason}}"}},
 				},
 			}},
 			{title: "NAPI and softirq (napi_monitor, mpstat)", tool: "napi_monitor and mpstat", panels: []panel{
@@ -233,7 +233,7 @@ func runBoard(cfg Config) board {
 					unit:        "ops", min: &f0,
 					targets: []target{
 						{refID: "A", expr: sumBy("cpu", "xdp_cpu_softirqs_total", selInst+`,vector="NET_RX"`), legend: "cpu {{cpu}} NET_RX"},
-						{refID: "B", expr: sumBy("cpu", "xdp_softnet_times_squeezed_total", selInst), legend: "cpu {{cpu}} squeezed"},
+						{refID: "B", expr: sumBy("cpu", "xdp_cpu_softnet_times_squeezed_total", selInst), legend: "cpu {{cpu}} squeezed"},
 					},
 				},
 			}},
@@ -249,7 +249,7 @@ func runBoard(cfg Config) board {
 					title:       "Channels, rings and private flags",
 					description: "What the seed's experiments change: channels (ethtool -l), ring sizes (ethtool -g) and driver private flags such as mlx5 rx_cqe_compress (ethtool --show-priv-flags). The value is the count, the descriptors, or 1/0 for a flag.",
 					kind:        kindTable, width: 12, height: 10,
-					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_ethtool_(channels|ring_descriptors|private_flag_enabled)",` + selInstDev + `}`}},
+					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_nic_(channels|ring_descriptors|private_flag_enabled)",` + selInstDev + `}`}},
 				},
 				{
 					title:       "Port received vs delivered",
@@ -274,7 +274,7 @@ func runBoard(cfg Config) board {
 					description: "Why the queues look the way they do: link speed (bytes/s), interrupt coalescing (ethtool -c: delay in seconds, max frames, adaptive 1/0 per direction), pause settings (ethtool -a, 1/0), the RSS hash function and table size (ethtool -x) and ntuple rules (ethtool -n). " +
 						"A driver without a call has no row (veth has the link only).",
 					kind: kindTable, width: 12, height: 10,
-					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_ethtool_(link_speed_bytes_per_second|coalesce_.*|pause_enabled|rss_info|ntuple_rules)",` + selInstDev + `}`}},
+					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_nic_(link_speed_bytes_per_second|coalesce_.*|pause_enabled|rss_info|ntuple_rules)",` + selInstDev + `}`}},
 				},
 				{
 					title: "Offered load as a share of the 64-byte line rate",
@@ -305,8 +305,8 @@ func runBoard(cfg Config) board {
 					description: "mlx5 RX page cache events (reuse = recycled page, empty = fell back to the page allocator) and page_pool allocations by path (fast vs slow).",
 					unit:        "ops", min: &f0, exempt: exemptPage,
 					targets: []target{
-						{refID: "A", expr: sumBy("device, event", "xdp_ethtool_rx_page_cache_events_total", selInstDev), legend: "{{device}} cache {{event}}"},
-						{refID: "B", expr: sumBy("device, path", "xdp_ethtool_rx_page_pool_allocations_total", selInstDev), legend: "{{device}} page_pool {{path}}"},
+						{refID: "A", expr: sumBy("device, event", "xdp_nic_rx_page_cache_events_total", selInstDev), legend: "{{device}} cache {{event}}"},
+						{refID: "B", expr: sumBy("device, path", "xdp_nic_rx_page_pool_allocations_total", selInstDev), legend: "{{device}} page_pool {{path}}"},
 					},
 				},
 				{
@@ -324,8 +324,8 @@ func runBoard(cfg Config) board {
 					description: "Share of the last second the NIC could not issue PCIe reads/writes for lack of credits (outbound_pci_stalled_rd/wr), and seconds per second above 30% (the *_events counters).",
 					unit:        "percentunit", min: &f0, exempt: exemptPCIe,
 					targets: []target{
-						{refID: "A", expr: "max by (device, direction) (xdp_ethtool_pci_outbound_stalled_ratio{" + selInstDev + "})", legend: "{{device}} {{direction}} stalled"},
-						{refID: "B", expr: sumBy("device, direction", "xdp_ethtool_pci_outbound_stalled_seconds_total", selInstDev), legend: "{{device}} {{direction}} stalled seconds/s"},
+						{refID: "A", expr: "max by (device, direction) (xdp_nic_pci_outbound_stalled_ratio{" + selInstDev + "})", legend: "{{device}} {{direction}} stalled"},
+						{refID: "B", expr: sumBy("device, direction", "xdp_nic_pci_outbound_stalled_seconds_total", selInstDev), legend: "{{device}} {{direction}} stalled seconds/s"},
 					},
 				},
 				{
@@ -333,8 +333,8 @@ func runBoard(cfg Config) board {
 					description: "Frames other devices redirected into this one and it sent (ethtool tx*_xdp_xmit), and the ones it dropped.",
 					unit:        "pps", min: &f0, needs: "XDP_REDIRECT into the device (--collector.rxq.action=redirect)",
 					targets: []target{
-						{refID: "A", expr: sumBy("device", "xdp_ethtool_xdp_xmit_packets_total", selInstDev), legend: "{{device}} sent"},
-						{refID: "B", expr: sumBy("device, reason", "xdp_ethtool_xdp_xmit_failures_total", selInstDev), legend: "{{device}} failed {{reason}}"},
+						{refID: "A", expr: sumBy("device", "xdp_nic_xdp_xmit_packets_total", selInstDev), legend: "{{device}} sent"},
+						{refID: "B", expr: sumBy("device, reason", "xdp_nic_xdp_xmit_failures_total", selInstDev), legend: "{{device}} failed {{reason}}"},
 					},
 				},
 			}},

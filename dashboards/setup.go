@@ -34,8 +34,8 @@ func setupAlerts(cfg Config, alert func(name, expr, forDur, severity, summary, d
 	// ENXIO; ice (ice_xdp_xmit, drivers/net/ethernet/intel/ice/ice_txrx.c)
 	// shares its XDP rings under a lock then. XDP_TX uses the RX queue's
 	// own ring on these drivers, so only redirect targets are read here.
-	targets := `label_replace(sum by (` + h + `, to_device) (rate(` + withSelector("xdp_devmap_xmit_bulks_total", sel) + `[5m])) > 0, "device", "$1", "to_device", "(.*)")`
-	txQueues := "sum by (" + h + ", device) (" + withSelector(`xdp_ethtool_channels{type=~"tx|combined"}`, sel) + ")"
+	targets := `label_replace(sum by (` + h + `, to_device) (rate(` + withSelector("xdp_monitor_devmap_xmit_bulks_total", sel) + `[5m])) > 0, "device", "$1", "to_device", "(.*)")`
+	txQueues := "sum by (" + h + ", device) (" + withSelector(`xdp_nic_channels{type=~"tx|combined"}`, sel) + ")"
 	cpus := "count by (" + h + ") (" + withSelector(`xdp_cpu_seconds_total{mode="idle"}`, sel) + ")"
 	few := alert(AlertRedirectTargetQueues,
 		"group by ("+h+", device) ("+targets+")\n* on ("+h+", device) group_left ()\n"+txQueues+"\n< on ("+h+") group_left ()\n"+cpus,

@@ -149,7 +149,7 @@ func runPhase(t *testing.T, lb lab.Lab, addr string, prom *promtest.Server, ph p
 	if ph.read {
 		name += "-read"
 	}
-	args := []string{"--collector.perf", "--collector.xdp.xmit"}
+	args := []string{"--collector.perf", "--collector.monitor.xmit"}
 	if ph.sc == lab.Linux {
 		// The stack drops every frame (NETFILTER_DROP): the drop panel's data.
 		args = append(args, "--collector.drop")
@@ -202,8 +202,8 @@ func runPhase(t *testing.T, lb lab.Lab, addr string, prom *promtest.Server, ph p
 // gone the exporter deletes its keys and the series end.
 func eventsPhase(t *testing.T, lb lab.Lab, addr string, prom *promtest.Server, evaluate func(when string)) {
 	// BPF statistics on, for the run time of the programs on the DUT.
-	exp := exportertest.Run(t, addr, "--collector.xdp.xmit", "--collector.bpf.enable-stats")
-	waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="xdp"}`, addr))
+	exp := exportertest.Run(t, addr, "--collector.monitor.xmit", "--collector.bpf.enable-stats")
+	waitFor(t, prom, fmt.Sprintf(`xdp_scrape_collector_success{instance=%q,collector="monitor"}`, addr))
 	dut, err := net.InterfaceByName(lb.DUT)
 	if err != nil {
 		t.Fatal(err)

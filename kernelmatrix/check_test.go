@@ -61,12 +61,8 @@ func TestDefaultExporter(t *testing.T) {
 	for _, m := range commandLine.FindAllStringSubmatch(log, -1) {
 		sup.Commands[m[1]+" "+m[2]] = m[3]
 	}
-	for _, c := range []string{"xdp", "napi"} {
-		family := "xdp_" + c + "_tracepoint_attached"
-		if c == "xdp" {
-			family = "xdp_monitor_tracepoint_attached"
-		}
-		for tp, v := range mfs.Values(family, "tracepoint") {
+	for _, c := range []string{"monitor", "napi"} {
+		for tp, v := range mfs.Values("xdp_"+c+"_tracepoint_attached", "tracepoint") {
 			sup.Tracepoints[c+" "+tp] = v == 1
 		}
 	}
@@ -182,18 +178,18 @@ func TestXDPExceptionsExact(t *testing.T) {
 	var got float64
 	deadline := time.Now().Add(10 * time.Second)
 	for got != frames && time.Now().Before(deadline) {
-		got = e.Sum(t, "xdp_exceptions_total", "device", pair.Host.Name, "action", "ABORTED")
+		got = e.Sum(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "ABORTED")
 		time.Sleep(50 * time.Millisecond)
 	}
 	if got != frames {
 		var series []string
 		for _, line := range strings.Split(e.Scrape(t), "\n") {
-			if strings.HasPrefix(line, "xdp_exceptions_total") || strings.HasPrefix(line, "xdp_monitor_") {
+			if strings.HasPrefix(line, "xdp_monitor_exceptions_total") || strings.HasPrefix(line, "xdp_monitor_") {
 				series = append(series, line)
 			}
 		}
 		veth := vethtest.EthtoolS(t, "", pair.Host.Name)
-		t.Fatalf("xdp_exceptions_total{action=\"ABORTED\"} for %s = %v, want %d; veth counted %d XDP drops; series:\n%s\nlog:\n%s",
+		t.Fatalf("xdp_monitor_exceptions_total{action=\"ABORTED\"} for %s = %v, want %d; veth counted %d XDP drops; series:\n%s\nlog:\n%s",
 			pair.Host.Name, got, frames, veth["rx_queue_0_xdp_drops"]+veth["rx_queue_1_xdp_drops"], strings.Join(series, "\n"), e.Stderr)
 	}
 }
@@ -230,7 +226,7 @@ func TestMemlock(t *testing.T) {
 			mfs := exportertest.Parse(t, e.Scrape(t))
 			success := mfs.Values("xdp_scrape_collector_success", "collector")
 			log := e.Stderr.String()
-			for _, c := range []string{"xdp", "napi"} {
+			for _, c := range []string{"monitor", "napi"} {
 				failed := success[c] == 0
 				if failed != tc.wantFail {
 					t.Errorf("collector %s success %v with memlock 64 KiB, want failure=%v; log:\n%s", c, success[c], tc.wantFail, log)
@@ -311,7 +307,7 @@ func TestDropReasonsExact(t *testing.T) {
 		reason   string
 	}{{lab.Linux, "NETFILTER_DROP"}, {lab.NoSocket, "NO_SOCKET"}} {
 		t.Run(string(tc.scenario), func(t *testing.T) {
-			before := e.Sum(t, "xdp_skb_drops_total", "device", lb.DUT, "reason", tc.reason)
+			before := e.Sum(t, "xdp_drop_packets_total", "device", lb.DUT, "reason", tc.reason)
 			res, err := lb.Run(context.Background(), lab.RunConfig{Scenario: tc.scenario, Queues: 1,
 				Count: frames, Size: trafficgen.MinFrameSize})
 			testenv.Check(t, err, "lab run")
@@ -321,7 +317,7 @@ func TestDropReasonsExact(t *testing.T) {
 			var got float64
 			deadline := time.Now().Add(10 * time.Second)
 			for got != float64(res.Sent) && time.Now().Before(deadline) {
-				got = e.Sum(t, "xdp_skb_drops_total", "device", lb.DUT, "reason", tc.reason) - before
+				got = e.Sum(t, "xdp_drop_packets_total", "device", lb.DUT, "reason", tc.reason) - before
 				time.Sleep(50 * time.Millisecond)
 			}
 			if got != float64(res.Sent) {
@@ -331,7 +327,7 @@ func TestDropReasonsExact(t *testing.T) {
 						series = append(series, line)
 					}
 				}
-				t.Fatalf("xdp_skb_drops_total{device=%q,reason=%q} rose by %v, want %d; series:\n%s",
+				t.Fatalf("xdp_drop_packets_total{device=%q,reason=%q} rose by %v, want %d; series:\n%s",
 					lb.DUT, tc.reason, got, res.Sent, strings.Join(series, "\n"))
 			}
 		})

@@ -73,41 +73,41 @@ func (g guestNIC) checkConfig(out string) {
 		if err != nil {
 			t.Fatalf("%s: speed %q", g.Driver, speed)
 		}
-		expect("xdp_ethtool_link_speed_bytes_per_second", mbps*125_000)
+		expect("xdp_nic_link_speed_bytes_per_second", mbps*125_000)
 		duplex, _ := settings.value("Duplex")
 		autoneg, _ := settings.value("Auto-negotiation")
-		expect("xdp_ethtool_link_info", 1, "duplex", strings.ToLower(duplex), "autoneg", autoneg)
+		expect("xdp_nic_link_info", 1, "duplex", strings.ToLower(duplex), "autoneg", autoneg)
 	} else {
-		none("(settings) without a speed", "xdp_ethtool_link_speed_bytes_per_second")
+		none("(settings) without a speed", "xdp_nic_link_speed_bytes_per_second")
 	}
 
 	if c := readView(t, out, g.Driver, ".ethtool-c"); c.refused {
-		none("-c", "xdp_ethtool_coalesce_delay_seconds")
+		none("-c", "xdp_nic_coalesce_delay_seconds")
 	} else {
 		for _, dir := range []string{"rx", "tx"} {
 			usecs, frames := number(t, c, dir+"-usecs"), number(t, c, dir+"-frames")
-			expect("xdp_ethtool_coalesce_delay_seconds", usecs/1e6, "direction", dir)
-			expect("xdp_ethtool_coalesce_max_frames", frames, "direction", dir)
+			expect("xdp_nic_coalesce_delay_seconds", usecs/1e6, "direction", dir)
+			expect("xdp_nic_coalesce_max_frames", frames, "direction", dir)
 		}
 	}
 
 	if a := readView(t, out, g.Driver, ".ethtool-a"); a.refused {
-		none("-a", "xdp_ethtool_pause_enabled")
+		none("-a", "xdp_nic_pause_enabled")
 	} else {
 		for key, dir := range map[string]string{"Autonegotiate": "autoneg", "RX": "rx", "TX": "tx"} {
 			v, _ := a.value(key)
-			expect("xdp_ethtool_pause_enabled", map[string]float64{"on": 1}[v], "direction", dir)
+			expect("xdp_nic_pause_enabled", map[string]float64{"on": 1}[v], "direction", dir)
 		}
 	}
 
 	if x := readView(t, out, g.Driver, ".ethtool-x"); x.refused || !strings.Contains(x.text, "indirection table") {
-		none("-x", "xdp_ethtool_rss_indirection_entries")
+		none("-x", "xdp_nic_rss_indirection_entries")
 	} else {
 		entries := indirectionEntries(t, x.text)
 		for q, n := range entries {
-			expect("xdp_ethtool_rss_indirection_entries", float64(n), "queue", strconv.Itoa(q))
+			expect("xdp_nic_rss_indirection_entries", float64(n), "queue", strconv.Itoa(q))
 		}
-		if s := series("xdp_ethtool_rss_indirection_entries"); len(s) != len(entries) {
+		if s := series("xdp_nic_rss_indirection_entries"); len(s) != len(entries) {
 			t.Errorf("%s: %d queues in ethtool -x's table, %d series: %v", g.Driver, len(entries), len(s), s)
 		}
 		t.Logf("%s: RSS indirection entries per queue %v, as ethtool -x shows them", g.Driver, entries)
@@ -115,7 +115,7 @@ func (g guestNIC) checkConfig(out string) {
 
 	for _, flow := range []string{"tcp4", "udp4", "tcp6", "udp6"} {
 		v := readView(t, out, g.Driver, ".ethtool-n-"+flow)
-		if s := series("xdp_ethtool_rss_hash_fields_info", "flow_type", flow); v.refused != (len(s) == 0) {
+		if s := series("xdp_nic_rss_hash_fields_info", "flow_type", flow); v.refused != (len(s) == 0) {
 			t.Errorf("%s: ethtool -n rx-flow-hash %s refused %v, series %v:\n%s", g.Driver, flow, v.refused, s, v.text)
 		}
 	}

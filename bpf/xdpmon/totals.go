@@ -50,9 +50,9 @@ func deviceTotals[K comparable](retired map[K]uint64, live []Count[K], device fu
 
 // ExceptionTotals reads the exception counts per device, program and
 // action, deleting the keys whose device or program is gone, and returns
-// them per program, and per device and action over every program that ran
-// there, including programs since replaced or unloaded.
-func (m *Monitor) ExceptionTotals(devFate func(reap.Device) reap.Fate, live *reap.Liveness) ([]Count[XdpmonExceptionKey], map[DeviceAction]uint64, error) {
+// them per device and action over every program that ran there, including
+// programs since replaced or unloaded.
+func (m *Monitor) ExceptionTotals(devFate func(reap.Device) reap.Fate, live *reap.Liveness) (map[DeviceAction]uint64, error) {
 	exc, gone, err := m.exceptions.read(func(k XdpmonExceptionKey) reap.Fate {
 		return reap.Worst(devFate(k.Dev.Device()), live.Prog(k.ProgId))
 	})
@@ -63,7 +63,7 @@ func (m *Monitor) ExceptionTotals(devFate func(reap.Device) reap.Fate, live *rea
 	for i, e := range exc {
 		byDevice[i] = Count[DeviceAction]{Key: DeviceAction{e.Key.Dev.Device(), e.Key.Action}, Count: e.Count}
 	}
-	return exc, deviceTotals(m.retired.exceptions, byDevice, func(k DeviceAction) (reap.Device, bool) {
+	return deviceTotals(m.retired.exceptions, byDevice, func(k DeviceAction) (reap.Device, bool) {
 		return k.Device, true
 	}, devFate), err
 }

@@ -1,4 +1,4 @@
-// Package xdpmon is the xdp collector's BPF object (xdpmon.c): the xdp:*
+// Package xdpmon is the monitor collector's BPF object (xdpmon.c): the xdp:*
 // tracepoints of xdp_monitor as per-key counters. It loads and attaches
 // the programs, and reads their maps as typed records, deleting the keys
 // whose devices, programs or maps are gone.

@@ -28,7 +28,7 @@ func TestWithoutKernelBTF(t *testing.T) {
 		exportertest.Build(t), "--web.listen-address="+addr))
 	body := e.Scrape(t)
 	promtest.CheckMetrics(t, body)
-	for _, c := range []string{"xdp", "napi"} {
+	for _, c := range []string{"monitor", "napi"} {
 		if !strings.Contains(body, `xdp_scrape_collector_unsupported{collector="`+c+`"} 1`) ||
 			!strings.Contains(body, `xdp_scrape_collector_success{collector="`+c+`"} 1`) {
 			t.Errorf("%s collector not reported as unsupported (and not failed) without kernel BTF", c)
@@ -47,7 +47,7 @@ func TestWithoutKernelBTF(t *testing.T) {
 			t.Errorf("a missing kernel feature was logged as an error:\n%s", e.Stderr)
 		}
 	}
-	for _, c := range []string{"cpu", "ethtool", "netdev", "bpf"} {
+	for _, c := range []string{"cpu", "nic", "netdev", "bpf"} {
 		if !strings.Contains(body, `xdp_scrape_collector_success{collector="`+c+`"} 1`) {
 			t.Errorf("%s collector failed without kernel BTF, which it does not need:\n%s", c, e.Stderr)
 		}

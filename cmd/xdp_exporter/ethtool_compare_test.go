@@ -40,9 +40,9 @@ func TestCompareNodeExporter(t *testing.T) {
 	prefix := manyVeths(t, "xn", 50, 1)
 	include := prefix + ".*"
 
-	args := []string{"--collector.ethtool.device-include=" + include, "--collector.ethtool.metrics-exclude="}
+	args := []string{"--collector.nic.device-include=" + include, "--collector.nic.metrics-exclude="}
 	for _, r := range collector.Registrations() {
-		if r.Name != "ethtool" {
+		if r.Name != "nic" {
 			args = append(args, "--no-collector."+r.Name)
 		}
 	}
@@ -83,8 +83,8 @@ func TestCompareNodeExporter(t *testing.T) {
 	t.Logf("100 veth interfaces, 20 scrapes each, alternating: node_exporter %s p50 %v, xdp_exporter p50 %v, ratio %.1fx",
 		nodeExporterVersion(nodeExporter), pt, po, float64(pt)/float64(po))
 	t.Logf("collector's own time in the last scrape: node_exporter %s s, xdp_exporter %s s",
-		sampleText(t, theirsBody, "node_scrape_collector_duration_seconds", `collector="ethtool"`),
-		sampleText(t, oursBody, "xdp_scrape_collector_duration_seconds", `collector="ethtool"`))
+		sampleText(t, theirsBody, "node_scrape_collector_duration_seconds", `collector="nic"`),
+		sampleText(t, oursBody, "xdp_scrape_collector_duration_seconds", `collector="nic"`))
 
 	// Same counters, same values. Taken from the warm-up scrapes: nothing
 	// sends on these veths, so the values cannot move in between.
@@ -99,8 +99,8 @@ func startNodeExporter(t testing.TB, bin, include string) string {
 	t.Helper()
 	addr := exportertest.FreeAddr(t)
 	cmd := exec.Command(bin, "--web.listen-address="+addr,
-		"--collector.disable-defaults", "--collector.ethtool",
-		"--collector.ethtool.device-include="+include)
+		"--collector.disable-defaults", "--collector.nic",
+		"--collector.nic.device-include="+include)
 	var log bytes.Buffer
 	cmd.Stderr = &log
 	if err := cmd.Start(); err != nil {
@@ -128,10 +128,10 @@ func compareValues(t *testing.T, prefix string, n int, theirsBody, oursBody stri
 		for _, dev := range []string{fmt.Sprintf("%s%da", prefix, i), fmt.Sprintf("%s%db", prefix, i)} {
 			lbl := fmt.Sprintf(`device=%q`, dev)
 			for _, pair := range [][2]string{
-				{"node_ethtool_peer_ifindex", "xdp_ethtool_stat_peer_ifindex"},
-				{"node_ethtool_received_queue_0_xdp_drops", "xdp_ethtool_rx_xdp_packets_total"},
-				{"node_ethtool_received_queue_0_drops", "xdp_ethtool_queue_stat_rx_drops"},
-				{"node_ethtool_transmitted_queue_0_xdp_xmit", "xdp_ethtool_xdp_xmit_packets_total"},
+				{"node_ethtool_peer_ifindex", "xdp_nic_stat_peer_ifindex"},
+				{"node_ethtool_received_queue_0_xdp_drops", "xdp_nic_rx_xdp_packets_total"},
+				{"node_ethtool_received_queue_0_drops", "xdp_nic_queue_stat_rx_drops"},
+				{"node_ethtool_transmitted_queue_0_xdp_xmit", "xdp_nic_xdp_xmit_packets_total"},
 			} {
 				ourLbl := lbl
 				if !strings.Contains(pair[1], "stat_peer") {

@@ -17,7 +17,7 @@ func TestEthtoolBadRegexp(t *testing.T) {
 		t.Run(flag, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, exportertest.Build(t), "--collector.ethtool."+flag+"=(").CombinedOutput()
+			out, err := exec.CommandContext(ctx, exportertest.Build(t), "--collector.nic."+flag+"=(").CombinedOutput()
 			if err == nil {
 				t.Fatal("exporter accepted a bad regexp")
 			}

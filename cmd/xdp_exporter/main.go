@@ -67,8 +67,9 @@ func run(args []string) int {
 	)
 	promslogflag.AddFlags(app, logConfig)
 	selection := collector.AddFlags(app)
-	app.Version(version.Print(program))
+	app.Version(versionText(program))
 	app.HelpFlag.Short('h')
+	args, deprecated := collector.RenameDeprecatedFlags(args)
 	if _, err := app.Parse(args); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %v (try --help)\n", program, err)
 		return 2
@@ -80,6 +81,9 @@ func run(args []string) int {
 
 	logger := promslog.New(logConfig)
 	logger.Info("starting "+program, "version", version.Info(), "collectors", selection.Enabled())
+	for _, flag := range deprecated {
+		logger.Warn("flag of a collector renamed in 1.0, parsed under its new name; the old name goes in 1.1 (CHANGELOG.md)", "flag", flag)
+	}
 
 	// Kernels before 5.11 charge BPF maps and programs to RLIMIT_MEMLOCK,
 	// whose default (64 KiB or 8 MiB) is too low for the collectors' maps;

@@ -43,8 +43,8 @@ func TestScrapeDefaults(t *testing.T) {
 	// The test's veth shows up per queue, and the CPU families mpstat's
 	// columns come from are there.
 	for _, want := range []string{
-		`xdp_ethtool_rx_xdp_processed_packets_total{device="` + pair.Host.Name + `",queue="0"}`,
-		`xdp_ethtool_rx_xdp_processed_packets_total{device="` + pair.Host.Name + `",queue="1"}`,
+		`xdp_nic_rx_xdp_processed_packets_total{device="` + pair.Host.Name + `",queue="0"}`,
+		`xdp_nic_rx_xdp_processed_packets_total{device="` + pair.Host.Name + `",queue="1"}`,
 		`xdp_cpu_seconds_total{cpu="0",mode="softirq"}`,
 		`xdp_cpu_seconds_total{cpu="0",mode="idle"}`,
 	} {
@@ -170,9 +170,9 @@ func lastError(s string) string {
 }
 
 // TestDisableDefaultsOneCollector: `--collector.disable-defaults
-// --collector.ethtool` runs the ethtool collector and nothing else.
+// --collector.nic` runs the ethtool collector and nothing else.
 func TestDisableDefaultsOneCollector(t *testing.T) {
-	e := startExporter(t, "--collector.disable-defaults", "--collector.ethtool")
+	e := startExporter(t, "--collector.disable-defaults", "--collector.nic")
 	body := e.Scrape(t)
 	var success []string
 	for _, l := range strings.Split(body, "\n") {
@@ -180,7 +180,7 @@ func TestDisableDefaultsOneCollector(t *testing.T) {
 			success = append(success, l)
 		}
 	}
-	if len(success) != 1 || success[0] != `xdp_scrape_collector_success{collector="ethtool"} 1` {
+	if len(success) != 1 || success[0] != `xdp_scrape_collector_success{collector="nic"} 1` {
 		t.Fatalf("collectors that ran: %q, want ethtool alone, succeeding", success)
 	}
 }

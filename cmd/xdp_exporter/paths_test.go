@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
@@ -26,8 +27,8 @@ func TestPathFlags(t *testing.T) {
 		t.Fatalf("cpu collector on %s: success %v\n%s", proc, n, e.Stderr)
 	}
 	body := e.Scrape(t)
-	if got := strings.Count(body, `xdp_cpu_seconds_total{cpu="`); got != 2*8 {
-		t.Errorf("%d cpu seconds series from the 2-CPU procfs, want 16", got)
+	if got := strings.Count(body, `xdp_cpu_seconds_total{cpu="`); got != 2*len(strings.Split(collector.DefaultCPUModes, "|")) {
+		t.Errorf("%d cpu seconds series from the 2-CPU procfs, want 2 x the default modes %s", got, collector.DefaultCPUModes)
 	}
 	if !strings.Contains(body, `xdp_scrape_collector_unsupported{collector="pcie"} 1`) ||
 		!strings.Contains(e.Stderr.String(), "no PCI bus in sysfs ("+sys+"/bus/pci: ") {

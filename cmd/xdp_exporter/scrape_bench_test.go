@@ -65,7 +65,7 @@ func BenchmarkScrapeManyInterfaces(b *testing.B) {
 	}
 	b.StopTimer()
 
-	if n := strings.Count(variants[0].body, "\n"); !strings.Contains(variants[0].body, `xdp_ethtool_driver_info{`) {
+	if n := strings.Count(variants[0].body, "\n"); !strings.Contains(variants[0].body, `xdp_nic_driver_info{`) {
 		b.Fatalf("the default scrape (%d lines) has no ethtool series", n)
 	}
 	for _, line := range strings.Split(variants[0].body, "\n") {
@@ -79,8 +79,8 @@ func BenchmarkScrapeManyInterfaces(b *testing.B) {
 // scrapeVariants starts the exporters the benchmark compares on the
 // devices include matches.
 func scrapeVariants(b *testing.B, include string) []*scrapeVariant {
-	ethtoolOnly := []string{"--collector.disable-defaults", "--collector.ethtool",
-		"--collector.ethtool.device-include=" + include}
+	ethtoolOnly := []string{"--collector.disable-defaults", "--collector.nic",
+		"--collector.nic.device-include=" + include}
 	var variants []*scrapeVariant
 	add := func(name, addr string) {
 		variants = append(variants, &scrapeVariant{name: name, url: "http://" + addr + "/metrics"})

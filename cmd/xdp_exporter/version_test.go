@@ -58,4 +58,20 @@ func TestVersion(t *testing.T) {
 	if !strings.Contains(out, "revision: "+head) || strings.Contains(out, "version  (") {
 		t.Errorf("go build: --version names no version or not revision %s:\n%s", head, out)
 	}
+
+	// Without VCS data the build knows no branch, revision, user or
+	// date: --version leaves them out instead of printing "branch: ,
+	// revision: unknown" and empty lines.
+	bare := filepath.Join(dir, "bare")
+	build = exec.Command("go", "build", "-o", bare, "./cmd/xdp_exporter")
+	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", "CGO_ENABLED=0")
+	out = versionOf(t, bare, build)
+	for _, bad := range []string{"unknown", "branch: ,", "revision:", "build user:", "build date:"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("go build -buildvcs=false: --version says %q:\n%s", bad, out)
+		}
+	}
+	if !strings.HasPrefix(out, "xdp_exporter, version (devel)") || !strings.Contains(out, "go version:") {
+		t.Errorf("go build -buildvcs=false: --version lacks what the toolchain knows:\n%s", out)
+	}
 }

@@ -45,10 +45,10 @@ func TestXDPWithoutBPFCapabilities(t *testing.T) {
 	e := startXDPWrapped(t, []string{capsh, "--drop=cap_bpf,cap_perfmon,cap_sys_admin", "--", "-c", `exec "$0" "$@"`})
 	body := e.Scrape(t)
 	promtest.CheckMetrics(t, body)
-	if !xdpHasLine(body, `xdp_scrape_collector_success{collector="xdp"} 0`) {
+	if !xdpHasLine(body, `xdp_scrape_collector_success{collector="monitor"} 0`) {
 		t.Fatalf("xdp collector did not report success 0 without CAP_BPF:\n%s", body)
 	}
-	if !strings.Contains(e.Stderr.String(), "BPF not permitted for the xdp collector: missing CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)") {
+	if !strings.Contains(e.Stderr.String(), "BPF not permitted for the monitor collector: missing CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)") {
 		t.Fatalf("no clear log line about the missing capability:\n%s", e.Stderr)
 	}
 	if !strings.Contains(body, "process_open_fds") {
@@ -78,7 +78,7 @@ func TestXDPKernelDrift(t *testing.T) {
 		mapErr = `xdp_monitor_tracepoint_attached{tracepoint="xdp:xdp_redirect_map_err"} 1`
 	}
 	for _, want := range []string{
-		`xdp_scrape_collector_success{collector="xdp"} 1`,
+		`xdp_scrape_collector_success{collector="monitor"} 1`,
 		mapErr,
 		`xdp_monitor_tracepoint_attached{tracepoint="xdp:xdp_redirect_err"} 1`,
 		`xdp_monitor_tracepoint_attached{tracepoint="xdp:xdp_exception"} 1`,

@@ -6,6 +6,7 @@ package main
 //go:generate go run . ../../METRICS.md
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 
@@ -93,15 +94,15 @@ func Markdown() string {
 				b.WriteString("Requires: " + r.Requires + "\n\n")
 			}
 		}
-		b.WriteString("| name | type | labels | series | meaning |\n|---|---|---|---|---|\n")
+		b.WriteString("| name | type | stability | labels | series | meaning |\n|---|---|---|---|---|---|\n")
 		for _, f := range byCollector[c] {
 			labels := strings.Join(f.Labels, ", ")
-			help := strings.ReplaceAll(f.Help, "|", "\\|")
+			help := strings.ReplaceAll(cmp.Or(f.Doc, f.Help), "|", "\\|")
 			series := seriesFormula(f)
 			if d := defaultShape(f); d != "" {
 				series += "; " + d
 			}
-			b.WriteString("| `" + f.Name + "` | " + string(f.Type) + " | " + labels + " | " + series + " | " + help + " |\n")
+			b.WriteString("| `" + f.Name + "` | " + string(f.Type) + " | " + string(f.Stability) + " | " + labels + " | " + series + " | " + help + " |\n")
 		}
 	}
 	return b.String()
@@ -150,55 +151,55 @@ var labelFactor = map[string]string{
 // it by themselves: a label whose values are fixed by the family, or one
 // that describes rather than multiplies.
 var seriesOverride = map[string]string{
-	"xdp_bpf_prog_info":                            "attachments (device x mode)",
-	"xdp_bpf_prog_runs_total":                      "programs",
-	"xdp_bpf_tc_prog_info":                         "programs on the tc, tcx and netkit hooks of the devices (device x kind x direction)",
-	"xdp_bpf_dispatcher_component_info":            "components of libxdp's dispatchers (up to 10 per dispatcher)",
-	"xdp_bpf_prog_run_seconds_total":               "programs",
-	"xdp_cpu_softirqs_total":                       "CPUs x 2 vectors (NET_RX, NET_TX; 10 with --collector.cpu.softirqs.all)",
-	"xdp_softirq_entries_total":                    "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
-	"xdp_softirq_raises_total":                     "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
-	"xdp_softirq_seconds_total":                    "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
-	"xdp_napi_poll_work":                           "devices x contexts polled x 68 (65 buckets, +Inf, _sum, _count)",
-	"xdp_napi_polls_budget_exhausted_total":        "devices x contexts polled",
-	"xdp_napi_polls_over_budget_total":             "devices x contexts polled",
-	"xdp_ethtool_channels":                         "devices x channel types the driver has (rx, tx, other, combined)",
-	"xdp_ethtool_channels_max":                     "devices x channel types the driver has (rx, tx, other, combined)",
-	"xdp_ethtool_driver_info":                      "devices",
-	"xdp_nic_port_packets_total":                   "devices with port counters x 2 directions (one source per device)",
-	"xdp_nic_port_bytes_total":                     "devices with port counters x 2 directions (one source per device)",
-	"xdp_nic_rx_host_drops_total":                  "devices x the drop counters of the device's one source (mlx5: 2, an unknown driver: 1)",
-	"xdp_nic_rx_alloc_failures_total":              "devices x the allocation-failure counters of the device's one source",
-	"xdp_ethtool_allowance_exceeded_packets_total": "ENA devices x 5 allowances",
-	"xdp_ethtool_rx_xdp_packets_total":             "devices x RX queues x verdicts the driver counts (mlx5: drop, redirect, tx)",
-	"xdp_ethtool_rx_xdp_tx_failures_total":         "devices x RX queues x 2 reasons",
-	"xdp_ethtool_xdp_xmit_failures_total":          "devices x TX queues x 2 reasons",
-	"xdp_netdev_queue_info":                        "devices x (RX + TX queues)",
-	"xdp_netdev_napi_info":                         "NAPIs (about one per channel)",
-	"xdp_devmap_xmit_packets_total":                "(from, to) device pairs redirected between",
-	"xdp_devmap_xmit_drops_total":                  "(from, to) device pairs redirected between",
-	"xdp_devmap_xmit_errors_total":                 "(from, to) device pairs redirected between",
-	"xdp_devmap_xmit_bulks_total":                  "(from, to) device pairs redirected between",
-	"xdp_netdev_xdp_feature":                       "devices x 7 features (and any bit a newer kernel adds)",
-	"xdp_netdev_xdp_rx_metadata_feature":           "devices x 3 features",
-	"xdp_netdev_xsk_feature":                       "devices x 3 features",
-	"xdp_pcie_device_info":                         "PCI NICs",
-	"xdp_pcie_aer_errors_total":                    "PCI NICs x hops with AER x 42 error names (8 correctable, 17 nonfatal, 17 fatal on Linux 6.x)",
-	"xdp_pcie_link_degraded":                       "PCI NICs x links (every other hop)",
-	"xdp_pcie_rx_queue_numa_remote_ratio":          "PCI NICs on a NUMA node x RX queues",
-	"xdp_pcie_cpu_numa_remote":                     "PCI NICs on a NUMA node x CPUs, on hosts of more than one node",
-	"xdp_rxq_info":                                 "devices",
-	"xdp_rxq_observed_info":                        "attachments (device x mode)",
-	"xdp_rxq_unobservable_info":                    "attachments (device x mode) observe mode cannot count",
-	"xdp_rxq_packets_total":                        "devices x queues x CPUs x verdicts seen (a cell at its first packet)",
-	"xdp_rxq_bytes_total":                          "devices x queues x CPUs x verdicts seen (a cell at its first packet)",
-	"xdp_rxq_issues_total":                         "devices x reasons seen",
-	"xdp_skb_drops_total":                          "devices x drop reasons seen",
-	"xdp_cpumap_kthread_actions_total":             "cpumaps x CPUs x 3 actions",
-	"xdp_exceptions_total":                         "devices x programs x actions seen",
-	"xdp_redirect_errors_total":                    "devices x programs x errnos seen",
-	"xdp_xsk_ring_entries":                         "AF_XDP sockets x 4 rings (device and queue name the socket)",
-	"xdp_perf_event_available":                     "perf events",
+	"xdp_bpf_prog_info":                        "attachments (device x mode)",
+	"xdp_bpf_prog_runs_total":                  "programs",
+	"xdp_bpf_tc_prog_info":                     "programs on the tc, tcx and netkit hooks of the devices (device x kind x direction)",
+	"xdp_bpf_dispatcher_component_info":        "components of libxdp's dispatchers (up to 10 per dispatcher)",
+	"xdp_bpf_prog_run_seconds_total":           "programs",
+	"xdp_cpu_softirqs_total":                   "CPUs x 2 vectors (NET_RX, NET_TX; 10 with --collector.cpu.softirqs.all)",
+	"xdp_napi_softirq_entries_total":           "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
+	"xdp_napi_softirq_raises_total":            "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
+	"xdp_napi_softirq_seconds_total":           "CPUs that ran a softirq x 10 vectors (--collector.napi.softirq-vectors)",
+	"xdp_napi_poll_work":                       "devices x contexts polled x 68 (65 buckets, +Inf, _sum, _count)",
+	"xdp_napi_polls_budget_exhausted_total":    "devices x contexts polled",
+	"xdp_napi_polls_over_budget_total":         "devices x contexts polled",
+	"xdp_nic_channels":                         "devices x channel types the driver has (rx, tx, other, combined)",
+	"xdp_nic_channels_max":                     "devices x channel types the driver has (rx, tx, other, combined)",
+	"xdp_nic_driver_info":                      "devices",
+	"xdp_nic_port_packets_total":               "devices with port counters x 2 directions (one source per device)",
+	"xdp_nic_port_bytes_total":                 "devices with port counters x 2 directions (one source per device)",
+	"xdp_nic_rx_host_drops_total":              "devices x the drop counters of the device's one source (mlx5: 2, an unknown driver: 1)",
+	"xdp_nic_rx_alloc_failures_total":          "devices x the allocation-failure counters of the device's one source",
+	"xdp_nic_allowance_exceeded_packets_total": "ENA devices x 5 allowances",
+	"xdp_nic_rx_xdp_packets_total":             "devices x RX queues x verdicts the driver counts (mlx5: drop, redirect, tx)",
+	"xdp_nic_rx_xdp_tx_failures_total":         "devices x RX queues x 2 reasons",
+	"xdp_nic_xdp_xmit_failures_total":          "devices x TX queues x 2 reasons",
+	"xdp_netdev_queue_info":                    "devices x (RX + TX queues)",
+	"xdp_netdev_napi_info":                     "NAPIs (about one per channel)",
+	"xdp_monitor_devmap_xmit_packets_total":    "(from, to) device pairs redirected between",
+	"xdp_monitor_devmap_xmit_drops_total":      "(from, to) device pairs redirected between",
+	"xdp_monitor_devmap_xmit_errors_total":     "(from, to) device pairs redirected between",
+	"xdp_monitor_devmap_xmit_bulks_total":      "(from, to) device pairs redirected between",
+	"xdp_netdev_xdp_feature":                   "devices x 7 features (and any bit a newer kernel adds)",
+	"xdp_netdev_xdp_rx_metadata_feature":       "devices x 3 features",
+	"xdp_netdev_xsk_feature":                   "devices x 3 features",
+	"xdp_pcie_device_info":                     "PCI NICs",
+	"xdp_pcie_aer_errors_total":                "PCI NICs x hops with AER x 42 error names (8 correctable, 17 nonfatal, 17 fatal on Linux 6.x)",
+	"xdp_pcie_link_degraded":                   "PCI NICs x links (every other hop)",
+	"xdp_pcie_rx_queue_numa_remote_ratio":      "PCI NICs on a NUMA node x RX queues",
+	"xdp_pcie_cpu_numa_remote":                 "PCI NICs on a NUMA node x CPUs, on hosts of more than one node",
+	"xdp_rxq_info":                             "devices",
+	"xdp_rxq_observed_info":                    "attachments (device x mode)",
+	"xdp_rxq_unobservable_info":                "attachments (device x mode) observe mode cannot count",
+	"xdp_rxq_packets_total":                    "devices x queues x CPUs x verdicts seen (a cell at its first packet)",
+	"xdp_rxq_bytes_total":                      "devices x queues x CPUs x verdicts seen (a cell at its first packet)",
+	"xdp_rxq_issues_total":                     "devices x reasons seen",
+	"xdp_drop_packets_total":                   "devices x drop reasons seen",
+	"xdp_monitor_cpumap_kthread_actions_total": "cpumaps x CPUs x 3 actions",
+	"xdp_monitor_exceptions_total":             "devices x actions seen",
+	"xdp_monitor_redirect_errors_total":        "devices x errnos seen",
+	"xdp_xsk_ring_entries":                     "AF_XDP sockets x 4 rings (device and queue name the socket)",
+	"xdp_perf_event_available":                 "perf events",
 }
 
 // seriesFormula is the number of series a family sends per scrape, as a
@@ -247,8 +248,8 @@ func defaultShape(f *collector.Family) string {
 	if exclude := registrations[f.Collector].MetricsExclude; exclude != "" && anchored(exclude).MatchString(f.ShortName()) {
 		return "off by default (`--collector." + f.Collector + ".metrics-exclude`)"
 	}
-	if f.Collector == "ethtool" && anchored(collector.DefaultEthtoolSumQueues).MatchString(f.ShortName()) {
-		return "summed per device by default, queue=\"\" (`--collector.ethtool.sum-queues`)"
+	if f.Collector == "nic" && anchored(collector.DefaultEthtoolSumQueues).MatchString(f.ShortName()) {
+		return "summed per device by default, queue=\"\" (`--collector.nic.sum-queues`)"
 	}
 	return ""
 }

@@ -71,9 +71,11 @@ var frameworkFiles = []string{"collector.go", "scrape.go", "metric.go", "filter.
 // frameworkLimit bounds the framework: node_exporter's collector.go is
 // about 250 lines; ours adds single-flight scrapes until the latest
 // deadline, filters applied before series are built, one link dump per
-// scrape and the catalogue METRICS.md is rendered from. Growing past it
-// is a reason to simplify, not to move code out of collector/.
-const frameworkLimit = 1100
+// scrape and the catalogue METRICS.md is rendered from, with each family's
+// stability level and METRICS.md's explanation beside its HELP (1.0's
+// interface, about 40 lines, hence 1,200 from 1,100). Growing past it is a
+// reason to simplify, not to move code out of collector/.
+const frameworkLimit = 1200
 
 // TestCollectorSize holds collector/ to small files, each collector's
 // own or the framework's, and the framework to frameworkLimit lines.

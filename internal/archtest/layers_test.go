@@ -149,3 +149,18 @@ func TestBinariesLinkNoTestCode(t *testing.T) {
 		}
 	}
 }
+
+// TestOneNetlinkLibrary: the exporter speaks netlink through mdlayher's
+// netlink and genetlink alone; vishvananda/netlink, which tests use to
+// make devices, once came back into the collector's tree through the tc
+// reader's message types.
+func TestOneNetlinkLibrary(t *testing.T) {
+	pkgs := packages(t)
+	for _, pkg := range []string{module + "/collector", module + "/cmd/xdp_exporter"} {
+		for _, dep := range pkgs[pkg].Deps {
+			if strings.HasPrefix(dep, "github.com/vishvananda/netlink") {
+				t.Errorf("%s links %s beside mdlayher/netlink", pkg, dep)
+			}
+		}
+	}
+}

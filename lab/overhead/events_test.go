@@ -150,7 +150,7 @@ func BenchmarkCollectorEventCost(b *testing.B) {
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	testenv.Check(b, err, "enabling BPF run-time statistics")
 	b.Cleanup(func() { st.Close() })
-	exportertest.Run(b, exportertest.FreeAddr(b), "--collector.napi.softirq", "--collector.xdp.xmit", "--collector.drop")
+	exportertest.Run(b, exportertest.FreeAddr(b), "--collector.napi.softirq", "--collector.monitor.xmit", "--collector.drop")
 	progs := exporterPrograms(b)
 	if len(progs) == 0 {
 		b.Fatal("no tracepoint program of the exporter found attached")

@@ -93,7 +93,7 @@ func metricName(s string) string {
 // control), the exporter without its BPF collectors, an empty program on
 // napi:napi_poll (the dispatch floor under the default set's only
 // per-poll program), the exporter's default set, the default set plus the
-// opt-in bulk transmit tracepoints (--collector.xdp.xmit: what xdp-monitor
+// opt-in bulk transmit tracepoints (--collector.monitor.xmit: what xdp-monitor
 // attaches by default), that plus the softirq programs (the default set
 // before they became opt-in), and xdp-monitor itself.
 func BenchmarkCollectorOverhead(b *testing.B) {
@@ -102,11 +102,11 @@ func BenchmarkCollectorOverhead(b *testing.B) {
 	variants := []Variant{
 		Bare("bare"),
 		control(),
-		exporter(b, "exporter without BPF", "--no-collector.xdp", "--no-collector.napi"),
+		exporter(b, "exporter without BPF", "--no-collector.monitor", "--no-collector.napi"),
 		EmptyPrograms("empty napi_poll program", "napi_poll"),
 		exporter(b, "exporter default"),
-		exporter(b, "exporter + xmit", "--collector.xdp.xmit"),
-		exporter(b, "exporter + xmit + softirq", "--collector.xdp.xmit", "--collector.napi.softirq"),
+		exporter(b, "exporter + xmit", "--collector.monitor.xmit"),
+		exporter(b, "exporter + xmit + softirq", "--collector.monitor.xmit", "--collector.napi.softirq"),
 	}
 	if v, ok := peer("xdp-monitor", Linked("tp_xdp_devmap_xmit"), "xdp-monitor"); ok {
 		variants = append(variants, v)
@@ -122,7 +122,7 @@ func BenchmarkRxqOverhead(b *testing.B) {
 	rig := newRig(b, 1)
 	dev := rig.Pair.Host.Name
 	rxq := func(name string, args ...string) Variant {
-		return exporter(b, name, append([]string{"--no-collector.xdp", "--no-collector.napi",
+		return exporter(b, name, append([]string{"--no-collector.monitor", "--no-collector.napi",
 			"--collector.rxq", "--collector.rxq.device=" + dev, "--collector.rxq.action=drop"}, args...)...)
 	}
 	variants := []Variant{
@@ -156,7 +156,7 @@ func BenchmarkCollectorDUTCost(b *testing.B) {
 	variants := []Variant{
 		Bare("bare"),
 		control(),
-		exporter(b, "exporter without BPF", "--no-collector.xdp", "--no-collector.napi"),
+		exporter(b, "exporter without BPF", "--no-collector.monitor", "--no-collector.napi"),
 		exporter(b, "exporter default"),
 	}
 	if v, ok := peer("xdp-monitor", Linked("tp_xdp_devmap_xmit"), "xdp-monitor"); ok {

@@ -497,7 +497,7 @@ var QstatDocs = [len(QstatNames)]string{
 	"bytes of packets built by HW-GRO coalescing",
 	"wire packets coalesced by HW-GRO",
 	"wire bytes coalesced by HW-GRO",
-	"packets the device dropped because the RX bitrate exceeded its rate limit",
+	"packets the device dropped for exceeding its RX rate limit",
 	"packets that arrived at the device but never left it (errors, policies, filters)",
 	"packets dropped as invalid or malformed",
 	"packets that did not need the device to checksum",
@@ -506,7 +506,7 @@ var QstatDocs = [len(QstatNames)]string{
 	"bytes of packets the device segmented (HW-GSO)",
 	"wire packets produced by HW-GSO",
 	"wire bytes produced by HW-GSO",
-	"packets the device dropped because the TX bitrate exceeded its rate limit",
+	"packets the device dropped for exceeding its TX rate limit",
 	"times the driver stopped the queue because it was full",
 	"times the driver restarted a stopped queue",
 }

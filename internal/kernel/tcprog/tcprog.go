@@ -5,6 +5,7 @@
 package tcprog
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,8 +13,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	mnl "github.com/mdlayher/netlink"
-	vnl "github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nlattr"
@@ -46,19 +45,33 @@ type Attachment struct {
 	Link link.ID
 }
 
-// UnsupportedHint says what a kind needs of the kernel.
-var UnsupportedHint = map[string]string{
-	KindTCX:    "needs Linux 6.6 or later",
-	KindNetkit: "needs Linux 6.7 or later with CONFIG_NETKIT",
+// UnsupportedHint says why a kernel of release major.minor lacks a kind:
+// too old for it, or, for netkit, built without CONFIG_NETKIT (a module
+// or a choice that every kernel since 6.7 may make).
+func UnsupportedHint(kind string, major, minor int) string {
+	switch {
+	case kind == KindTCX:
+		return "needs Linux 6.6 or later"
+	case kind == KindNetkit && (major < 6 || major == 6 && minor < 7):
+		return "needs Linux 6.7 or later"
+	case kind == KindNetkit:
+		return "the kernel was built without CONFIG_NETKIT"
+	}
+	return ""
 }
 
-var (
-	// ErrNoTCX is a kernel without tcx (before Linux 6.6).
-	ErrNoTCX = fmt.Errorf("%w: the kernel has no tcx hooks (BPF_TCX_INGRESS; %s)", errors.ErrUnsupported, UnsupportedHint[KindTCX])
-	// ErrNoNetkit is a kernel without netkit (before Linux 6.7, or
-	// built without CONFIG_NETKIT).
-	ErrNoNetkit = fmt.Errorf("%w: the kernel has no netkit devices (BPF_NETKIT_PRIMARY; %s)", errors.ErrUnsupported, UnsupportedHint[KindNetkit])
-)
+// RunningHint is UnsupportedHint for the running kernel.
+func RunningHint(kind string) string {
+	var u unix.Utsname
+	var major, minor int
+	if err := unix.Uname(&u); err == nil {
+		_, _ = fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	}
+	return UnsupportedHint(kind, major, minor)
+}
+
+// ErrNoTCX is a kernel without tcx (before Linux 6.6).
+var ErrNoTCX = fmt.Errorf("%w: the kernel has no tcx hooks (BPF_TCX_INGRESS; %s)", errors.ErrUnsupported, UnsupportedHint(KindTCX, 0, 0))
 
 // ProbeTCX asks for the tcx ingress programs of the loopback device: a
 // kernel without tcx refuses the attach type (EINVAL).
@@ -82,7 +95,7 @@ func ProbeNetkit() error {
 	case errors.Is(err, unix.ENXIO):
 		return nil
 	case errors.Is(err, unix.EINVAL):
-		return ErrNoNetkit
+		return fmt.Errorf("%w: the kernel has no netkit devices (BPF_NETKIT_PRIMARY; %s)", errors.ErrUnsupported, RunningHint(KindNetkit))
 	case err != nil:
 		return fmt.Errorf("probing netkit (BPF_PROG_QUERY BPF_NETKIT_PRIMARY): %w", err)
 	}
@@ -115,16 +128,16 @@ func (d *Dumper) Close() error { return d.conn.Close() }
 // filters on those hooks, so TC is asked only for them.
 func (d *Dumper) QdiscHooks() (map[uint32][]string, error) {
 	out := map[uint32][]string{}
-	err := d.dump("dumping qdiscs (RTM_GETQDISC)", unix.RTM_GETQDISC, 0, 0, unix.RTM_NEWQDISC, func(msg *nl.TcMsg, ad *mnl.AttributeDecoder) {
+	err := d.dump("dumping qdiscs (RTM_GETQDISC)", unix.RTM_GETQDISC, 0, 0, unix.RTM_NEWQDISC, func(msg tcMsg, ad *mnl.AttributeDecoder) {
 		for ad.Next() {
-			if ad.Type() != nl.TCA_KIND {
+			if ad.Type() != unix.TCA_KIND {
 				continue
 			}
 			switch ad.String() {
 			case "clsact":
-				out[uint32(msg.Ifindex)] = []string{"ingress", "egress"}
+				out[uint32(msg.ifindex)] = []string{"ingress", "egress"}
 			case "ingress":
-				out[uint32(msg.Ifindex)] = []string{"ingress"}
+				out[uint32(msg.ifindex)] = []string{"ingress"}
 			}
 		}
 	})
@@ -134,7 +147,37 @@ func (d *Dumper) QdiscHooks() (map[uint32][]string, error) {
 // tcParents are the filter parents of the two clsact hooks (TC_H_MAKE of
 // TC_H_CLSACT with TC_H_MIN_INGRESS or TC_H_MIN_EGRESS); the ingress
 // qdisc answers for its one hook under the ingress parent.
-var tcParents = map[string]uint32{"ingress": vnl.HANDLE_MIN_INGRESS, "egress": vnl.HANDLE_MIN_EGRESS}
+var tcParents = map[string]uint32{"ingress": 0xfffffff2, "egress": 0xfffffff3}
+
+// What golang.org/x/sys/unix lacks of the tc uapi, written by hand
+// because the project keeps one netlink library (mdlayher's), whose
+// packages have no tc types: struct tcmsg (include/uapi/linux/rtnetlink.h)
+// and TCA_BPF_ID of enum in include/uapi/linux/pkt_cls.h.
+const (
+	sizeofTcMsg = 20
+	tcaBPFID    = 11
+)
+
+// tcMsg is what the dumps use of struct tcmsg: family (AF_UNSPEC, 0),
+// three bytes of padding, ifindex, handle, parent and info, in host byte
+// order.
+type tcMsg struct {
+	ifindex int32
+	parent  uint32
+}
+
+// marshal is the request's struct tcmsg.
+func (m tcMsg) marshal() []byte {
+	b := make([]byte, sizeofTcMsg)
+	binary.NativeEndian.PutUint32(b[4:], uint32(m.ifindex))
+	binary.NativeEndian.PutUint32(b[12:], m.parent)
+	return b
+}
+
+// parseTcMsg reads the struct tcmsg at the start of a reply.
+func parseTcMsg(b []byte) tcMsg {
+	return tcMsg{ifindex: int32(binary.NativeEndian.Uint32(b[4:])), parent: binary.NativeEndian.Uint32(b[12:])}
+}
 
 // TC dumps the filters of one hook of a device (RTM_GETTFILTER) and
 // returns its cls_bpf filters that run an eBPF program (TCA_BPF_ID), in
@@ -149,17 +192,17 @@ func (d *Dumper) TC(ifindex uint32, direction string) ([]Attachment, error) {
 	}
 	var out []Attachment
 	what := fmt.Sprintf("dumping the %s tc filters of device %d (RTM_GETTFILTER)", direction, ifindex)
-	err := d.dump(what, unix.RTM_GETTFILTER, ifindex, parent, unix.RTM_NEWTFILTER, func(_ *nl.TcMsg, ad *mnl.AttributeDecoder) {
+	err := d.dump(what, unix.RTM_GETTFILTER, ifindex, parent, unix.RTM_NEWTFILTER, func(_ tcMsg, ad *mnl.AttributeDecoder) {
 		bpf := false
 		var id uint32
 		for ad.Next() {
 			switch ad.Type() {
-			case nl.TCA_KIND:
+			case unix.TCA_KIND:
 				bpf = ad.String() == "bpf"
-			case nl.TCA_OPTIONS:
+			case unix.TCA_OPTIONS:
 				ad.Nested(func(nad *mnl.AttributeDecoder) error {
 					for nad.Next() {
-						if nad.Type() == nl.TCA_BPF_ID {
+						if nad.Type() == tcaBPFID {
 							id = nad.Uint32()
 						}
 					}
@@ -178,11 +221,11 @@ func (d *Dumper) TC(ifindex uint32, direction string) ([]Attachment, error) {
 // hands each reply of type want to each, its attributes walked in place.
 // A dump interrupted by a concurrent change is run again, up to three
 // times, as tc itself does not: a torn dump may miss a filter.
-func (d *Dumper) dump(what string, cmd, ifindex, parent uint32, want mnl.HeaderType, each func(*nl.TcMsg, *mnl.AttributeDecoder)) error {
-	req := nl.TcMsg{Family: unix.AF_UNSPEC, Ifindex: int32(ifindex), Parent: parent}
+func (d *Dumper) dump(what string, cmd, ifindex, parent uint32, want mnl.HeaderType, each func(tcMsg, *mnl.AttributeDecoder)) error {
+	req := tcMsg{ifindex: int32(ifindex), parent: parent}
 	m := mnl.Message{
 		Header: mnl.Header{Type: mnl.HeaderType(cmd), Flags: mnl.Request | mnl.Dump},
-		Data:   slices.Clone(req.Serialize()),
+		Data:   req.marshal(),
 	}
 	var msgs []mnl.Message
 	for try := 0; ; try++ {
@@ -198,11 +241,11 @@ func (d *Dumper) dump(what string, cmd, ifindex, parent uint32, want mnl.HeaderT
 		}
 	}
 	for _, r := range msgs {
-		if r.Header.Type != want || len(r.Data) < nl.SizeofTcMsg {
+		if r.Header.Type != want || len(r.Data) < sizeofTcMsg {
 			continue
 		}
-		err := nlattr.Decode(r.Data[nl.SizeofTcMsg:], func(ad *mnl.AttributeDecoder) error {
-			each(nl.DeserializeTcMsg(r.Data), ad)
+		err := nlattr.Decode(r.Data[sizeofTcMsg:], func(ad *mnl.AttributeDecoder) error {
+			each(parseTcMsg(r.Data), ad)
 			return nil
 		})
 		if err != nil {

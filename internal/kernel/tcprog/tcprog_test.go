@@ -206,3 +206,24 @@ func TestNetkit(t *testing.T) {
 		t.Errorf("netkit programs of the peer: %+v, %v; want none (its primary holds them)", got, err)
 	}
 }
+
+// TestUnsupportedHint: a kernel without netkit is too old for it before
+// 6.7 and was built without CONFIG_NETKIT since; a 6.18 kernel without it
+// once read "needs Linux 6.7 or later".
+func TestUnsupportedHint(t *testing.T) {
+	for _, c := range []struct {
+		kind         string
+		major, minor int
+		want         string
+	}{
+		{tcprog.KindNetkit, 5, 10, "needs Linux 6.7 or later"},
+		{tcprog.KindNetkit, 6, 6, "needs Linux 6.7 or later"},
+		{tcprog.KindNetkit, 6, 7, "the kernel was built without CONFIG_NETKIT"},
+		{tcprog.KindNetkit, 6, 18, "the kernel was built without CONFIG_NETKIT"},
+		{tcprog.KindTCX, 6, 1, "needs Linux 6.6 or later"},
+	} {
+		if got := tcprog.UnsupportedHint(c.kind, c.major, c.minor); got != c.want {
+			t.Errorf("%s on %d.%d: %q, want %q", c.kind, c.major, c.minor, got, c.want)
+		}
+	}
+}

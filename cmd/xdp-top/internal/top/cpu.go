@@ -31,7 +31,7 @@ func (v viewCtx) cpu() string {
 		}
 		return out
 	}
-	drops, squeezed := per("xdp_softnet_dropped_total"), per("xdp_softnet_times_squeezed_total")
+	drops, squeezed := per("xdp_cpu_softnet_dropped_total"), per("xdp_cpu_softnet_times_squeezed_total")
 	instr, cycles := per("xdp_perf_instructions_total"), per("xdp_perf_cycles_total")
 	misses, refs := per("xdp_perf_cache_misses_total"), per("xdp_perf_cache_references_total")
 	perf := v.cur.Has("xdp_perf_cycles_total")

@@ -14,13 +14,13 @@ import (
 // names (PCIe, DDIO, page cache and pool, CQE compression, the NIC
 // signals): highlighted.
 func curated(family string) bool {
-	return !strings.HasPrefix(family, "xdp_ethtool_stat_") && !strings.HasPrefix(family, "xdp_ethtool_queue_stat_")
+	return !strings.HasPrefix(family, "xdp_nic_stat_") && !strings.HasPrefix(family, "xdp_nic_queue_stat_")
 }
 
 // nicFamily says whether a counter family is one the view lists: the
 // driver's stats and the NIC signals.
 func nicFamily(name string) bool {
-	return strings.HasPrefix(name, "xdp_ethtool_") || strings.HasPrefix(name, "xdp_nic_")
+	return strings.HasPrefix(name, "xdp_nic_")
 }
 
 // nic is ethtool_stats.pl's view: a line per device with its signals
@@ -28,8 +28,8 @@ func nicFamily(name string) bool {
 // then every driver stat that changed, per second, sorted by device then
 // name.
 func (v viewCtx) nic() string {
-	if !v.cur.Has("xdp_ethtool_driver_info") {
-		return needs("ethtool", "xdp_ethtool_driver_info")
+	if !v.cur.Has("xdp_nic_driver_info") {
+		return needs("nic", "xdp_nic_driver_info")
 	}
 	// A row's text is built only if it is shown: a 128-queue host can
 	// change thousands of stats per second and a screen shows 60.
@@ -43,7 +43,7 @@ func (v viewCtx) nic() string {
 		if !nicFamily(name) || mf.GetType() == dto.MetricType_GAUGE {
 			continue
 		}
-		stat := strings.TrimPrefix(strings.TrimPrefix(name, "xdp_"), "ethtool_")
+		stat := strings.TrimPrefix(name, "xdp_nic_")
 		if curated(name) {
 			stat = "* " + stat
 		}
@@ -137,9 +137,9 @@ func (v viewCtx) headers() []string {
 			parts[s.Labels["device"]] = append(parts[s.Labels["device"]], fmt.Sprintf(format, s.Labels[keyLabel], s.Value))
 		}
 	}
-	add("xdp_ethtool_channels", "%s channels %.0f", "type")
-	add("xdp_ethtool_ring_descriptors", "%s ring %.0f", "ring")
-	add("xdp_ethtool_private_flag", "%s=%.0f", "flag")
+	add("xdp_nic_channels", "%s channels %.0f", "type")
+	add("xdp_nic_ring_descriptors", "%s ring %.0f", "ring")
+	add("xdp_nic_private_flag", "%s=%.0f", "flag")
 	devs := make([]string, 0, len(parts))
 	for d := range parts {
 		devs = append(devs, d)

@@ -38,7 +38,7 @@ func (v viewCtx) config() []string {
 	}
 
 	port := perDevice("xdp_nic_port_packets_total", func(s Series) bool { return s.Get("direction") == "rx" })
-	for dev, ss := range gauge("xdp_ethtool_link_speed_bytes_per_second") {
+	for dev, ss := range gauge("xdp_nic_link_speed_bytes_per_second") {
 		line := fmt.Sprintf("link %.0f Gbit/s", ss[0].Value*8/1e9)
 		if p, ok := port[dev]; ok && ss[0].Value > 0 {
 			line += fmt.Sprintf(" (port rx %.1f%% of 64-byte line rate)", 100*p/(ss[0].Value/minFrameWireBytes))
@@ -55,7 +55,7 @@ func (v viewCtx) config() []string {
 		}
 		pauseFrames[s.Get("device")][s.Get("direction")] = s.Value
 	}
-	for dev, ss := range gauge("xdp_ethtool_pause_enabled") {
+	for dev, ss := range gauge("xdp_nic_pause_enabled") {
 		on := map[string]string{}
 		for _, s := range ss {
 			on[s.Get("direction")] = map[bool]string{true: "on", false: "off"}[s.Value == 1]
@@ -83,7 +83,7 @@ func (v viewCtx) config() []string {
 // coalescing is per device its interrupt coalescing per direction.
 func coalescing(gauge func(string) map[string][]Series) map[string]string {
 	out, coalesce := map[string]string{}, map[string]map[string]float64{}
-	for _, family := range []string{"xdp_ethtool_coalesce_delay_seconds", "xdp_ethtool_coalesce_max_frames", "xdp_ethtool_coalesce_adaptive"} {
+	for _, family := range []string{"xdp_nic_coalesce_delay_seconds", "xdp_nic_coalesce_max_frames", "xdp_nic_coalesce_adaptive"} {
 		for dev, ss := range gauge(family) {
 			for _, s := range ss {
 				if coalesce[dev] == nil {
@@ -96,8 +96,8 @@ func coalescing(gauge func(string) map[string][]Series) map[string]string {
 	for dev, c := range coalesce {
 		var dirs []string
 		for _, dir := range []string{"rx", "tx"} {
-			d := fmt.Sprintf("%s %.0fus/%.0f frames", dir, c["xdp_ethtool_coalesce_delay_seconds "+dir]*1e6, c["xdp_ethtool_coalesce_max_frames "+dir])
-			if c["xdp_ethtool_coalesce_adaptive "+dir] == 1 {
+			d := fmt.Sprintf("%s %.0fus/%.0f frames", dir, c["xdp_nic_coalesce_delay_seconds "+dir]*1e6, c["xdp_nic_coalesce_max_frames "+dir])
+			if c["xdp_nic_coalesce_adaptive "+dir] == 1 {
 				d += " adaptive"
 			}
 			dirs = append(dirs, d)
@@ -112,7 +112,7 @@ func coalescing(gauge func(string) map[string][]Series) map[string]string {
 func (v viewCtx) rssWeights(gauge func(string) map[string][]Series) map[string]string {
 	out := map[string]string{}
 	queues := map[string]float64{}
-	for dev, ss := range gauge("xdp_ethtool_channels") {
+	for dev, ss := range gauge("xdp_nic_channels") {
 		for _, s := range ss {
 			if t := s.Get("type"); t == "rx" || t == "combined" {
 				queues[dev] += s.Value
@@ -120,10 +120,10 @@ func (v viewCtx) rssWeights(gauge func(string) map[string][]Series) map[string]s
 		}
 	}
 	hash := map[string]string{}
-	for dev, ss := range gauge("xdp_ethtool_rss_info") {
+	for dev, ss := range gauge("xdp_nic_rss_info") {
 		hash[dev] = ss[0].Get("hash_function")
 	}
-	for dev, ss := range gauge("xdp_ethtool_rss_indirection_entries") {
+	for dev, ss := range gauge("xdp_nic_rss_indirection_entries") {
 		total, lo, hi := 0.0, ss[0].Value, ss[0].Value
 		for _, s := range ss {
 			total += s.Value
@@ -147,7 +147,7 @@ func (v viewCtx) queueInterrupts() map[string]string {
 	for _, s := range v.rates("xdp_pcie_rx_queue_interrupts_total") {
 		irqs[s.Get("device")] += s.Value
 	}
-	for _, family := range []string{"xdp_netdev_queue_rx_packets_total", "xdp_ethtool_rx_queue_packets_total"} {
+	for _, family := range []string{"xdp_netdev_queue_rx_packets_total", "xdp_nic_rx_queue_packets_total"} {
 		counted := map[string]float64{}
 		for _, s := range v.rates(family) {
 			if s.Get("queue") != "" {

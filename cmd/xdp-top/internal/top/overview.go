@@ -9,12 +9,12 @@ func (v viewCtx) overview() string {
 	t := newTable()
 	if v.cur.Has("xdp_rxq_packets_total") {
 		t.row("rxq", "XDP-RX total "+pps(sum(v.rates("xdp_rxq_packets_total")))+" pps")
-	} else if v.cur.Has("xdp_ethtool_rx_xdp_processed_packets_total") {
-		t.row("rxq", "driver XDP packets "+pps(sum(v.rates("xdp_ethtool_rx_xdp_processed_packets_total")))+" pps (rxq collector off)")
+	} else if v.cur.Has("xdp_nic_rx_xdp_processed_packets_total") {
+		t.row("rxq", "driver XDP packets "+pps(sum(v.rates("xdp_nic_rx_xdp_processed_packets_total")))+" pps (rxq collector off)")
 	}
 	if v.cur.Has("xdp_monitor_tracepoint_attached") {
 		t.row("xdp", fmt.Sprintf("exceptions %s/s, redirect errors %s/s",
-			pps(sum(v.rates("xdp_exceptions_total"))), pps(sum(v.rates("xdp_redirect_errors_total")))))
+			pps(sum(v.rates("xdp_monitor_exceptions_total"))), pps(sum(v.rates("xdp_monitor_redirect_errors_total")))))
 	}
 	var polls, pkts float64
 	for _, h := range HistogramRates(v.prev, v.cur, "xdp_napi_poll_work") {
@@ -41,8 +41,8 @@ func (v viewCtx) overview() string {
 			t.row("cpu", fmt.Sprintf("%%soft %.1f, %%idle %.1f (all CPUs)", 100*soft/total, 100*idle/total))
 		}
 	}
-	if v.cur.Has("xdp_skb_drops_untracked_total") {
-		t.row("drop", "stack drops "+pps(sum(v.rates("xdp_skb_drops_total")))+"/s")
+	if v.cur.Has("xdp_drop_untracked_total") {
+		t.row("drop", "stack drops "+pps(sum(v.rates("xdp_drop_packets_total")))+"/s")
 	}
 	return t.String()
 }

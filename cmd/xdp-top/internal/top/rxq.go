@@ -185,9 +185,9 @@ func atoi(s string) int {
 // the rxq collector is off.
 func (v viewCtx) rxqFallback() string {
 	for _, src := range []struct{ family, what string }{
-		{"xdp_ethtool_rx_xdp_processed_packets_total", "the driver's per-queue XDP counters (ethtool collector)"},
+		{"xdp_nic_rx_xdp_processed_packets_total", "the driver's per-queue XDP counters (ethtool collector)"},
 		{"xdp_netdev_queue_rx_packets_total", "the netdev qstats per queue (netdev collector)"},
-		{"xdp_ethtool_rx_queue_packets_total", "the driver's per-queue RX counters (ethtool collector)"},
+		{"xdp_nic_rx_queue_packets_total", "the driver's per-queue RX counters (ethtool collector)"},
 	} {
 		if !v.cur.Has(src.family) {
 			continue

@@ -58,11 +58,11 @@ func (s *Summary) Add(prev, cur *Scrape) {
 		}
 	}
 	for name, mf := range cur.Families {
-		if !strings.HasPrefix(name, "xdp_ethtool_") || mf.GetType().String() == "GAUGE" {
+		if !strings.HasPrefix(name, "xdp_nic_") || mf.GetType().String() == "GAUGE" {
 			continue
 		}
 		for _, r := range Rates(prev, cur, name) {
-			stat := strings.TrimPrefix(name, "xdp_ethtool_")
+			stat := strings.TrimPrefix(name, "xdp_nic_")
 			if q := r.Get("queue"); q != "" {
 				stat += "{queue=" + q + "}"
 			}

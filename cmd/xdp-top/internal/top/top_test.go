@@ -178,18 +178,18 @@ func TestNapiView(t *testing.T) {
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func TestNICViewOnlyChanged(t *testing.T) {
-	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_ethtool_stat_rx_packets untyped\n# TYPE xdp_ethtool_rx_page_cache_events_total counter\n# TYPE xdp_ethtool_channels gauge\n"
-	prev := parse(t, 0, head+`xdp_ethtool_driver_info{device="eth0",driver="mlx5_core"} 1
-xdp_ethtool_stat_rx_packets{device="eth0"} 100
-xdp_ethtool_stat_rx_packets{device="eth1"} 100
-xdp_ethtool_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 0
-xdp_ethtool_channels{device="eth0",type="combined"} 8
+	const head = "# TYPE xdp_nic_driver_info gauge\n# TYPE xdp_nic_stat_rx_packets untyped\n# TYPE xdp_nic_rx_page_cache_events_total counter\n# TYPE xdp_nic_channels gauge\n"
+	prev := parse(t, 0, head+`xdp_nic_driver_info{device="eth0",driver="mlx5_core"} 1
+xdp_nic_stat_rx_packets{device="eth0"} 100
+xdp_nic_stat_rx_packets{device="eth1"} 100
+xdp_nic_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 0
+xdp_nic_channels{device="eth0",type="combined"} 8
 `)
-	cur := parse(t, 1, head+`xdp_ethtool_driver_info{device="eth0",driver="mlx5_core"} 1
-xdp_ethtool_stat_rx_packets{device="eth0"} 600
-xdp_ethtool_stat_rx_packets{device="eth1"} 100
-xdp_ethtool_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 7
-xdp_ethtool_channels{device="eth0",type="combined"} 8
+	cur := parse(t, 1, head+`xdp_nic_driver_info{device="eth0",driver="mlx5_core"} 1
+xdp_nic_stat_rx_packets{device="eth0"} 600
+xdp_nic_stat_rx_packets{device="eth1"} 100
+xdp_nic_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 7
+xdp_nic_channels{device="eth0",type="combined"} 8
 `)
 	out := Render("nic", prev, cur, "")
 	wantFields(t, out, "eth0 stat_rx_packets 500", "eth0 * rx_page_cache_events_total{queue=0,event=empty} 7", "eth0: combined channels 8")
@@ -202,9 +202,9 @@ xdp_ethtool_channels{device="eth0",type="combined"} 8
 // port load, its drops for lack of host resources by counter and their
 // share, and the allocation failures, each with its source.
 func TestNICViewSignals(t *testing.T) {
-	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_nic_port_packets_total counter\n# TYPE xdp_nic_rx_host_drops_total counter\n# TYPE xdp_nic_rx_alloc_failures_total counter\n"
+	const head = "# TYPE xdp_nic_driver_info gauge\n# TYPE xdp_nic_port_packets_total counter\n# TYPE xdp_nic_rx_host_drops_total counter\n# TYPE xdp_nic_rx_alloc_failures_total counter\n"
 	scrape := func(at, k float64) *Scrape {
-		return parse(t, at, head+fmt.Sprintf(`xdp_ethtool_driver_info{device="mlx5p1",driver="mlx5_core"} 1
+		return parse(t, at, head+fmt.Sprintf(`xdp_nic_driver_info{device="mlx5p1",driver="mlx5_core"} 1
 xdp_nic_port_packets_total{device="mlx5p1",direction="rx",source="ethtool"} %g
 xdp_nic_port_packets_total{device="mlx5p1",direction="tx",source="ethtool"} 0
 xdp_nic_rx_host_drops_total{device="mlx5p1",source="ethtool",stat="rx_discards_phy",where="port"} %g
@@ -217,16 +217,16 @@ xdp_nic_rx_host_drops_total{device="veth0",source="link_stats64",stat="rx_droppe
 	wantFields(t, out,
 		"mlx5p1: port rx 88,049,446 pps (ethtool); host-resource drops 13,854,604 pps (ethtool: rx_discards_phy port 13,760,980, rx_out_of_buffer ring 93,624, 15.7% of port rx); rx alloc failures 5/s (netdev_qstats)",
 		"veth0: host-resource drops 12 pps (link_stats64: rx_dropped 12)",
-		"mlx5p1 * nic_rx_host_drops_total{source=ethtool,stat=rx_discards_phy,where=port} 13,760,980")
+		"mlx5p1 * rx_host_drops_total{source=ethtool,stat=rx_discards_phy,where=port} 13,760,980")
 }
 
 // TestNICViewUncore: the NIC view shows, per device, its root complex's
 // measured bytes and its socket's DDIO write miss share; a device whose
 // socket counts misses alone gets no share.
 func TestNICViewUncore(t *testing.T) {
-	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_uncore_iio_device_info gauge\n# TYPE xdp_uncore_iio_bytes_total counter\n# TYPE xdp_uncore_ddio_requests_total counter\n"
+	const head = "# TYPE xdp_nic_driver_info gauge\n# TYPE xdp_uncore_iio_device_info gauge\n# TYPE xdp_uncore_iio_bytes_total counter\n# TYPE xdp_uncore_ddio_requests_total counter\n"
 	scrape := func(at, k float64) *Scrape {
-		return parse(t, at, head+fmt.Sprintf(`xdp_ethtool_driver_info{device="eth0",driver="mlx5_core"} 1
+		return parse(t, at, head+fmt.Sprintf(`xdp_nic_driver_info{device="eth0",driver="mlx5_core"} 1
 xdp_uncore_iio_device_info{device="eth0",socket="0",iio="1",root_bus="0000:3a"} 1
 xdp_uncore_iio_device_info{device="eth1",socket="1",iio="0",root_bus="0000:ae"} 1
 xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",direction="inbound",op="write"} %g
@@ -251,7 +251,7 @@ xdp_uncore_ddio_requests_total{socket="1",request="itom",result="miss"} %g
 func TestViewsSayWhichCollector(t *testing.T) {
 	empty := parse(t, 0, "# TYPE up gauge\nup 1\n")
 	later := parse(t, 1, "# TYPE up gauge\nup 1\n")
-	for view, collector := range map[string]string{"xdp": "xdp", "napi": "napi", "nic": "ethtool", "cpu": "cpu", "rxq": "rxq", "drop": "drop"} {
+	for view, collector := range map[string]string{"xdp": "monitor", "napi": "napi", "nic": "nic", "cpu": "cpu", "rxq": "rxq", "drop": "drop"} {
 		if out := Render(view, empty, later, ""); !strings.Contains(out, "--collector."+collector) {
 			t.Errorf("%s view without its families says %q", view, out)
 		}
@@ -298,13 +298,13 @@ func bigHost(t testing.TB, v float64) string {
 		}
 	}
 	w("# TYPE xdp_monitor_tracepoint_attached gauge\nxdp_monitor_tracepoint_attached{tracepoint=\"xdp:xdp_exception\"} 1\n")
-	w("# TYPE xdp_exceptions_total counter\n# TYPE xdp_devmap_xmit_packets_total counter\n# TYPE xdp_devmap_xmit_bulks_total counter\n")
+	w("# TYPE xdp_monitor_exceptions_total counter\n# TYPE xdp_monitor_devmap_xmit_packets_total counter\n# TYPE xdp_monitor_devmap_xmit_bulks_total counter\n")
 	for d := range 2 {
 		for _, a := range []string{"ABORTED", "DROP", "TX", "REDIRECT"} {
-			w("xdp_exceptions_total{device=\"mlx5p%d\",prog_id=\"7\",action=\"%s\"} %g\n", d, a, 10*v)
+			w("xdp_monitor_exceptions_total{device=\"mlx5p%d\",prog_id=\"7\",action=\"%s\"} %g\n", d, a, 10*v)
 		}
-		w("xdp_devmap_xmit_packets_total{from_device=\"mlx5p%d\",to_device=\"mlx5p%d\"} %g\n", d, 1-d, 1.6e7*v)
-		w("xdp_devmap_xmit_bulks_total{from_device=\"mlx5p%d\",to_device=\"mlx5p%d\"} %g\n", d, 1-d, 1e6*v)
+		w("xdp_monitor_devmap_xmit_packets_total{from_device=\"mlx5p%d\",to_device=\"mlx5p%d\"} %g\n", d, 1-d, 1.6e7*v)
+		w("xdp_monitor_devmap_xmit_bulks_total{from_device=\"mlx5p%d\",to_device=\"mlx5p%d\"} %g\n", d, 1-d, 1e6*v)
 	}
 	w("# TYPE xdp_napi_poll_work histogram\n")
 	for d := range 2 {
@@ -398,16 +398,16 @@ func BenchmarkTopCPU(b *testing.B) {
 // TestDropView lists drop reasons by rate, the largest first, with the
 // device ("(none)" for skbs that had none), and the untracked drops.
 func TestDropView(t *testing.T) {
-	const head = "# TYPE xdp_skb_drops_total counter\n# TYPE xdp_skb_drops_untracked_total counter\n"
-	prev := parse(t, 0, head+`xdp_skb_drops_total{device="eth0",reason="NO_SOCKET"} 100
-xdp_skb_drops_total{device="eth0",reason="NETFILTER_DROP"} 0
-xdp_skb_drops_total{device="",reason="NOT_SPECIFIED"} 5
-xdp_skb_drops_untracked_total 0
+	const head = "# TYPE xdp_drop_packets_total counter\n# TYPE xdp_drop_untracked_total counter\n"
+	prev := parse(t, 0, head+`xdp_drop_packets_total{device="eth0",reason="NO_SOCKET"} 100
+xdp_drop_packets_total{device="eth0",reason="NETFILTER_DROP"} 0
+xdp_drop_packets_total{device="",reason="NOT_SPECIFIED"} 5
+xdp_drop_untracked_total 0
 `)
-	cur := parse(t, 2, head+`xdp_skb_drops_total{device="eth0",reason="NO_SOCKET"} 300
-xdp_skb_drops_total{device="eth0",reason="NETFILTER_DROP"} 2000000
-xdp_skb_drops_total{device="",reason="NOT_SPECIFIED"} 9
-xdp_skb_drops_untracked_total 40
+	cur := parse(t, 2, head+`xdp_drop_packets_total{device="eth0",reason="NO_SOCKET"} 300
+xdp_drop_packets_total{device="eth0",reason="NETFILTER_DROP"} 2000000
+xdp_drop_packets_total{device="",reason="NOT_SPECIFIED"} 9
+xdp_drop_untracked_total 40
 `)
 	out := Render("drop", prev, cur, "")
 	lines := strings.Split(out, "\n")
@@ -427,27 +427,27 @@ xdp_skb_drops_untracked_total 40
 // settings and frames, the RSS table's queue weights, and the RX queues'
 // interrupts with packets per interrupt.
 func TestNICViewConfig(t *testing.T) {
-	const head = "# TYPE xdp_ethtool_driver_info gauge\n# TYPE xdp_ethtool_link_speed_bytes_per_second gauge\n# TYPE xdp_nic_port_packets_total counter\n" +
-		"# TYPE xdp_ethtool_coalesce_delay_seconds gauge\n# TYPE xdp_ethtool_coalesce_max_frames gauge\n# TYPE xdp_ethtool_coalesce_adaptive gauge\n" +
-		"# TYPE xdp_ethtool_pause_enabled gauge\n# TYPE xdp_nic_pause_frames_total counter\n# TYPE xdp_ethtool_channels gauge\n# TYPE xdp_ethtool_rss_info gauge\n" +
-		"# TYPE xdp_ethtool_rss_indirection_entries gauge\n# TYPE xdp_pcie_rx_queue_interrupts_total counter\n# TYPE xdp_netdev_queue_rx_packets_total counter\n"
+	const head = "# TYPE xdp_nic_driver_info gauge\n# TYPE xdp_nic_link_speed_bytes_per_second gauge\n# TYPE xdp_nic_port_packets_total counter\n" +
+		"# TYPE xdp_nic_coalesce_delay_seconds gauge\n# TYPE xdp_nic_coalesce_max_frames gauge\n# TYPE xdp_nic_coalesce_adaptive gauge\n" +
+		"# TYPE xdp_nic_pause_enabled gauge\n# TYPE xdp_nic_pause_frames_total counter\n# TYPE xdp_nic_channels gauge\n# TYPE xdp_nic_rss_info gauge\n" +
+		"# TYPE xdp_nic_rss_indirection_entries gauge\n# TYPE xdp_pcie_rx_queue_interrupts_total counter\n# TYPE xdp_netdev_queue_rx_packets_total counter\n"
 	scrape := func(at, k float64) *Scrape {
-		return parse(t, at, head+fmt.Sprintf(`xdp_ethtool_driver_info{device="mlx5p1",driver="mlx5_core"} 1
-xdp_ethtool_link_speed_bytes_per_second{device="mlx5p1"} 1.25e10
+		return parse(t, at, head+fmt.Sprintf(`xdp_nic_driver_info{device="mlx5p1",driver="mlx5_core"} 1
+xdp_nic_link_speed_bytes_per_second{device="mlx5p1"} 1.25e10
 xdp_nic_port_packets_total{device="mlx5p1",direction="rx",source="eth_mac"} %g
-xdp_ethtool_coalesce_delay_seconds{device="mlx5p1",direction="rx"} 8e-06
-xdp_ethtool_coalesce_delay_seconds{device="mlx5p1",direction="tx"} 1.6e-05
-xdp_ethtool_coalesce_max_frames{device="mlx5p1",direction="rx"} 128
-xdp_ethtool_coalesce_max_frames{device="mlx5p1",direction="tx"} 32
-xdp_ethtool_coalesce_adaptive{device="mlx5p1",direction="rx"} 1
-xdp_ethtool_coalesce_adaptive{device="mlx5p1",direction="tx"} 0
-xdp_ethtool_pause_enabled{device="mlx5p1",direction="rx"} 1
-xdp_ethtool_pause_enabled{device="mlx5p1",direction="tx"} 0
+xdp_nic_coalesce_delay_seconds{device="mlx5p1",direction="rx"} 8e-06
+xdp_nic_coalesce_delay_seconds{device="mlx5p1",direction="tx"} 1.6e-05
+xdp_nic_coalesce_max_frames{device="mlx5p1",direction="rx"} 128
+xdp_nic_coalesce_max_frames{device="mlx5p1",direction="tx"} 32
+xdp_nic_coalesce_adaptive{device="mlx5p1",direction="rx"} 1
+xdp_nic_coalesce_adaptive{device="mlx5p1",direction="tx"} 0
+xdp_nic_pause_enabled{device="mlx5p1",direction="rx"} 1
+xdp_nic_pause_enabled{device="mlx5p1",direction="tx"} 0
 xdp_nic_pause_frames_total{device="mlx5p1",direction="rx"} %g
-xdp_ethtool_channels{device="mlx5p1",type="combined"} 3
-xdp_ethtool_rss_info{device="mlx5p1",hash_function="toeplitz",table_size="12"} 1
-xdp_ethtool_rss_indirection_entries{device="mlx5p1",queue="0"} 6
-xdp_ethtool_rss_indirection_entries{device="mlx5p1",queue="1"} 6
+xdp_nic_channels{device="mlx5p1",type="combined"} 3
+xdp_nic_rss_info{device="mlx5p1",hash_function="toeplitz",table_size="12"} 1
+xdp_nic_rss_indirection_entries{device="mlx5p1",queue="0"} 6
+xdp_nic_rss_indirection_entries{device="mlx5p1",queue="1"} 6
 xdp_pcie_rx_queue_interrupts_total{device="mlx5p1",queue="0",irq="300"} %g
 xdp_pcie_rx_queue_interrupts_total{device="mlx5p1",queue="1",irq="301"} %g
 xdp_netdev_queue_rx_packets_total{device="mlx5p1",queue="0",type="rx"} %g

@@ -7,17 +7,17 @@ import (
 // xdp is xdp_monitor's table.
 func (v viewCtx) xdp() string {
 	if !v.cur.Has("xdp_monitor_tracepoint_attached") {
-		return needs("xdp", "xdp_monitor_tracepoint_attached")
+		return needs("monitor", "xdp_monitor_tracepoint_attached")
 	}
 	t := newTable()
 	t.row("XDP-event", "where", "pps", "drop-pps", "bulk-avg")
-	for _, s := range byLabels(v.rates("xdp_exceptions_total"), "device", "action") {
+	for _, s := range byLabels(v.rates("xdp_monitor_exceptions_total"), "device", "action") {
 		t.row("Exception", s.Labels["device"]+" "+s.Labels["action"], pps(s.Value), "", "")
 	}
-	for _, s := range byLabels(v.rates("xdp_redirect_errors_total"), "device", "errno") {
+	for _, s := range byLabels(v.rates("xdp_monitor_redirect_errors_total"), "device", "errno") {
 		t.row("Redirect-err", s.Labels["device"]+" "+s.Labels["errno"], pps(s.Value), "", "")
 	}
-	for _, s := range byLabels(v.rates("xdp_redirects_total"), "device") {
+	for _, s := range byLabels(v.rates("xdp_monitor_redirects_total"), "device") {
 		t.row("Redirect", s.Labels["device"], pps(s.Value), "", "")
 	}
 	v.bulkRows(t, "devmap-xmit", "xdp_devmap_xmit", []string{"from_device", "to_device"}, func(l map[string]string) string {
@@ -26,13 +26,13 @@ func (v viewCtx) xdp() string {
 	v.bulkRows(t, "cpumap-enqueue", "xdp_cpumap_enqueue", []string{"map_id", "to_cpu"}, func(l map[string]string) string {
 		return "map " + l["map_id"] + " ->cpu " + l["to_cpu"]
 	})
-	for _, s := range byLabels(v.rates("xdp_cpumap_kthread_packets_total"), "map_id", "cpu") {
-		drops := lookup(byLabels(v.rates("xdp_cpumap_kthread_drops_total"), "map_id", "cpu"), s.Labels)
+	for _, s := range byLabels(v.rates("xdp_monitor_cpumap_kthread_packets_total"), "map_id", "cpu") {
+		drops := lookup(byLabels(v.rates("xdp_monitor_cpumap_kthread_drops_total"), "map_id", "cpu"), s.Labels)
 		t.row("cpumap-kthread", "map "+s.Labels["map_id"]+" cpu "+s.Labels["cpu"], pps(s.Value), pps(drops), "")
 	}
 	v.bulkRows(t, "xdp-bulk-tx", "xdp_bulk_tx", []string{"device"}, func(l map[string]string) string { return l["device"] })
-	if !v.cur.Has("xdp_devmap_xmit_packets_total") && !v.cur.Has("xdp_bulk_tx_packets_total") {
-		t.row("(devmap, cpumap and XDP_TX bulks need --collector.xdp.xmit)")
+	if !v.cur.Has("xdp_monitor_devmap_xmit_packets_total") && !v.cur.Has("xdp_monitor_bulk_tx_packets_total") {
+		t.row("(devmap, cpumap and XDP_TX bulks need --collector.monitor.xmit)")
 	}
 	return t.String()
 }
