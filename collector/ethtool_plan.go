@@ -126,7 +126,13 @@ func (c *ethtoolCollector) target(dev string, idx *driverIndex, st ethtoolname.S
 		t, fam := signalTarget(dev, ds)
 		return t, c.fams.keeps(fam)
 	}
-	if cs, ok := perQueueCurated[st.Base]; ok && (st.PerQueue || !hasPerQueue[st.Base]) {
+	if _, ok := perQueueCurated[st.Base]; ok && !st.PerQueue && hasPerQueue[st.Base] {
+		// The device total of the queues the family carries (mlx5's
+		// rx_cache_reuse beside rx<N>_cache_reuse, i40e's rx_packets
+		// beside rx-<N>.packets): the family's sum(), never a second one.
+		return ethtoolTarget{}, false
+	}
+	if cs, ok := perQueueCurated[st.Base]; ok {
 		queue, sum := st.Queue, st.PerQueue && c.sum != nil && c.sum.MatchString(cs.fam.ShortName())
 		if sum {
 			queue = ""

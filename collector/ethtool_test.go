@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
+	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolname"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
@@ -63,9 +66,6 @@ var ethtoolFixtureWants = []ethtoolFixtureWant{
 	{"xdp_nic_queue_stat_ch_poll", []string{"device", "mlx5", "queue", "0"}, 27183},
 	{"xdp_nic_queue_stat_tx_cqes", []string{"device", "mlx5", "queue", "0"}, 1739714},
 	{"xdp_nic_stat_ch_poll", []string{"device", "mlx5"}, 27183},
-	// device-wide sums of curated per-queue stats stay untyped
-	{"xdp_nic_stat_rx_xdp_drop", []string{"device", "mlx5"}, 75214086},
-	{"xdp_nic_stat_rx_cache_reuse", []string{"device", "mlx5"}, 75214073},
 	{"xdp_nic_stat_rx_prio0_packets", []string{"device", "mlx5"}, 73608194},
 	{"xdp_nic_ring_descriptors", []string{"device", "mlx5", "ring", "rx"}, 512},
 	{"xdp_nic_ring_descriptors_max", []string{"device", "mlx5", "ring", "tx"}, 8192},
@@ -77,7 +77,6 @@ var ethtoolFixtureWants = []ethtoolFixtureWant{
 	{"xdp_nic_queue_stat_tx_packets", []string{"device", "i40e", "queue", "0"}, 9652980690},
 	{"xdp_nic_queue_stat_rx_bytes", []string{"device", "i40e", "queue", "1"}, 4160893309842},
 	{"xdp_nic_stat_veb_rx_bytes", []string{"device", "i40e"}, 0},
-	{"xdp_nic_stat_rx_packets", []string{"device", "i40e"}, 258269468302},
 	// ice
 	{"xdp_nic_driver_info", []string{"device", "ice", "driver", "ice"}, 1},
 	{"xdp_nic_queue_stat_tx_packets", []string{"device", "ice", "queue", "0"}, 3659792718},
@@ -122,8 +121,11 @@ func TestEthtoolFixtures(t *testing.T) {
 		}
 	}
 
-	// A curated stat is not also untyped.
+	// A curated stat is not also untyped, nor is the device total of a
+	// curated per-queue stat (rx_xdp_drop, rx_cache_reuse of mlx5, rx_packets
+	// of i40e).
 	for _, name := range []string{"xdp_nic_queue_stat_rx_xdp_drop", "xdp_nic_queue_stat_rx_cache_reuse",
+		"xdp_nic_stat_rx_xdp_drop", "xdp_nic_stat_rx_cache_reuse", "xdp_nic_stat_rx_packets",
 		"xdp_nic_stat_rx_packets_phy", "xdp_nic_stat_outbound_pci_stalled_wr", "xdp_nic_queue_stat_rx_xdp_drops",
 		"xdp_nic_queue_stat_rx_packets",
 		"xdp_nic_stat_rx_64_bytes_phy"} {
@@ -143,7 +145,8 @@ func TestEthtoolFixtures(t *testing.T) {
 	}
 
 	// Nothing vanishes: every stat of every (real) fixture is in one
-	// series, alone or summed (a NIC signal's parts, a summed queue).
+	// series, alone or summed (a NIC signal's parts, a summed queue), but
+	// the device totals of curated per-queue stats, which are in none.
 	for name, d := range src.devs {
 		e := c.devices[src.index[name]].plan.Load()
 		in := make([]int, len(d.names))
@@ -152,9 +155,12 @@ func TestEthtoolFixtures(t *testing.T) {
 				in[i]++
 			}
 		}
+		stats, hasPerQueue := ethtoolname.ParseAll(d.names)
 		for i, n := range in {
-			if n != 1 {
-				t.Errorf("%s: stat %q is in %d series", name, d.names[i], n)
+			_, curated := perQueueCurated[stats[i].Base]
+			total := curated && !stats[i].PerQueue && hasPerQueue[stats[i].Base]
+			if total && n != 0 || !total && n != 1 {
+				t.Errorf("%s: stat %q is in %d series (a device total of curated queues: %v)", name, d.names[i], n, total)
 			}
 		}
 	}
@@ -411,4 +417,66 @@ func BenchmarkEthtoolScrape(b *testing.B) {
 			b.ReportMetric(float64(<-done)/float64(b.N), "series/op")
 		})
 	}
+}
+
+// TestEthtoolRawRepeatsNoTyped: on every captured driver dump, no raw
+// stat_* series carries a count that a typed family of the same device
+// carries, summed over its queues: a device total of per-queue stats
+// (mlx5's rx_cache_reuse beside rx<N>_cache_reuse) is the typed family's
+// sum(), not a second family. Equal counts of more than 1,000 in a real
+// dump are the same counter, but for the counters rawCoincidences names.
+func TestEthtoolRawRepeatsNoTyped(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "ethtool", "*.txt"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	var names []string
+	for _, p := range paths {
+		names = append(names, strings.TrimSuffix(filepath.Base(p), ".txt"))
+	}
+	mfs := gather(t, fixtureCollector(t, loadFixtures(t, names...), "", DefaultEthtoolMetricsExclude, nil))
+	typed := map[string]map[float64]string{} // device -> summed value -> family{labels}
+	for name, mf := range mfs {
+		if strings.HasPrefix(name, "xdp_nic_stat_") || mf.GetType() != dto.MetricType_COUNTER {
+			continue
+		}
+		sums := map[string]float64{}
+		for _, m := range mf.GetMetric() {
+			sums[labelsWithout(m, "queue")] += exportertest.Value(m)
+		}
+		for labels, v := range sums {
+			dev := strings.TrimPrefix(strings.Split(labels, ",")[0], "device=")
+			if typed[dev] == nil {
+				typed[dev] = map[float64]string{}
+			}
+			typed[dev][v] = name + "{" + labels + "}"
+		}
+	}
+	raw := 0
+	for name, mf := range mfs {
+		if !strings.HasPrefix(name, "xdp_nic_stat_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			raw++
+			dev, v := exportertest.Label(m, "device"), exportertest.Value(m)
+			if fam, dup := typed[dev][v]; dup && v > 1000 && !rawCoincidences[dev+" "+name] {
+				t.Errorf("%s{device=%q} = %v repeats %s", name, dev, v, fam)
+			}
+		}
+	}
+	if raw == 0 {
+		t.Fatal("no raw stat series: the test compared nothing")
+	}
+}
+
+// rawCoincidences are the raw stats of the fixtures that equal a typed
+// family's count without being the same counter.
+var rawCoincidences = map[string]bool{
+	// bnxt counts every frame and the good ones apart; the captured port
+	// had no bad frame.
+	"bnxt xdp_nic_stat_rx_total_frames": true, "bnxt xdp_nic_stat_tx_total_frames": true,
+	// The vmxnet3 dump is of a flood into an XDP_DROP program: every
+	// frame received ran XDP and was dropped.
+	"vmxnet3 xdp_nic_stat_xdp_packets": true, "vmxnet3 xdp_nic_stat_xdp_drops": true,
 }
