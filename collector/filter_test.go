@@ -33,7 +33,7 @@ func TestFamilyFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !f.keeps(netdevQueueInfo) || f.keeps(netdevPagePoolInflight) || f.keeps(netdevPagePoolStats[0]) {
+	if !f.keeps(netdevQueueInfo) || f.keeps(netdevPagePoolInflight) || f.keeps(netdevPagePoolAllocs) {
 		t.Error("metrics-exclude page_pool_.* kept a page pool family or dropped queue_info")
 	}
 	f, err = newFamilyFilter("netdev", re("queue_info|page_pool_.*"), re("page_pool_detached"))
@@ -159,7 +159,7 @@ func TestNetdevExcludedDumpNotMade(t *testing.T) {
 		v := testNetdev()
 		c, _ := valuesCollector(NetdevConfig{Filter: Filter{Families: fams}, PerQueueStats: true}, v)
 		mfs := gather(t, c)
-		asked, has := v.calls[netdev.CmdPagePoolStatsGet].Load(), mfs["xdp_netdev_page_pool_alloc_fast_total"] != nil
+		asked, has := v.calls[netdev.CmdPagePoolStatsGet].Load(), mfs["xdp_netdev_page_pool_allocations_total"] != nil
 		if exclude == "" && (asked == 0 || !has) {
 			t.Errorf("without exclusions: page-pool-stats-get asked %d times, alloc_fast reported: %v", asked, has)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -46,7 +45,7 @@ func init() {
 //     series on two 64-queue ports); the RX packets, drops and queue
 //     stops stay per queue;
 //   - the page pool statistics per pool (page-pool-stats-get): eleven per
-//     RX queue, and the ethtool collector's xdp_nic_rx_page_pool_*
+//     RX queue, and the nic collector's xdp_nic_rx_page_pool_*
 //     families read the same counters (page_pool_get_stats) where the
 //     driver reports them;
 //   - page_pool_inflight_bytes, page_pool_inflight_pages times the
@@ -58,7 +57,7 @@ func init() {
 //
 // --collector.netdev.metrics-exclude="" brings them all back.
 const DefaultNetdevMetricsExclude = "queue_(rx_csum_.*|rx_hw_gro_.*|rx_hw_drop_ratelimits|tx_hw_drop_errors|tx_csum_none|tx_needs_csum|tx_hw_gso_.*|tx_hw_drop_ratelimits|rx_bytes|tx_bytes|tx_packets|rx_alloc_fail)_total|" +
-	"page_pool_(alloc|recycle)_.*|page_pool_inflight_bytes|napi_info|napi_defer_hard_irqs|napi_gro_flush_timeout_seconds"
+	"page_pool_(allocations|recycles)_total|page_pool_inflight_bytes|napi_info|napi_defer_hard_irqs|napi_gro_flush_timeout_seconds"
 
 // NetdevConfig configures the netdev collector.
 type NetdevConfig struct {
@@ -318,7 +317,7 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 		}
 	}
 
-	if !slices.ContainsFunc(netdevPagePoolStats[:], c.cfg.Families.keeps) {
+	if !c.cfg.Families.keeps(netdevPagePoolAllocs) && !c.cfg.Families.keeps(netdevPagePoolRecycles) {
 		return errors.Join(errs...) // no family wants the dump
 	}
 	stats, ok, err := netdevGet(c, netdev.CmdPagePoolStatsGet, netdev.Reader.PagePoolStats)
@@ -335,7 +334,8 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 		id := strconv.FormatUint(s.ID, 10)
 		for j, present := range s.Present {
 			if present {
-				c.cfg.Families.send(ch, netdevPagePoolStats[j], float64(s.Values[j]), dev, id, napiOf[s.ID])
+				st := netdevPagePoolStats[j]
+				c.cfg.Families.send(ch, st.fam, float64(s.Values[j]), dev, id, napiOf[s.ID], st.value)
 			}
 		}
 	}

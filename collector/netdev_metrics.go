@@ -11,8 +11,12 @@ var (
 	// netdevQstatsDevice[i] and netdevQstatsQueue[i] carry netdev.QstatNames[i].
 	netdevQstatsDevice [len(netdev.QstatNames)]*Family
 	netdevQstatsQueue  [len(netdev.QstatNames)]*Family
-	// netdevPagePoolStats[i] carries netdev.PagePoolStatNames[i].
-	netdevPagePoolStats [len(netdev.PagePoolStatNames)]*Family
+	// netdevPagePoolStats[i] is the family and label value that carry
+	// netdev.PagePoolStatNames[i].
+	netdevPagePoolStats [len(netdev.PagePoolStatNames)]pagePoolStat
+	// The page pool counters in the nic collector's shape of them
+	// (xdp_nic_rx_page_pool_*): allocations by path, recycles by result.
+	netdevPagePoolAllocs, netdevPagePoolRecycles *Family
 
 	netdevXDPFeature = newFamily("netdev", "netdev_xdp_feature",
 		"1 if the device supports the XDP feature, from netdev netlink dev-get xdp-features.",
@@ -62,11 +66,39 @@ func init() {
 			what+" per queue (netdev qstats "+attr+").",
 			Counter, "device", "queue", "type").documented("Per-queue " + netdev.QstatDocs[i] + " (netdev netlink qstats-get " + attr + ", scope queue: may restart from 0 when the queue is reconfigured).")
 	}
+	var allocDoc, recycleDoc []string
 	for i, attr := range netdev.PagePoolStatNames {
-		netdevPagePoolStats[i] = newFamily("netdev", "netdev_page_pool_"+metricStem(attr)+"_total",
-			"Page pool "+strings.ToLower(helpClause(netdev.PagePoolStatDocs[i]))+" (netdev page-pool-stats "+attr+").",
-			Counter, "device", "pool_id", "napi_id").documented("Page pool " + netdev.PagePoolStatDocs[i] + " (netdev netlink page-pool-stats-get " + attr + ", needs CONFIG_PAGE_POOL_STATS).")
+		kind, stat, _ := strings.Cut(attr, "-")
+		value := metricStem(stat)
+		if value == "released_refcnt" {
+			value = "released_ref" // the name of the nic side, mlx5's rx_pp_recycle_released_ref
+		}
+		netdevPagePoolStats[i].value = value
+		line := value + ": " + netdev.PagePoolStatDocs[i] + " (" + attr + ")"
+		if kind == "alloc" {
+			allocDoc = append(allocDoc, line)
+		} else {
+			recycleDoc = append(recycleDoc, line)
+		}
 	}
+	netdevPagePoolAllocs = newFamily("netdev", "netdev_page_pool_allocations_total",
+		"Page pool allocations by path, from netdev netlink page-pool-stats-get alloc-*.",
+		Counter, "device", "pool_id", "napi_id", "path").documented("Page pool allocations by path, from netdev netlink page-pool-stats-get (needs CONFIG_PAGE_POOL_STATS); " + strings.Join(allocDoc, "; ") + ".")
+	netdevPagePoolRecycles = newFamily("netdev", "netdev_page_pool_recycles_total",
+		"Page pool recycles by result, from netdev netlink page-pool-stats-get recycle-*.",
+		Counter, "device", "pool_id", "napi_id", "result").documented("Page pool recycles by result, from netdev netlink page-pool-stats-get (needs CONFIG_PAGE_POOL_STATS); " + strings.Join(recycleDoc, "; ") + ".")
+	for i, attr := range netdev.PagePoolStatNames {
+		netdevPagePoolStats[i].fam = netdevPagePoolRecycles
+		if strings.HasPrefix(attr, "alloc-") {
+			netdevPagePoolStats[i].fam = netdevPagePoolAllocs
+		}
+	}
+}
+
+// pagePoolStat is the series of one page-pool-stats-get attribute.
+type pagePoolStat struct {
+	fam   *Family
+	value string // of the path or result label
 }
 
 // parenthetical is an aside of a netdev spec doc, which a HELP leaves to

@@ -365,8 +365,11 @@ func TestNetdevMetrics(t *testing.T) {
 	for _, s := range v.poolStats {
 		id := strconv.FormatUint(s.ID, 10)
 		for i, stat := range netdev.PagePoolStatNames {
-			name := "xdp_netdev_page_pool_" + metricStem(stat) + "_total"
-			if got := mfs.Value(t, name, "pool_id", id, "device", "eth0"); got != float64(s.Values[i]) {
+			w, ok := pagePoolSeries[stat]
+			if !ok {
+				t.Fatalf("no expected series for page-pool-stats-get %s", stat)
+			}
+			if got := mfs.Value(t, w[0], "pool_id", id, "device", "eth0", w[1], w[2]); got != float64(s.Values[i]) {
 				t.Errorf("pool %s %s = %v, want %v", id, stat, got, s.Values[i])
 			}
 		}
@@ -382,7 +385,7 @@ func TestNetdevUnsupportedOnce(t *testing.T) {
 	c, log := valuesCollector(NetdevConfig{}, v)
 	for range 3 {
 		mfs := gather(t, c)
-		if _, ok := mfs["xdp_netdev_page_pool_alloc_fast_total"]; ok {
+		if _, ok := mfs["xdp_netdev_page_pool_allocations_total"]; ok {
 			t.Fatal("page pool stats reported while unsupported")
 		}
 		if _, ok := mfs["xdp_netdev_page_pool_inflight_pages"]; !ok {
@@ -421,4 +424,21 @@ func BenchmarkNetdevUpdate(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// pagePoolSeries is the series each page-pool-stats-get attribute is
+// sent as: family, label and value, in the shape of the nic collector's
+// xdp_nic_rx_page_pool_* families (the same path and result values).
+var pagePoolSeries = map[string][3]string{
+	"alloc-fast":              {"xdp_netdev_page_pool_allocations_total", "path", "fast"},
+	"alloc-slow":              {"xdp_netdev_page_pool_allocations_total", "path", "slow"},
+	"alloc-slow-high-order":   {"xdp_netdev_page_pool_allocations_total", "path", "slow_high_order"},
+	"alloc-empty":             {"xdp_netdev_page_pool_allocations_total", "path", "empty"},
+	"alloc-refill":            {"xdp_netdev_page_pool_allocations_total", "path", "refill"},
+	"alloc-waive":             {"xdp_netdev_page_pool_allocations_total", "path", "waive"},
+	"recycle-cached":          {"xdp_netdev_page_pool_recycles_total", "result", "cached"},
+	"recycle-cache-full":      {"xdp_netdev_page_pool_recycles_total", "result", "cache_full"},
+	"recycle-ring":            {"xdp_netdev_page_pool_recycles_total", "result", "ring"},
+	"recycle-ring-full":       {"xdp_netdev_page_pool_recycles_total", "result", "ring_full"},
+	"recycle-released-refcnt": {"xdp_netdev_page_pool_recycles_total", "result", "released_ref"},
 }
