@@ -388,7 +388,7 @@ func hostSet(t testing.TB, flags hostFlags) (*Set, *LinkSnapshot) {
 	seedNapi(t, napi, napi.netns)
 	collectors["napi"] = napi
 	xdp, err := NewXDPCollector(XDPConfig{Filter: Filter{Devices: fixtureDevices}}, slog.New(slog.DiscardHandler))
-	testenv.Check(t, err, "loading the xdp collector")
+	testenv.Check(t, err, "loading the monitor collector")
 	seedXDP(t, xdp.(*xdpCollector), progs)
 	collectors["monitor"] = xdp
 	collectors["bpf"], err = newBPFCollector(BPFConfig{}, slog.New(slog.DiscardHandler))

@@ -85,7 +85,7 @@ func deviceNamingCollectors(t *testing.T, logger *slog.Logger) map[string]Collec
 	bp, err := newBPFCollector(BPFConfig{}, logger)
 	testenv.Check(t, err, "bpf collector")
 	xd, err := NewXDPCollector(XDPConfig{}, logger)
-	testenv.Check(t, err, "xdp collector")
+	testenv.Check(t, err, "monitor collector")
 	np, err := loadNapiCollector(NapiConfig{}, logger)
 	testenv.Check(t, err, "napi collector")
 	collectors := map[string]Collector{"nic": eth, "bpf": bp, "monitor": xd, "napi": np}

@@ -23,7 +23,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
-// reapLab is the xdp and napi collectors behind one Set.
+// reapLab is the monitor and napi collectors behind one Set.
 type reapLab struct {
 	t    *testing.T
 	set  *Set
@@ -34,7 +34,7 @@ type reapLab struct {
 func newReapLab(t *testing.T) *reapLab {
 	testenv.Privileged(t)
 	xd, err := NewXDPCollector(XDPConfig{}, slog.New(slog.DiscardHandler))
-	testenv.Check(t, err, "xdp collector")
+	testenv.Check(t, err, "monitor collector")
 	np, err := loadNapiCollector(NapiConfig{}, slog.New(slog.DiscardHandler))
 	testenv.Check(t, err, "napi collector")
 	l := &reapLab{t: t, set: NewSet(map[string]Collector{"monitor": xd, "napi": np}, slog.New(slog.DiscardHandler)), xdp: xd.(*xdpCollector), napi: np}

@@ -74,10 +74,10 @@ func newTestXDP(t testing.TB, cfg XDPConfig) Collector {
 	t.Helper()
 	testenv.Privileged(t)
 	c, err := NewXDPCollector(cfg, slog.New(slog.DiscardHandler))
-	testenv.Check(t, err, "starting the xdp collector")
+	testenv.Check(t, err, "starting the monitor collector")
 	t.Cleanup(func() {
 		if err := c.Close(); err != nil {
-			t.Errorf("closing the xdp collector: %v", err)
+			t.Errorf("closing the monitor collector: %v", err)
 		}
 	})
 	return c
@@ -235,7 +235,7 @@ func TestXDPMissingTracepoint(t *testing.T) {
 	}
 	spec.Programs[xdpmon.XdpmonProgXdpDevmapXmit].AttachTo = "xdp_no_such_tracepoint"
 	c, err := newXDPCollector(XDPConfig{Xmit: true}, slog.New(slog.DiscardHandler), spec)
-	testenv.Check(t, err, "starting the xdp collector with one missing tracepoint")
+	testenv.Check(t, err, "starting the monitor collector with one missing tracepoint")
 	defer c.Close()
 
 	in, out := xdpRedirectLab(t)
@@ -278,7 +278,7 @@ func TestXDPProtoMismatch(t *testing.T) {
 	spec.Programs[xdpmon.XdpmonProgXdpException].AttachTo = "xdp_bulk_tx"
 	spec.Programs[xdpmon.XdpmonProgXdpBulkTx].AttachTo = "xdp_no_such_tracepoint"
 	c, err := newXDPCollector(XDPConfig{Xmit: true}, slog.New(slog.DiscardHandler), spec)
-	testenv.Check(t, err, "starting the xdp collector")
+	testenv.Check(t, err, "starting the monitor collector")
 	defer c.Close()
 	mfs, err := gatherErr(t, c)
 	if err == nil || !strings.Contains(err.Error(), "xdp:xdp_bulk_tx") {
@@ -412,7 +412,7 @@ func TestXDPMapFull(t *testing.T) {
 	}
 	spec.Maps[xdpmon.XdpmonMapExceptions].MaxEntries = 1
 	c, err := newXDPCollector(XDPConfig{}, slog.New(slog.DiscardHandler), spec)
-	testenv.Check(t, err, "starting the xdp collector")
+	testenv.Check(t, err, "starting the monitor collector")
 	defer c.Close()
 
 	first, second := vethtest.Pair(t, 2), vethtest.Pair(t, 2)

@@ -166,7 +166,7 @@ func TestExactCounts(t *testing.T) {
 }
 
 // TestXDPExceptionsExact attaches a program that aborts every frame and
-// checks that the default exporter's xdp collector counts each one.
+// checks that the default exporter's monitor collector counts each one.
 func TestXDPExceptionsExact(t *testing.T) {
 	// Two queues, one per sending CPU: with one, both CPUs fill the same
 	// 256-frame ring, and when its NAPI runs on the other CPU, veth drops

@@ -31,7 +31,7 @@ func xdpHasLine(body, line string) bool {
 }
 
 // TestXDPWithoutBPFCapabilities runs the exporter with CAP_BPF,
-// CAP_PERFMON and CAP_SYS_ADMIN dropped: the xdp collector reports success
+// CAP_PERFMON and CAP_SYS_ADMIN dropped: the monitor collector reports success
 // 0 and says why in one log line, and the exporter keeps serving.
 func TestXDPWithoutBPFCapabilities(t *testing.T) {
 	testenv.Privileged(t)
@@ -46,7 +46,7 @@ func TestXDPWithoutBPFCapabilities(t *testing.T) {
 	body := e.Scrape(t)
 	promtest.CheckMetrics(t, body)
 	if !xdpHasLine(body, `xdp_scrape_collector_success{collector="monitor"} 0`) {
-		t.Fatalf("xdp collector did not report success 0 without CAP_BPF:\n%s", body)
+		t.Fatalf("monitor collector did not report success 0 without CAP_BPF:\n%s", body)
 	}
 	if !strings.Contains(e.Stderr.String(), "BPF not permitted for the monitor collector: missing CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)") {
 		t.Fatalf("no clear log line about the missing capability:\n%s", e.Stderr)

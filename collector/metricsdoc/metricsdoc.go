@@ -45,16 +45,16 @@ device has one label value in every family of that scrape.
 - A device the exporter cannot name (gone since its counters were
   recorded, or created after the scrape's dump) is ` + "`ifindex:N`" + `.
 - A device of another network namespace, which only the BPF programs of
-  the xdp and napi collectors see, is ` + "`netns:INODE/NAME`" + ` where the program
+  the monitor and napi collectors see, is ` + "`netns:INODE/NAME`" + ` where the program
   recorded the name (napi) and ` + "`netns:INODE/ifindex:N`" + ` where it does not
-  (xdp); INODE is the namespace's inode as ` + "`lsns -t net`" + ` shows it.
+  (monitor); INODE is the namespace's inode as ` + "`lsns -t net`" + ` shows it.
 - ` + "`--collector.NAME.device-include/-exclude`" + ` (every collector with a
   device label) are regexps matched against the whole device label
   (` + "`eth0`" + ` does not select ` + "`veth0`" + `): include first (empty: every device),
   then exclude.
 - The series column says how many series a family sends per scrape, and
   what the default flags change (docs/cardinality.md).
-- The xdp and napi collectors delete the kernel map entries of devices,
+- The monitor and napi collectors delete the kernel map entries of devices,
   programs and cpumaps that are gone (the device is absent from the
   dump after a scrape that saw its entry, the id no longer opens), so
   their series end and the maps keep room for new ones. Devices of
