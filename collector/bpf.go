@@ -21,7 +21,7 @@ import (
 var (
 	bpfProgInfo = newFamily("bpf", "bpf_prog_info",
 		"An XDP program attached to a device, from RTM_GETLINK and BPF_OBJ_GET_INFO_BY_FD; always 1.",
-		Gauge, "device", "mode", "prog_id", "name", "tag", "link_id").documented("An XDP program attached to a device: mode and program id from rtnetlink (RTM_GETLINK IFLA_XDP_DRV/SKB/HW_PROG_ID), " +
+		Gauge, "device", "attach_mode", "prog_id", "name", "tag", "link_id").documented("An XDP program attached to a device: attach mode and program id from rtnetlink (RTM_GETLINK IFLA_XDP_DRV/SKB/HW_PROG_ID), " +
 		"name and tag from BPF_OBJ_GET_INFO_BY_FD, link_id of the bpf_link holding it (empty when attached without a link). Always 1.")
 	bpfProgRuns = newFamily("bpf", "bpf_prog_runs_total",
 		"Times the BPF program ran, from bpf_prog_info.run_cnt (counted while BPF stats are on).",

@@ -15,7 +15,7 @@ import (
 
 var bpfDispatcherComponent = newFamily("bpf", "bpf_dispatcher_component_info",
 	"A program in a slot of libxdp's multi-program dispatcher on a device; always 1.",
-	Gauge, "device", "mode", "dispatcher_id", "slot", "prog_id", "name", "tag", "priority", "chain_call_actions", "link_id").documented("A program inside libxdp's multi-program dispatcher (xdp-loader, AF_XDP's default program) on a device: " +
+	Gauge, "device", "attach_mode", "dispatcher_id", "slot", "prog_id", "name", "tag", "priority", "chain_call_actions", "link_id").documented("A program inside libxdp's multi-program dispatcher (xdp-loader, AF_XDP's default program) on a device: " +
 	"slot the dispatcher calls it in (from 0), priority libxdp ordered it by, chain_call_actions the verdicts with which the packet " +
 	"goes on to the next slot (any other verdict is the device's), link_id the freplace bpf_link holding it. " +
 	"The kernel counts run count and run time only for the dispatcher (xdp_bpf_prog_info). Always 1.").experimental()

@@ -12,9 +12,9 @@ import (
 
 var bpfTCProgInfo = newFamily("bpf", "bpf_tc_prog_info",
 	"A BPF program on a tc, tcx or netkit hook of a device, from RTM_GETTFILTER and BPF_PROG_QUERY; always 1.",
-	Gauge, "device", "kind", "direction", "order", "prog_id", "name", "tag", "link_id").documented("A BPF program on a traffic-control hook of a device: kind tc (a cls_bpf filter under clsact or ingress, RTM_GETTFILTER), " +
-	"tcx (Linux 6.6) or netkit (6.7, BPF_PROG_QUERY); direction ingress or egress, for netkit primary or peer; " +
-	"order its place in the hook's run order from 0; link_id of the bpf_link holding it (empty without one). " +
+	Gauge, "device", "kind", "hook", "order", "prog_id", "name", "tag", "link_id").documented("A BPF program on a traffic-control hook of a device: kind tc (a cls_bpf filter under clsact or ingress, RTM_GETTFILTER), " +
+	"tcx (Linux 6.6) or netkit (6.7, BPF_PROG_QUERY); hook ingress or egress, for netkit primary or peer; " +
+	"order its place in the hook's run order from 0; link_id of the bpf_link holding it (absent without one). " +
 	"Run count and run time are in xdp_bpf_prog_runs_total and xdp_bpf_prog_run_seconds_total by prog_id. Always 1.")
 
 // tcKinds says which hooks beyond tc the kernel has, as probed when the

@@ -136,7 +136,7 @@ func TestBPFAttachedPrograms(t *testing.T) {
 		if n := len(mfs.Series("xdp_bpf_prog_info", "device", tc.pair.Host.Name)); n != 1 {
 			t.Errorf("%s: %d programs reported, want 1", tc.pair.Host.Name, n)
 		}
-		mfs.Value(t, "xdp_bpf_prog_info", "device", tc.pair.Host.Name, "mode", tc.mode,
+		mfs.Value(t, "xdp_bpf_prog_info", "device", tc.pair.Host.Name, "attach_mode", tc.mode,
 			"prog_id", tc.p.id, "name", tc.p.name, "tag", tc.p.tag, "link_id", tc.lid)
 		if got := mfs.Value(t, "xdp_bpf_prog_runs_total", "prog_id", tc.p.id, "name", tc.p.name); got != tc.runs {
 			t.Errorf("%s (%s): run count %v, want the %v frames sent", tc.p.name, tc.mode, got, tc.runs)
@@ -186,14 +186,14 @@ func TestBPFTCPrograms(t *testing.T) {
 	sendPacketSocket(t, pair, n)
 	mfs := gather(t, c)
 	dev := pair.Host.Name
-	mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tc", "direction", "ingress", "order", "0",
+	mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tc", "hook", "ingress", "order", "0",
 		"prog_id", in.id, "name", in.name, "tag", in.tag, "link_id", "")
-	mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tc", "direction", "egress", "order", "0",
+	mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tc", "hook", "egress", "order", "0",
 		"prog_id", out.id, "name", out.name, "tag", out.tag, "link_id", "")
 	runs := map[testProg]float64{xdp: n, in: n}
 	want := 2
 	if hasTCX {
-		mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tcx", "direction", "ingress", "order", "0",
+		mfs.Value(t, "xdp_bpf_tc_prog_info", "device", dev, "kind", "tcx", "hook", "ingress", "order", "0",
 			"prog_id", tcx.id, "name", tcx.name, "tag", tcx.tag, "link_id", tcxLink)
 		runs[tcx] = n
 		want++
@@ -227,7 +227,7 @@ func TestBPFLegacyAttach(t *testing.T) {
 	testenv.Check(t, err, "attaching XDP through netlink")
 	c := newBPF(t, BPFConfig{})
 	mfs := gather(t, c)
-	mfs.Value(t, "xdp_bpf_prog_info", "device", pair.Host.Name, "mode", "generic",
+	mfs.Value(t, "xdp_bpf_prog_info", "device", pair.Host.Name, "attach_mode", "generic",
 		"prog_id", p.id, "name", p.name, "link_id", "")
 }
 
@@ -428,7 +428,7 @@ func TestBPFNetkit(t *testing.T) {
 	}
 	mfs := gather(t, newBPF(t, BPFConfig{}))
 	for dir, p := range progs {
-		mfs.Value(t, "xdp_bpf_tc_prog_info", "device", nk.Name, "kind", "netkit", "direction", dir, "order", "0",
+		mfs.Value(t, "xdp_bpf_tc_prog_info", "device", nk.Name, "kind", "netkit", "hook", dir, "order", "0",
 			"prog_id", p.id, "name", p.name, "tag", p.tag)
 	}
 	if got := mfs.Series("xdp_bpf_tc_prog_info", "device", "nk"+id+"q"); len(got) != 0 {

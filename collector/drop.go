@@ -43,8 +43,8 @@ var (
 // DropConfig configures the drop collector.
 type DropConfig struct {
 	// Filter's devices are those whose drops are reported; drops of skbs
-	// without a device (device="") are reported unless device-include is
-	// set.
+	// without a device (no device label) are reported unless
+	// device-include is set.
 	Filter
 }
 

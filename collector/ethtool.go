@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -29,9 +30,10 @@ func init() {
 		DeviceExclude:  "lo",
 		MetricsExclude: DefaultEthtoolMetricsExclude,
 		Flags: func(f *FlagSet) Builder {
-			sum := f.Flag("sum-queues", "Regexp (anchored) of the curated per-queue families to sum into one series per device (queue=\"\"), matched as metrics-exclude is; empty: every queue its own series.").Default(DefaultEthtoolSumQueues).Regexp()
+			sum := f.Flag("sum-queues", "Regexp (anchored) of the curated per-queue families to sum into one series per device (without a queue label), matched as metrics-exclude is; empty: every queue its own series.").Default(DefaultEthtoolSumQueues).Regexp()
+			settings := f.Flag("settings-interval", "How often a device's settings (rings, private flags, link, coalescing, pause, RSS, ntuple rules) are read again; between reads the last values are sent, and a reconfiguration that changes the channels or the stat set is read at once. Counters are read every scrape. 0: every scrape.").Default("1m").Duration()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
-				return NewEthtoolCollector(EthtoolConfig{Filter: shared.Filter, SumQueues: *sum}, logger)
+				return NewEthtoolCollector(EthtoolConfig{Filter: shared.Filter, SumQueues: *sum, SettingsInterval: *settings}, logger)
 			}
 		},
 	})
@@ -77,14 +79,20 @@ type EthtoolConfig struct {
 	// one (stat_<stat>, queue_stat_<stat>) alike.
 	Filter
 	SumQueues *regexp.Regexp
+	// SettingsInterval is how long a device's settings are sent from the
+	// last read (--collector.nic.settings-interval); 0 reads them every
+	// scrape.
+	SettingsInterval time.Duration
 }
 
 type ethtoolCollector struct {
-	src    ethtoolSource
-	filter deviceFilter
-	fams   familyFilter
-	sum    *regexp.Regexp
-	logger *slog.Logger
+	src      ethtoolSource
+	filter   deviceFilter
+	fams     familyFilter
+	sum      *regexp.Regexp
+	settings time.Duration
+	now      func() time.Time
+	logger   *slog.Logger
 
 	mu      sync.Mutex
 	devices map[int]*ethtoolDev // by ifindex
@@ -106,13 +114,15 @@ func NewEthtoolCollector(cfg EthtoolConfig, logger *slog.Logger) (Collector, err
 
 func newEthtoolCollector(cfg EthtoolConfig, src ethtoolSource, logger *slog.Logger) *ethtoolCollector {
 	return &ethtoolCollector{
-		src:     src,
-		filter:  cfg.Devices,
-		fams:    cfg.Families,
-		sum:     anchor(cfg.SumQueues),
-		logger:  logger,
-		devices: map[int]*ethtoolDev{},
-		descs:   map[string]*prometheus.Desc{},
+		src:      src,
+		filter:   cfg.Devices,
+		fams:     cfg.Families,
+		sum:      anchor(cfg.SumQueues),
+		settings: cfg.SettingsInterval,
+		now:      time.Now,
+		logger:   logger,
+		devices:  map[int]*ethtoolDev{},
+		descs:    map[string]*prometheus.Desc{},
 	}
 }
 
@@ -138,6 +148,7 @@ type ethtoolKey struct {
 type ethtoolEntry struct {
 	key      ethtoolKey
 	samples  []ethtoolSample
+	sources  int // samples with a source series
 	hasDrops bool
 	// privBits are the GPFLAGS bits of the private flags reported, with
 	// their label pairs.
@@ -150,8 +161,17 @@ type ethtoolEntry struct {
 // ethtool_ops do not change for the device's lifetime).
 type ethtoolDev struct {
 	plan                            atomic.Pointer[ethtoolEntry]
+	settings                        atomic.Pointer[ethtoolSettings]
 	noChannels, noRing, noPrivFlags atomic.Bool
 	noConfig                        ethtoolConfigUnsupported
+}
+
+// ethtoolSettings is the last read of a device's settings: the series it
+// gave, when, and under which plan.
+type ethtoolSettings struct {
+	at      time.Time
+	plan    *ethtoolEntry
+	metrics []prometheus.Metric
 }
 
 // ethtoolSample maps one stat index, plus those summed into it, to one
@@ -164,6 +184,10 @@ type ethtoolSample struct {
 	scale  float64
 	pairs  []*dto.LabelPair // built once; read-only afterwards
 	std    stdKey           // sent only where the device lacks this standard counter
+	// sourceDesc and sourcePairs are the sample's
+	// xdp_nic_signal_source_info series, for a NIC signal.
+	sourceDesc  *prometheus.Desc
+	sourcePairs []*dto.LabelPair
 }
 
 func (c *ethtoolCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<- prometheus.Metric) error {
@@ -250,9 +274,7 @@ func (c *ethtoolCollector) device(d ethtoolDevice, std *nicStandard, ch chan<- p
 		errs = append(errs, c.sendStats(ch, d, st, e, info.NStats, std))
 	}
 	c.sendStandard(ch, d, info.Driver, e, std)
-	c.sendRing(ch, d, st, &errs)
-	c.sendPrivFlags(ch, d, st, e, &errs)
-	c.sendConfig(ch, d, st, &errs)
+	c.sendSettings(ch, d, st, e, &errs)
 	return errors.Join(errs...)
 }
 
@@ -303,7 +325,7 @@ func (c *ethtoolCollector) sendStats(ch chan<- prometheus.Metric, d ethtoolDevic
 	case err != nil:
 		return fmt.Errorf("ETHTOOL_GSTATS: %w", err)
 	default:
-		ms := make([]prebuilt.Metric, len(e.samples))
+		ms := make([]prebuilt.Metric, len(e.samples), len(e.samples)+e.sources)
 		for i, s := range e.samples {
 			if std.replaces(d.Index, s.std) {
 				continue
@@ -314,9 +336,62 @@ func (c *ethtoolCollector) sendStats(ch chan<- prometheus.Metric, d ethtoolDevic
 			}
 			ms[i] = prebuilt.New(s.desc, s.typ, float64(v)*s.scale, s.pairs)
 			ch <- &ms[i]
+			if s.sourcePairs != nil {
+				ms = append(ms, prebuilt.New(s.sourceDesc, prometheus.GaugeValue, 1, s.sourcePairs))
+				ch <- &ms[len(ms)-1]
+			}
 		}
 	}
 	return nil
+}
+
+// sendSettings sends the device's settings: rings, private flags, link,
+// coalescing, pause and RSS. They change when someone changes them, not
+// with the traffic, and reading them is nine ioctls per device, each
+// under the RTNL lock; so they are read again once c.settings has passed
+// since the last read, or at once when the plan changed (a driver, channel
+// count or stat set change is a reconfiguration), and the last read's
+// series are sent in between. A read with an error is not kept: the next
+// scrape reads again.
+func (c *ethtoolCollector) sendSettings(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, e *ethtoolEntry, errs *[]error) {
+	now := c.now()
+	if s := st.settings.Load(); s != nil && s.plan == e && now.Sub(s.at) < c.settings {
+		for _, m := range s.metrics {
+			ch <- m
+		}
+		return
+	}
+	var read []error
+	ms := collectSent(func(out chan<- prometheus.Metric) {
+		c.sendRing(out, d, st, &read)
+		c.sendPrivFlags(out, d, st, e, &read)
+		c.sendConfig(out, d, st, &read)
+	})
+	for _, m := range ms {
+		ch <- m
+	}
+	if err := errors.Join(read...); err != nil {
+		*errs = append(*errs, err)
+		st.settings.Store(nil)
+		return
+	}
+	st.settings.Store(&ethtoolSettings{at: now, plan: e, metrics: ms})
+}
+
+// collectSent is the series send sends.
+func collectSent(send func(chan<- prometheus.Metric)) []prometheus.Metric {
+	ch := make(chan prometheus.Metric)
+	done := make(chan []prometheus.Metric)
+	go func() {
+		var ms []prometheus.Metric
+		for m := range ch {
+			ms = append(ms, m)
+		}
+		done <- ms
+	}()
+	send(ch)
+	close(ch)
+	return <-done
 }
 
 func (c *ethtoolCollector) sendRing(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, errs *[]error) {

@@ -36,7 +36,10 @@ var (
 		"device", "direction")
 	ethtoolPauseEnabled = newFamily("nic", "nic_pause_enabled",
 		"1 if IEEE 802.3x pause is on in this direction, from ethtool's pause parameters (ethtool -a).", Gauge,
-		"device", "direction").documented("1 where the port honours received pause frames (direction rx) or sends them when its buffer fills (tx), from ETHTOOL_GPAUSEPARAM (ethtool -a); direction autoneg: 1 where pause is negotiated.")
+		"device", "direction").documented("1 where the port honours received pause frames (direction rx) or sends them when its buffer fills (tx), from ETHTOOL_GPAUSEPARAM (ethtool -a).")
+	ethtoolPauseAutoneg = newFamily("nic", "nic_pause_autoneg_enabled",
+		"1 if IEEE 802.3x pause is negotiated with the link partner, from ethtool's pause parameters (ethtool -a).", Gauge,
+		"device")
 	ethtoolRSSEntries = newFamily("nic", "nic_rss_indirection_entries",
 		"Entries of the RSS indirection table that point at each RX queue, from ETHTOOL_GRSSH (ethtool -x).", Gauge,
 		"device", "queue").documented("Entries of the RSS indirection table that point at each RX queue (ethtool -x; ETHTOOL_GRSSH): a queue's share of the flows hashed is its entries over the table's size, the sum per device. Queues with no entry are not listed.")
@@ -88,12 +91,12 @@ func (c *ethtoolCollector) sendConfig(ch chan<- prometheus.Metric, d ethtoolDevi
 			}
 		}
 	}
-	if c.asks(un.pause.Load(), ethtoolPauseEnabled) {
+	if c.asks(un.pause.Load(), ethtoolPauseEnabled, ethtoolPauseAutoneg) {
 		p, err := c.src.PauseParam(d.Name)
 		if c.optional(err, d.Label, "ETHTOOL_GPAUSEPARAM", &un.pause, errs) {
 			c.fams.send(ch, ethtoolPauseEnabled, float64(min(p.RxPause, 1)), d.Label, "rx")
 			c.fams.send(ch, ethtoolPauseEnabled, float64(min(p.TxPause, 1)), d.Label, "tx")
-			c.fams.send(ch, ethtoolPauseEnabled, float64(min(p.Autoneg, 1)), d.Label, "autoneg")
+			c.fams.send(ch, ethtoolPauseAutoneg, float64(min(p.Autoneg, 1)), d.Label)
 		}
 	}
 	c.sendRSS(ch, d, un, errs)

@@ -1,10 +1,15 @@
 package collector
 
 import (
+	"log/slog"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
@@ -38,12 +43,12 @@ func TestEthtoolConfig(t *testing.T) {
 		{"xdp_nic_coalesce_adaptive", []string{"direction", "rx"}, 1},
 		{"xdp_nic_coalesce_adaptive", []string{"direction", "tx"}, 0},
 		{"xdp_nic_pause_enabled", []string{"direction", "rx"}, 1},
-		{"xdp_nic_pause_enabled", []string{"direction", "autoneg"}, 0},
+		{"xdp_nic_pause_autoneg_enabled", nil, 0},
 		{"xdp_nic_rss_info", []string{"hash_function", "toeplitz", "table_size", "256"}, 1},
 		{"xdp_nic_rss_hash_fields_info", []string{"flow_type", "udp6", "fields", "sdfn"}, 1},
 		{"xdp_nic_ntuple_rules", nil, 0},
 		{"xdp_nic_pause_frames_total", []string{"direction", "tx"}, 3400},
-		{"xdp_nic_fec_info", []string{"mode", "rs"}, 1},
+		{"xdp_nic_fec_info", []string{"encoding", "rs"}, 1},
 		{"xdp_nic_fec_blocks_total", []string{"result", "corrected"}, 1234},
 	} {
 		if got := mfs.Value(t, e.fam, append([]string{"device", "mlx5"}, e.labels...)...); got != e.want {
@@ -146,7 +151,7 @@ func TestEthtoolConfigCaptured(t *testing.T) {
 		{"e1000e", "xdp_nic_link_info", []string{"duplex", "full", "autoneg", "on"}, 1},
 		{"e1000e", "xdp_nic_coalesce_delay_seconds", []string{"direction", "rx"}, 3e-6},
 		{"e1000e", "xdp_nic_coalesce_max_frames", []string{"direction", "rx"}, 0},
-		{"e1000e", "xdp_nic_pause_enabled", []string{"direction", "autoneg"}, 1},
+		{"e1000e", "xdp_nic_pause_autoneg_enabled", nil, 1},
 		{"e1000e", "xdp_nic_pause_enabled", []string{"direction", "tx"}, 1},
 		{"e1000e", "xdp_nic_rss_hash_fields_info", []string{"flow_type", "tcp4", "fields", "sdfn"}, 1},
 		{"e1000e", "xdp_nic_rss_hash_fields_info", []string{"flow_type", "udp6", "fields", "sd"}, 1},
@@ -166,5 +171,74 @@ func TestEthtoolConfigCaptured(t *testing.T) {
 		if _, n := mfs.Sum(e.fam, "device", e.dev); n != 0 {
 			t.Errorf("%s refused the call, yet %s has %d series", e.dev, e.fam, n)
 		}
+	}
+}
+
+// TestEthtoolSettingsInterval: with --collector.nic.settings-interval a
+// device's settings are read once per interval and sent from that read
+// in between, while its counters are read every scrape; a reconfiguration
+// that changes its channels is read at once, and so is a read that
+// failed.
+func TestEthtoolSettingsInterval(t *testing.T) {
+	src := loadFixtures(t, "mlx5")
+	src.devs["mlx5"].config = hostNICConfig()
+	src.devs["mlx5"].chans = &ethtool.Channels{CombinedCount: 6, MaxCombined: 8}
+	fams, err := newFamilyFilter("nic", regexp.MustCompile(""), regexp.MustCompile(DefaultEthtoolMetricsExclude))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newEthtoolCollector(EthtoolConfig{Filter: Filter{Families: fams}, SettingsInterval: time.Minute}, src, slog.New(slog.DiscardHandler))
+	now := time.Unix(1_700_000_000, 0)
+	c.now = func() time.Time { return now }
+	scrape := func(after time.Duration) (delay, rxPackets float64) {
+		t.Helper()
+		now = now.Add(after)
+		mfs := gather(t, c)
+		return mfs.Value(t, "xdp_nic_coalesce_delay_seconds", "device", "mlx5", "direction", "rx"),
+			mfs.Value(t, "xdp_nic_port_packets_total", "device", "mlx5", "direction", "rx")
+	}
+	setDelay := func(usecs uint32) {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		src.devs["mlx5"].config.coalesce.RxCoalesceUsecs = usecs
+	}
+	bumpRx := func() {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		d := src.devs["mlx5"]
+		d.vals[slices.Index(d.names, "rx_packets_phy")] += 1000
+	}
+
+	delay, rx := scrape(0)
+	if delay != 8e-6 || src.count("Coalesce", "mlx5") != 1 {
+		t.Fatalf("first scrape: delay %v after %d reads, want 8e-06 after 1", delay, src.count("Coalesce", "mlx5"))
+	}
+	setDelay(50)
+	bumpRx()
+	if delay, rx2 := scrape(59 * time.Second); delay != 8e-6 || rx2 != rx+1000 || src.count("Coalesce", "mlx5") != 1 {
+		t.Errorf("within the interval: delay %v (want the last read's 8e-06), port packets %v (want %v), %d coalescing reads (want 1)",
+			delay, rx2, rx+1000, src.count("Coalesce", "mlx5"))
+	}
+	if delay, _ := scrape(time.Second); delay != 50e-6 || src.count("Coalesce", "mlx5") != 2 {
+		t.Errorf("after the interval: delay %v after %d reads, want 5e-05 after 2", delay, src.count("Coalesce", "mlx5"))
+	}
+
+	setDelay(20)
+	src.mu.Lock()
+	src.devs["mlx5"].chans.CombinedCount--
+	src.mu.Unlock()
+	if delay, _ := scrape(time.Second); delay != 20e-6 || src.count("Coalesce", "mlx5") != 3 {
+		t.Errorf("after ethtool -L: delay %v after %d reads, want 2e-05 at once", delay, src.count("Coalesce", "mlx5"))
+	}
+
+	src.failing("Ring", unix.EIO)
+	now = now.Add(time.Minute)
+	if _, err := pedantic(t, c); err == nil {
+		t.Error("a failed GRINGPARAM is not the collector's error")
+	}
+	src.failing("Ring", nil)
+	now = now.Add(time.Second)
+	if _, err := pedantic(t, c); err != nil || src.count("Ring", "mlx5") != 5 {
+		t.Errorf("the scrape after a failed read: %v, %d ring reads, want it read again (5)", err, src.count("Ring", "mlx5"))
 	}
 }

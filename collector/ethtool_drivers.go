@@ -265,25 +265,27 @@ func (idx *driverIndex) lookup(st ethtoolname.Stat) (driverStat, bool) {
 // signalTarget is the series of a stat the driver's table names: the
 // stats of every queue, and vmxnet3's names repeated per queue, add up.
 func signalTarget(dev string, ds driverStat) (ethtoolTarget, *Family) {
-	fam, labels := nicHostDrops, []string{dev, srcEthtool, ds.name, "ring"}
+	fam, labels, dir, where := nicHostDrops, []string{dev, "ring"}, "", "ring"
 	switch ds.sig {
 	case sigPortRxPackets:
-		fam, labels = nicPortPackets, []string{dev, "rx", srcEthtool}
+		fam, labels, dir, where = nicPortPackets, []string{dev, "rx"}, "rx", ""
 	case sigPortTxPackets:
-		fam, labels = nicPortPackets, []string{dev, "tx", srcEthtool}
+		fam, labels, dir, where = nicPortPackets, []string{dev, "tx"}, "tx", ""
 	case sigPortRxBytes:
-		fam, labels = nicPortBytes, []string{dev, "rx", srcEthtool}
+		fam, labels, dir, where = nicPortBytes, []string{dev, "rx"}, "rx", ""
 	case sigPortTxBytes:
-		fam, labels = nicPortBytes, []string{dev, "tx", srcEthtool}
+		fam, labels, dir, where = nicPortBytes, []string{dev, "tx"}, "tx", ""
 	case sigDropPort:
-		labels[3] = "port"
+		labels[1], where = "port", "port"
 	case sigAllocFail:
-		fam, labels = nicAllocFailures, []string{dev, srcEthtool, ds.name}
+		fam, labels, where = nicAllocFailures, []string{dev}, ""
 	case sigAllowance:
-		fam, labels = ethtoolAllowance, []string{dev, ds.extra}
+		t := familyTarget(ethtoolAllowance, 1, []string{dev, ds.extra})
+		t.sum = true
+		return t, ethtoolAllowance
 	}
-	return ethtoolTarget{
-		desc: fam.Desc(), typ: fam.valueType(), scale: 1, labels: labels, sum: true,
-		std: stdKeyOf(ds.sig), drop: ds.sig == sigDropPort || ds.sig == sigDropRing,
-	}, fam
+	t := familyTarget(fam, 1, labels)
+	t.sum, t.std, t.drop = true, stdKeyOf(ds.sig), ds.sig == sigDropPort || ds.sig == sigDropRing
+	t.source = &signalSource{fam: fam, direction: dir, where: where, stats: []string{ds.name}}
+	return t, fam
 }

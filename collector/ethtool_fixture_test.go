@@ -181,13 +181,14 @@ type fixtureSource struct {
 	mu    sync.Mutex
 	devs  map[string]*fixtureDev
 	index map[string]int
-	gone  map[string]bool // answer ENODEV, as for a deleted interface
-	calls map[string]int  // "StatNames eth0" -> count
+	gone  map[string]bool  // answer ENODEV, as for a deleted interface
+	calls map[string]int   // "StatNames eth0" -> count
+	fail  map[string]error // call -> the error every device answers
 	std   fixtureStandard
 }
 
 func newFixtureSource(devs map[string]*fixtureDev) *fixtureSource {
-	s := &fixtureSource{devs: devs, index: map[string]int{}, gone: map[string]bool{}, calls: map[string]int{}}
+	s := &fixtureSource{devs: devs, index: map[string]int{}, gone: map[string]bool{}, calls: map[string]int{}, fail: map[string]error{}}
 	names := make([]string, 0, len(devs))
 	for n := range devs {
 		names = append(names, n)
@@ -215,7 +216,17 @@ func (s *fixtureSource) dev(call, name string) (*fixtureDev, error) {
 	if !ok || s.gone[name] {
 		return nil, unix.ENODEV
 	}
+	if err := s.fail[call]; err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// failing makes every device answer call with err (nil: as the fixture).
+func (s *fixtureSource) failing(call string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail[call] = err
 }
 
 func (s *fixtureSource) Devices(*LinkSnapshot) ([]ethtoolDevice, error) {

@@ -170,8 +170,8 @@ func FuzzEthtoolDump(f *testing.F) {
 	// Families fed by the other ioctls, not by stats.
 	notStats := map[string]bool{}
 	for _, fam := range []*Family{ethtoolDriverInfoFam, ethtoolChannels, ethtoolChannelsMax, ethtoolRing, ethtoolRingMax, ethtoolPrivFlag,
-		ethtoolLinkSpeed, ethtoolLinkInfo, ethtoolCoalesceDelay, ethtoolCoalesceFrames, ethtoolCoalesceAdaptive, ethtoolPauseEnabled,
-		ethtoolRSSEntries, ethtoolRSSInfo, ethtoolRSSFields, ethtoolNtupleRules, nicPauseFrames, nicFECBlocks, ethtoolFECInfo} {
+		ethtoolLinkSpeed, ethtoolLinkInfo, ethtoolCoalesceDelay, ethtoolCoalesceFrames, ethtoolCoalesceAdaptive, ethtoolPauseEnabled, ethtoolPauseAutoneg,
+		ethtoolRSSEntries, ethtoolRSSInfo, ethtoolRSSFields, ethtoolNtupleRules, nicPauseFrames, nicFECBlocks, ethtoolFECInfo, nicSignalSource} {
 		notStats[fam.Name] = true
 	}
 	f.Fuzz(func(t *testing.T, dump []byte) {

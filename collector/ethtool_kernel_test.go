@@ -98,7 +98,7 @@ func TestEthtoolVethXDPExact(t *testing.T) {
 			}
 			continue
 		}
-		if got := mfs.Value(t, "xdp_nic_channels", "device", dev, "type", "rx"); got != 2 {
+		if got := mfs.Value(t, "xdp_nic_channels", "device", dev, "channel", "rx"); got != 2 {
 			t.Errorf("rx channels = %v, want 2", got)
 		}
 	}
@@ -336,7 +336,8 @@ func TestNICVethDrops(t *testing.T) {
 		t.Fatalf("%s: %d received + %d dropped, want the %d frames sent", pair.Host.Name, rx["packets"], rx["dropped"], frames)
 	}
 	mfs := gather(t, c)
-	if got := mfs.Value(t, "xdp_nic_rx_host_drops_total", "device", pair.Host.Name, "source", "link_stats64", "stat", "rx_dropped"); got != float64(rx["dropped"]) {
+	mfs.Value(t, "xdp_nic_signal_source_info", "device", pair.Host.Name, "family", "xdp_nic_rx_host_drops_total", "source", "link_stats64", "stat", "rx_dropped")
+	if got := mfs.Value(t, "xdp_nic_rx_host_drops_total", "device", pair.Host.Name); got != float64(rx["dropped"]) {
 		t.Errorf("drop signal %v, ip -s link says rx dropped %d", got, rx["dropped"])
 	}
 	t.Logf("%d frames: %d received, %d dropped (live frames: %v)", frames, rx["packets"], rx["dropped"], live)
@@ -380,11 +381,13 @@ func TestNICVirtioStandardDrops(t *testing.T) {
 	mfs := gather(t, c)
 	rx, _ := vethtest.IPStats64(t, "", dev)
 	if overruns {
-		mfs.Value(t, "xdp_nic_rx_host_drops_total", "device", dev, "source", "netdev_qstats", "stat", "rx-hw-drop-overruns")
+		mfs.Value(t, "xdp_nic_rx_host_drops_total", "device", dev)
+		mfs.Value(t, "xdp_nic_signal_source_info", "device", dev, "family", "xdp_nic_rx_host_drops_total", "source", "netdev_qstats", "stat", "rx-hw-drop-overruns")
 		t.Logf("%s: drops from qstats rx-hw-drop-overruns (the device reports its statistics)", dev)
 		return
 	}
-	if got := mfs.Value(t, "xdp_nic_rx_host_drops_total", "device", dev, "source", "link_stats64", "stat", "rx_missed_errors"); got != float64(rx["missed_errors"]) {
+	mfs.Value(t, "xdp_nic_signal_source_info", "device", dev, "family", "xdp_nic_rx_host_drops_total", "source", "link_stats64", "stat", "rx_missed_errors")
+	if got := mfs.Value(t, "xdp_nic_rx_host_drops_total", "device", dev); got != float64(rx["missed_errors"]) {
 		t.Errorf("%s: drop signal %v, ip -s link missed %d", dev, got, rx["missed_errors"])
 	}
 	if ms := mfs.Series("xdp_nic_port_packets_total", "device", dev); len(ms) != 0 {

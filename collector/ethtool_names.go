@@ -19,10 +19,10 @@ var (
 		"device", "driver", "version", "firmware_version", "bus_info")
 	ethtoolChannels = newFamily("nic", "nic_channels",
 		"Channels (queues) the interface uses now, by type (rx, tx, other, combined), from ETHTOOL_GCHANNELS (ethtool -l).", Gauge,
-		"device", "type")
+		"device", "channel")
 	ethtoolChannelsMax = newFamily("nic", "nic_channels_max",
 		"Most channels the interface supports, by type, from ETHTOOL_GCHANNELS (ethtool -l, pre-set maximums).", Gauge,
-		"device", "type")
+		"device", "channel")
 	ethtoolRing = newFamily("nic", "nic_ring_descriptors",
 		"Descriptors in each RX and TX ring, from ETHTOOL_GRINGPARAM (ethtool -g).", Gauge,
 		"device", "ring").documented("Descriptors in each RX and TX ring now, from ETHTOOL_GRINGPARAM (ethtool -g). Larger RX rings can overflow DDIO (LLC) capacity.")
@@ -75,10 +75,10 @@ var (
 		"device", "queue", "reason").documented("Frames redirected into this device by XDP that it dropped, per queue, by reason: full, error (ethtool -S mlx5 tx<N>_xdp_full/_err, veth tx_queue_<N>_xdp_xmit_errors, virtio_net tx_queue_<N>_xdp_tx_drops).")
 	ethtoolPCIStalled = newFamily("nic", "nic_pci_outbound_stalled_ratio",
 		"Share of the last second the NIC's PCIe reads or writes stalled, from mlx5 ethtool -S outbound_pci_stalled_*.", Gauge,
-		"device", "direction").documented("Share of the last second the NIC had outbound PCIe reads or writes it could not issue for lack of credits; the driver reports percent, this is 0..1 (ethtool -S outbound_pci_stalled_rd, outbound_pci_stalled_wr; mlx5).")
+		"device", "op").documented("Share of the last second the NIC had outbound PCIe reads or writes it could not issue for lack of credits; the driver reports percent, this is 0..1 (ethtool -S outbound_pci_stalled_rd, outbound_pci_stalled_wr; mlx5).")
 	ethtoolPCIStalledSeconds = newFamily("nic", "nic_pci_outbound_stalled_seconds_total",
 		"Time the NIC's PCIe reads or writes stalled, from mlx5 ethtool -S outbound_pci_stalled_*_packets.", Counter,
-		"device", "direction").documented("Seconds in which outbound PCIe reads or writes were stalled more than 30% of the time (ethtool -S outbound_pci_stalled_rd_events, outbound_pci_stalled_wr_events; mlx5).")
+		"device", "op").documented("Seconds in which outbound PCIe reads or writes were stalled more than 30% of the time (ethtool -S outbound_pci_stalled_rd_events, outbound_pci_stalled_wr_events; mlx5).")
 
 	ethtoolStat = newFamily("nic", "nic_stat_<stat>",
 		"A device-wide ethtool -S stat no typed family carries, its name sanitised.", Untyped,

@@ -2,10 +2,12 @@ package collector
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/xdp-exporter/xdp_exporter/collector/internal/labelvalue"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolname"
@@ -36,6 +38,11 @@ func (c *ethtoolCollector) entry(d ethtoolDevice, st *ethtoolDev, key ethtoolKey
 			return nil, err
 		}
 		e.samples, e.hasDrops = c.classify(d.Label, key.driver, names)
+		for _, s := range e.samples {
+			if s.sourcePairs != nil {
+				e.sources++
+			}
+		}
 		logStandard(c.logger, d.Label, key.driver, e)
 	}
 	if key.nPrivFlags > 0 {
@@ -75,6 +82,21 @@ type ethtoolTarget struct {
 	sum    bool   // the stats of every queue add up to this series
 	std    stdKey // a standard counter that takes its place where the device has it
 	drop   bool   // a host-resource drop the driver names
+	source *signalSource
+}
+
+// signalSource is the xdp_nic_signal_source_info series of a NIC signal
+// series the driver's names give: the names summed into it.
+type signalSource struct {
+	fam              *Family
+	direction, where string
+	stats            []string
+}
+
+// pairs are the label pairs of the source series of device dev.
+func (s *signalSource) pairs(dev string) (*prometheus.Desc, []*dto.LabelPair) {
+	desc, values := nicSignalSource.descFor([]string{dev, s.fam.Name, s.direction, s.where, srcEthtool, strings.Join(s.stats, ",")})
+	return desc, prometheus.MakeLabelPairs(desc, labelvalue.EscapeAll(values))
 }
 
 // classify decides, once per string set, which series each stat becomes:
@@ -106,6 +128,9 @@ func (c *ethtoolCollector) classify(dev, driver string, names []string) (samples
 		key := t.desc.String() + "\xff" + strings.Join(t.labels, "\xff")
 		if s, dup := series[key]; dup {
 			s.indexes = append(s.indexes, i)
+			if src := s.t.source; src != nil && !slices.Contains(src.stats, t.source.stats[0]) {
+				src.stats = append(src.stats, t.source.stats[0])
+			}
 			continue
 		}
 		series[key] = &cand{t: t, indexes: []int{i}}
@@ -137,10 +162,12 @@ func (c *ethtoolCollector) target(dev string, idx *driverIndex, st ethtoolname.S
 		if sum {
 			queue = ""
 		}
-		return ethtoolTarget{desc: cs.fam.Desc(), typ: cs.fam.valueType(), scale: cs.scale, labels: labelsFor(dev, queue, cs.extra, true), sum: sum}, c.fams.keeps(cs.fam)
+		t := familyTarget(cs.fam, cs.scale, labelsFor(dev, queue, cs.extra, true))
+		t.sum = sum
+		return t, c.fams.keeps(cs.fam)
 	}
 	if cs, ok := deviceCurated[st.Name]; ok {
-		return ethtoolTarget{desc: cs.fam.Desc(), typ: cs.fam.valueType(), scale: cs.scale, labels: labelsFor(dev, "", cs.extra, false)}, c.fams.keeps(cs.fam)
+		return familyTarget(cs.fam, cs.scale, labelsFor(dev, "", cs.extra, false)), c.fams.keeps(cs.fam)
 	}
 	if size, ok := ethtoolname.PhyRxSize(st.Name); ok {
 		return ethtoolTarget{desc: ethtoolPhyRxSize.Desc(), typ: prometheus.CounterValue, scale: 1, labels: []string{dev, size}}, c.fams.keeps(ethtoolPhyRxSize)
@@ -165,7 +192,12 @@ func (c *ethtoolCollector) target(dev string, idx *driverIndex, st ethtoolname.S
 func (c *ethtoolCollector) sample(dev string, names []string, t ethtoolTarget, indexes []int) ethtoolSample {
 	pairs := prometheus.MakeLabelPairs(t.desc, t.labels)
 	if t.sum {
-		return ethtoolSample{idx: indexes[0], summed: indexes[1:], desc: t.desc, typ: t.typ, scale: t.scale, pairs: pairs, std: t.std}
+		s := ethtoolSample{idx: indexes[0], summed: indexes[1:], desc: t.desc, typ: t.typ, scale: t.scale, pairs: pairs, std: t.std}
+		if t.source != nil && c.fams.keeps(nicSignalSource) {
+			sort.Strings(t.source.stats)
+			s.sourceDesc, s.sourcePairs = t.source.pairs(dev)
+		}
+		return s
 	}
 	keep := indexes[0]
 	for _, i := range indexes[1:] {
@@ -180,6 +212,13 @@ func (c *ethtoolCollector) sample(dev string, names []string, t ethtoolTarget, i
 		}
 	}
 	return ethtoolSample{idx: keep, desc: t.desc, typ: t.typ, scale: t.scale, pairs: pairs}
+}
+
+// familyTarget is the series of fam with labels, scaled by scale; an
+// empty label (the queue of a family summed over queues) is left out.
+func familyTarget(fam *Family, scale float64, labels []string) ethtoolTarget {
+	desc, values := fam.descFor(labels)
+	return ethtoolTarget{desc: desc, typ: fam.valueType(), scale: scale, labels: values}
 }
 
 func labelsFor(dev, queue, extra string, withQueue bool) []string {

@@ -60,9 +60,9 @@ var ethtoolFixtureWants = []ethtoolFixtureWant{
 	{"xdp_nic_rx_cqe_compressed_blocks_total", []string{"device", "mlx5", "queue", "3"}, 223895},
 	{"xdp_nic_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "64"}, 88243413},
 	{"xdp_nic_phy_rx_packets_by_size_total", []string{"device", "mlx5", "size", "65_to_127"}, 0},
-	{"xdp_nic_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "write"}, 0.04},
-	{"xdp_nic_pci_outbound_stalled_ratio", []string{"device", "mlx5", "direction", "read"}, 0},
-	{"xdp_nic_pci_outbound_stalled_seconds_total", []string{"device", "mlx5", "direction", "read"}, 0},
+	{"xdp_nic_pci_outbound_stalled_ratio", []string{"device", "mlx5", "op", "write"}, 0.04},
+	{"xdp_nic_pci_outbound_stalled_ratio", []string{"device", "mlx5", "op", "read"}, 0},
+	{"xdp_nic_pci_outbound_stalled_seconds_total", []string{"device", "mlx5", "op", "read"}, 0},
 	{"xdp_nic_queue_stat_ch_poll", []string{"device", "mlx5", "queue", "0"}, 27183},
 	{"xdp_nic_queue_stat_tx_cqes", []string{"device", "mlx5", "queue", "0"}, 1739714},
 	{"xdp_nic_stat_ch_poll", []string{"device", "mlx5"}, 27183},
@@ -103,8 +103,8 @@ var ethtoolFixtureWants = []ethtoolFixtureWant{
 	{"xdp_nic_rx_xdp_processed_bytes_total", []string{"device", "veth", "queue", "0"}, 0},
 	{"xdp_nic_rx_xdp_tx_failures_total", []string{"device", "veth", "queue", "0", "reason", "error"}, 0},
 	{"xdp_nic_queue_stat_rx_drops", []string{"device", "veth", "queue", "0"}, 0},
-	{"xdp_nic_channels", []string{"device", "veth", "type", "rx"}, 1},
-	{"xdp_nic_channels_max", []string{"device", "veth", "type", "tx"}, 2},
+	{"xdp_nic_channels", []string{"device", "veth", "channel", "rx"}, 1},
+	{"xdp_nic_channels_max", []string{"device", "veth", "channel", "tx"}, 2},
 }
 
 // TestEthtoolFixtures checks, on captured output of each driver, that each

@@ -117,7 +117,7 @@ func TestValidateFamilyFlags(t *testing.T) {
 }
 
 // TestEthtoolSumQueues sums the per-queue series of the families
-// sum-queues names into one per device with queue="", equal to the sum of
+// sum-queues names into one per device without a queue label, equal to the sum of
 // the per-queue ones, and leaves the other families per queue.
 func TestEthtoolSumQueues(t *testing.T) {
 	src := hostEthtool(t)

@@ -18,18 +18,11 @@ import (
 // collect runs one Update and returns what it sent and its error. A panic
 // is deliberately not recovered: the fuzzer must see it.
 func collect(c Collector) ([]prometheus.Metric, error) {
-	ch := make(chan prometheus.Metric)
-	done := make(chan []prometheus.Metric)
-	go func() {
-		var ms []prometheus.Metric
-		for m := range ch {
-			ms = append(ms, m)
-		}
-		done <- ms
-	}()
-	err := c.Update(context.Background(), NewLinkSnapshot(), ch)
-	close(ch)
-	return <-done, err
+	var err error
+	ms := collectSent(func(ch chan<- prometheus.Metric) {
+		err = c.Update(context.Background(), NewLinkSnapshot(), ch)
+	})
+	return ms, err
 }
 
 // replayed is a prometheus.Collector that sends a fixed set of metrics.

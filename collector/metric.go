@@ -3,6 +3,7 @@ package collector
 import (
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,9 @@ type Family struct {
 	Collector string
 	// desc is nil for a family named at run time (RunTime).
 	desc *prometheus.Desc
+	// partial holds the descriptors of series that leave labels out, by
+	// the bit mask of the labels they keep (descFor).
+	partial sync.Map
 }
 
 var catalogue []*Family
@@ -122,12 +126,53 @@ func (f *Family) Desc() *prometheus.Desc { return f.desc }
 
 // Must builds one sample of a counter, gauge or untyped family.
 func (f *Family) Must(value float64, labelValues ...string) prometheus.Metric {
-	return prometheus.MustNewConstMetric(f.desc, f.valueType(), value, labelvalue.EscapeAll(labelValues)...)
+	desc, values := f.descFor(labelValues)
+	return prometheus.MustNewConstMetric(desc, f.valueType(), value, labelvalue.EscapeAll(values)...)
 }
 
 // MustCreated is Must with the time the series was created, for a counter.
 func (f *Family) MustCreated(value float64, created time.Time, labelValues ...string) prometheus.Metric {
-	return prometheus.MustNewConstMetricWithCreatedTimestamp(f.desc, f.valueType(), value, created, labelvalue.EscapeAll(labelValues)...)
+	desc, values := f.descFor(labelValues)
+	return prometheus.MustNewConstMetricWithCreatedTimestamp(desc, f.valueType(), value, created, labelvalue.EscapeAll(values)...)
+}
+
+// descFor is the descriptor and label values of one series of the family.
+// A label whose value is empty (a queue without a NAPI instance, a
+// program attached without a link, a drop the kernel gives no device)
+// is left out of the series: Prometheus stores an empty label as no
+// label, so the exposition says what the stored series will be, and a
+// selector {napi_id=""} matches it as before. METRICS.md's label table
+// says where a label can be absent.
+func (f *Family) descFor(values []string) (*prometheus.Desc, []string) {
+	var keep uint64
+	empty := false
+	for i, v := range values {
+		if v == "" {
+			empty = true
+		} else {
+			keep |= 1 << i
+		}
+	}
+	if !empty || len(values) != len(f.Labels) {
+		return f.desc, values
+	}
+	kept := make([]string, 0, len(values))
+	for _, v := range values {
+		if v != "" {
+			kept = append(kept, v)
+		}
+	}
+	if d, ok := f.partial.Load(keep); ok {
+		return d.(*prometheus.Desc), kept
+	}
+	names := make([]string, 0, len(kept))
+	for i, l := range f.Labels {
+		if keep&(1<<i) != 0 {
+			names = append(names, l)
+		}
+	}
+	d, _ := f.partial.LoadOrStore(keep, prometheus.NewDesc(f.Name, f.ExposedHelp(), names, nil))
+	return d.(*prometheus.Desc), kept
 }
 
 // valueType is the client library's value type of a counter, gauge or

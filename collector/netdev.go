@@ -263,30 +263,33 @@ func (c *netdevCollector) updateQueues(ch chan<- prometheus.Metric, links *Links
 	if !ok {
 		return errors.Join(errs...)
 	}
-	affinity := map[uint32]irq.Affinity{}
+	// One affinity series per IRQ of a selected device: an IRQ serves one
+	// NAPI, which the device's RX and TX queues may share.
+	seen := map[uint32]bool{}
 	for _, q := range queues {
 		dev, ok := c.device(links, q.Ifindex)
 		if !ok {
 			continue
 		}
-		var napiID, irqLabel, cpus, effective string
+		var napiID, irqLabel string
 		if q.NapiID != 0 {
 			napiID = strconv.FormatUint(uint64(q.NapiID), 10)
 		}
 		if n := byID[q.NapiID]; q.NapiID != 0 && n != nil && n.HasIRQ {
 			irqLabel = strconv.FormatUint(uint64(n.IRQ), 10)
-			a, seen := affinity[n.IRQ]
-			if !seen {
-				var err error
-				if a, err = irq.ReadAffinity(c.cfg.ProcFS, n.IRQ); err != nil {
+			if !seen[n.IRQ] {
+				seen[n.IRQ] = true
+				a, err := irq.ReadAffinity(c.cfg.ProcFS, n.IRQ)
+				if err != nil {
 					c.logger.Debug("reading IRQ affinity", "irq", n.IRQ, "err", err)
 				}
-				affinity[n.IRQ] = a
+				if a.Allowed != "" || a.Effective != "" {
+					c.cfg.Families.send(ch, netdevIRQAffinity, 1, dev, irqLabel, a.Allowed, a.Effective)
+				}
 			}
-			cpus, effective = a.Allowed, a.Effective
 		}
 		c.cfg.Families.send(ch, netdevQueueInfo, 1, dev, strconv.FormatUint(uint64(q.ID), 10), netdev.QueueTypeName(q.QueueType),
-			napiID, irqLabel, cpus, effective)
+			napiID, irqLabel)
 	}
 	return errors.Join(errs...)
 }
@@ -344,7 +347,8 @@ func (c *netdevCollector) updatePagePools(ch chan<- prometheus.Metric, links *Li
 
 // poolDevice names a pool's device. The kernel omits the ifindex of an
 // orphaned pool (its netdev is gone, the pool waits for its pages to come
-// back); such pools are reported with device="" unless a filter is set.
+// back); such pools are reported without a device label unless a filter
+// is set.
 func (c *netdevCollector) poolDevice(links *Links, ifindex uint32) (string, bool) {
 	if ifindex == 0 {
 		return "", c.cfg.Devices.selects("")

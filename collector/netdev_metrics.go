@@ -32,7 +32,10 @@ var (
 		Gauge, "device")
 	netdevQueueInfo = newFamily("netdev", "netdev_queue_info",
 		"A queue of the device with the NAPI and IRQ that service it, from netdev netlink queue-get and napi-get; always 1.",
-		Gauge, "device", "queue", "type", "napi_id", "irq", "cpus", "effective_cpus").documented("A configured queue with the NAPI instance that services it, that NAPI's IRQ and the CPUs the IRQ may run on (/proc/irq/N/smp_affinity_list) and does run on (effective_affinity_list); from netdev netlink queue-get and napi-get. Empty when the driver reports none (veth has NAPI but no IRQ).")
+		Gauge, "device", "queue", "direction", "napi_id", "irq").documented("A configured queue with the NAPI instance that services it and that NAPI's IRQ, from netdev netlink queue-get and napi-get; napi_id and irq absent where the driver reports none (veth has NAPI but no IRQ). xdp_netdev_irq_affinity_info says where the IRQ runs.")
+	netdevIRQAffinity = newFamily("netdev", "netdev_irq_affinity_info",
+		"The CPUs a queue IRQ of the device may run on and does run on, from /proc/irq/N; always 1.",
+		Gauge, "device", "irq", "cpus", "effective_cpus").documented("The CPUs the IRQ of a NAPI instance of the device may run on (/proc/irq/N/smp_affinity_list) and does run on (effective_affinity_list), for the IRQs xdp_netdev_queue_info names; a label is absent where the file is missing. irqbalance or a user moving the IRQ changes this series, not the queue's: join on device and irq.")
 	netdevNapiInfo = newFamily("netdev", "netdev_napi_info",
 		"A NAPI instance of the device with its IRQ and kernel thread, from netdev netlink napi-get; always 1.",
 		Gauge, "device", "napi_id", "irq", "pid").documented("A NAPI instance of the device with its IRQ and, in threaded mode, the PID of its kernel thread (netdev netlink napi-get). Lists NAPIs even when the driver does not link them to queues (veth).")
@@ -64,7 +67,7 @@ func init() {
 			Counter, "device").documented("Device total of " + netdev.QstatDocs[i] + " (netdev netlink qstats-get " + attr + ", device scope: includes the driver's base stats of queues since removed, so it survives queue reconfiguration).")
 		netdevQstatsQueue[i] = newFamily("netdev", "netdev_queue_"+metricStem(attr)+"_total",
 			what+" per queue (netdev qstats "+attr+").",
-			Counter, "device", "queue", "type").documented("Per-queue " + netdev.QstatDocs[i] + " (netdev netlink qstats-get " + attr + ", scope queue: may restart from 0 when the queue is reconfigured).")
+			Counter, "device", "queue", "direction").documented("Per-queue " + netdev.QstatDocs[i] + " (netdev netlink qstats-get " + attr + ", scope queue: may restart from 0 when the queue is reconfigured).")
 	}
 	var allocDoc, recycleDoc []string
 	for i, attr := range netdev.PagePoolStatNames {

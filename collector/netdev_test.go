@@ -91,7 +91,7 @@ func TestNetdevQstatsEth0(t *testing.T) {
 	if v := mfs.Value(t, "xdp_netdev_xdp_feature", "device", "eth0", "feature", "basic"); v != 1 {
 		t.Errorf("virtio_net basic XDP = %v, want 1", v)
 	}
-	if _, n := mfs.Sum("xdp_netdev_queue_info", "device", "eth0", "type", "rx", "queue", "0"); n != 1 {
+	if _, n := mfs.Sum("xdp_netdev_queue_info", "device", "eth0", "direction", "rx", "queue", "0"); n != 1 {
 		t.Errorf("queue_info for eth0 rx 0: %d series, want 1", n)
 	}
 }
@@ -134,7 +134,7 @@ func TestNetdevVeth(t *testing.T) {
 	}
 	for _, typ := range []string{"rx", "tx"} {
 		for q := range queues {
-			_, got := mfs.Sum("xdp_netdev_queue_info", "device", dev, "type", typ, "queue", strconv.Itoa(q))
+			_, got := mfs.Sum("xdp_netdev_queue_info", "device", dev, "direction", typ, "queue", strconv.Itoa(q))
 			if got != 1 {
 				t.Errorf("queue_info %s %d: %d series, want 1", typ, q, got)
 			}
@@ -323,7 +323,7 @@ func TestNetdevMetrics(t *testing.T) {
 	if _, ok := mfs["xdp_netdev_qstats_rx_alloc_fail_total"]; ok {
 		t.Error("a qstat the driver does not report has a series")
 	}
-	if got := mfs.Value(t, "xdp_netdev_queue_rx_packets_total", "device", "eth0", "queue", "1", "type", "rx"); got != 4361 {
+	if got := mfs.Value(t, "xdp_netdev_queue_rx_packets_total", "device", "eth0", "queue", "1", "direction", "rx"); got != 4361 {
 		t.Errorf("eth0 rx queue 1 packets = %v", got)
 	}
 	for feature, want := range map[string]float64{"basic": 1, "redirect": 1, "ndo-xmit": 0, "xsk-zerocopy": 1, "rx-sg": 1, "0x10000000000": 1} {
@@ -336,9 +336,12 @@ func TestNetdevMetrics(t *testing.T) {
 	}
 	for q, cpu := range []string{"2", "3"} {
 		queue, napi, irq := strconv.Itoa(q), strconv.Itoa(8193+q), strconv.Itoa(41+q)
-		if got := mfs.Value(t, "xdp_netdev_queue_info", "device", "eth0", "queue", queue, "type", "rx",
-			"napi_id", napi, "irq", irq, "cpus", "0-3", "effective_cpus", cpu); got != 1 {
+		if got := mfs.Value(t, "xdp_netdev_queue_info", "device", "eth0", "queue", queue, "direction", "rx",
+			"napi_id", napi, "irq", irq); got != 1 {
 			t.Errorf("queue %s info = %v", queue, got)
+		}
+		if got := mfs.Value(t, "xdp_netdev_irq_affinity_info", "device", "eth0", "irq", irq, "cpus", "0-3", "effective_cpus", cpu); got != 1 {
+			t.Errorf("IRQ %s affinity = %v", irq, got)
 		}
 		if got := mfs.Value(t, "xdp_netdev_napi_gro_flush_timeout_seconds", "napi_id", napi); got != 200e-6 {
 			t.Errorf("gro flush timeout = %v", got)
@@ -346,6 +349,9 @@ func TestNetdevMetrics(t *testing.T) {
 	}
 	if got := mfs.Value(t, "xdp_netdev_queue_info", "device", "lo", "queue", "0", "napi_id", "", "irq", ""); got != 1 {
 		t.Errorf("lo queue info = %v", got)
+	}
+	if _, n := mfs.Sum("xdp_netdev_irq_affinity_info", "device", "lo"); n != 0 {
+		t.Error("lo, whose queue has no IRQ, has IRQ affinity series")
 	}
 	for _, p := range v.pools {
 		id, dev := strconv.FormatUint(p.ID, 10), ""

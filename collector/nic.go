@@ -36,19 +36,21 @@ import (
 //     it: on a driver the exporter does not know it is the best there is.
 var (
 	nicPortPackets = newFamily("nic", "nic_port_packets_total", "Packets received or sent at the port before any host drop, from ethtool's eth-mac or the driver's counters.",
-		Counter, "device", "direction", "source").documented("Packets received (direction rx) or sent at the port, before any drop for lack of host resources: the offered load. source eth_mac: the IEEE 802.3 FramesReceivedOK/FramesTransmittedOK of ethtool's eth-mac group (Linux 5.13); ethtool: the driver's ethtool -S names, summed (docs/collectors/nic.md lists them per driver).")
+		Counter, "device", "direction").documented("Packets received (direction rx) or sent at the port, before any drop for lack of host resources: the offered load. From the IEEE 802.3 FramesReceivedOK/FramesTransmittedOK of ethtool's eth-mac group (Linux 5.13) where the driver fills them, else the driver's ethtool -S names, summed (docs/collectors/nic.md lists them per driver); xdp_nic_signal_source_info says which.")
 	nicPortBytes = newFamily("nic", "nic_port_bytes_total", "Bytes received or sent at the port, from ethtool's eth-mac statistics or the driver's port counters.",
-		Counter, "device", "direction", "source").documented("Bytes received or sent at the port, from the same source as xdp_nic_port_packets_total (eth_mac OctetsReceivedOK/OctetsTransmittedOK, or the driver's names).")
+		Counter, "device", "direction").documented("Bytes received or sent at the port, from the same source as xdp_nic_port_packets_total (eth-mac OctetsReceivedOK/OctetsTransmittedOK, or the driver's names).")
 	nicHostDrops = newFamily("nic", "nic_rx_host_drops_total", "Received packets the NIC dropped for lack of host resources, at the port or at the RX ring.",
-		Counter, "device", "source", "stat", "where").documented("Received packets the NIC dropped for lack of host resources: where=port, the port had nowhere to put them (its buffer full: PCIe, memory or DDIO did not drain it); where=ring, no RX descriptor or buffer was posted (the CPU did not refill the ring in time). stat names the counter: the driver's ethtool -S name (source ethtool), qstats rx-hw-drop-overruns (source netdev_qstats) or a struct rtnl_link_stats64 field (source link_stats64), in that order of precedence per device.")
+		Counter, "device", "where").documented("Received packets the NIC dropped for lack of host resources: where=port, the port had nowhere to put them (its buffer full: PCIe, memory or DDIO did not drain it); where=ring, no RX descriptor or buffer was posted (the CPU did not refill the ring in time); no where label where the source does not say which (qstats rx-hw-drop-overruns, struct rtnl_link_stats64). From the driver's ethtool -S names, else qstats, else rtnl_link_stats64, per device; xdp_nic_signal_source_info says which.")
 	nicAllocFailures = newFamily("nic", "nic_rx_alloc_failures_total", "Receive buffer allocation failures, from netdev qstats rx-alloc-fail or the driver's ethtool -S counter.",
-		Counter, "device", "source", "stat").documented("Receive buffer (page, skb, DMA mapping) allocation failures: netdev qstats rx-alloc-fail where the driver reports it (source netdev_qstats), else the driver's ethtool -S names (source ethtool), stat naming the counter.")
+		Counter, "device").documented("Receive buffer (page, skb, DMA mapping) allocation failures: netdev qstats rx-alloc-fail where the driver reports it, else the driver's ethtool -S names, summed; xdp_nic_signal_source_info says which.")
+	nicSignalSource = newFamily("nic", "nic_signal_source_info", "The counters a NIC signal series of the device is read from; always 1.",
+		Gauge, "device", "family", "direction", "where", "source", "stat").documented("One series per series of xdp_nic_port_packets_total, xdp_nic_port_bytes_total, xdp_nic_rx_host_drops_total and xdp_nic_rx_alloc_failures_total: family is the signal's family, direction and where its labels (absent where it has none), source ethtool (the driver's ethtool -S names), eth_mac, netdev_qstats or link_stats64, stat the counters summed, comma-separated. A kernel upgrade that adds a source changes this series, not the signal's.")
 	nicPauseFrames = newFamily("nic", "nic_pause_frames_total", "IEEE 802.3x pause frames the port received or sent, from ethtool's pause statistics.",
 		Counter, "device", "direction").documented("IEEE 802.3x pause frames the port received (direction rx: the link partner asked it to stop sending) or sent (tx: its own receive buffer filled, so it asked the partner to stop), from ethtool's pause statistics (ethtool -I -a; Linux 5.12 and a driver with get_pause_stats: mlx5, bnxt, ice, i40e, ixgbe, ...).")
 	nicFECBlocks = newFamily("nic", "nic_fec_blocks_total", "FEC blocks the PHY corrected or could not correct, from ethtool's FEC statistics (FEC_GET).",
 		Counter, "device", "result").documented("Forward error correction blocks the PHY corrected (result corrected: bit errors on the link it fixed) or could not correct (uncorrectable: frames lost on the link before any counter of the host), all lanes, from ethtool's FEC statistics (ethtool -I --show-fec; Linux 5.14 and a driver with get_fec_stats: mlx5, ice, bnxt, sfc, ...).")
-	ethtoolFECInfo = newFamily("nic", "nic_fec_info", "The FEC mode in use on the link, from ethtool's FEC_GET; always 1.",
-		Gauge, "device", "mode").documented("The FEC mode in use on the link (off, rs, baser, llrs), from ethtool's FEC_GET (ethtool --show-fec, Active FEC encoding; Linux 5.14); always 1.")
+	ethtoolFECInfo = newFamily("nic", "nic_fec_info", "The FEC encoding in use on the link, from ethtool's FEC_GET; always 1.",
+		Gauge, "device", "encoding").documented("The FEC encoding in use on the link (off, rs, baser, llrs), from ethtool's FEC_GET (ethtool --show-fec, Active FEC encoding; Linux 5.14); always 1.")
 	ethtoolAllowance = newFamily("nic", "nic_allowance_exceeded_packets_total", "Packets the cloud queued or dropped over an instance allowance, from ENA's ethtool -S *_allowance_exceeded.",
 		Counter, "device", "allowance").documented("Packets the cloud queued or dropped because the instance exceeded an allowance: bw_in, bw_out (bandwidth), pps, conntrack, linklocal (ethtool -S <allowance>_allowance_exceeded; ENA).")
 )
@@ -252,7 +254,8 @@ func (c *ethtoolCollector) sendStandard(ch chan<- prometheus.Metric, d ethtoolDe
 	if m, ok := std.mac[d.Index]; ok {
 		for _, ms := range macStats {
 			if m.Present[ms.id] {
-				c.fams.send(ch, ms.fam, float64(m.Values[ms.id]), d.Label, ms.direction, srcEthMAC)
+				c.fams.send(ch, ms.fam, float64(m.Values[ms.id]), d.Label, ms.direction)
+				c.sendSource(ch, d.Label, ms.fam, ms.direction, "", srcEthMAC, ethtoolnl.MACStatNames[ms.id])
 			}
 		}
 	}
@@ -277,13 +280,15 @@ func (c *ethtoolCollector) sendStandard(ch chan<- prometheus.Metric, d ethtoolDe
 	}
 	q, hasQ := std.qstats[d.Index]
 	if hasQ && q.Present[qstatAllocFail] {
-		c.fams.send(ch, nicAllocFailures, float64(q.Values[qstatAllocFail]), d.Label, srcQstats, qstatAllocFailName)
+		c.fams.send(ch, nicAllocFailures, float64(q.Values[qstatAllocFail]), d.Label)
+		c.sendSource(ch, d.Label, nicAllocFailures, "", "", srcQstats, qstatAllocFailName)
 	}
 	if e != nil && e.hasDrops {
 		return
 	}
 	if hasQ && q.Present[qstatDropOverruns] {
-		c.fams.send(ch, nicHostDrops, float64(q.Values[qstatDropOverruns]), d.Label, srcQstats, qstatOverrunsName, "")
+		c.fams.send(ch, nicHostDrops, float64(q.Values[qstatDropOverruns]), d.Label, "")
+		c.sendSource(ch, d.Label, nicHostDrops, "", "", srcQstats, qstatOverrunsName)
 		return
 	}
 	field := defaultLinkDrops
@@ -292,8 +297,18 @@ func (c *ethtoolCollector) sendStandard(ch chan<- prometheus.Metric, d ethtoolDe
 	}
 	if l, ok := std.link[d.Index]; ok {
 		if v, ok := l.Field(field); ok {
-			c.fams.send(ch, nicHostDrops, float64(v), d.Label, srcStats64, field, "")
+			c.fams.send(ch, nicHostDrops, float64(v), d.Label, "")
+			c.sendSource(ch, d.Label, nicHostDrops, "", "", srcStats64, field)
 		}
+	}
+}
+
+// sendSource sends the xdp_nic_signal_source_info series of the signal
+// series of fam with direction and where (empty: the family has no such
+// label).
+func (c *ethtoolCollector) sendSource(ch chan<- prometheus.Metric, dev string, fam *Family, direction, where, source, stat string) {
+	if c.fams.keeps(fam) {
+		c.fams.send(ch, nicSignalSource, 1, dev, fam.Name, direction, where, source, stat)
 	}
 }
 

@@ -117,7 +117,7 @@ func scrapeCase(t *testing.T, c driverCase, drops uint64) (start, growth map[str
 		} else {
 			c.std(src, src.index[c.name], elapsed*drops)
 		}
-		return nicSeries(gather(t, fixtureCollector(t, src, "", "", nil)), c.name)
+		return rawNICSeries(gather(t, fixtureCollector(t, src, "", "", nil)), c.name, append(nicFamilies, "xdp_nic_signal_source_info")...)
 	}
 	start, after := scrape(0), scrape(1)
 	growth = map[string]float64{}
@@ -142,7 +142,7 @@ func TestNICDriverAlertCases(t *testing.T) {
 		"rule_files:\n  - ../recording.yml\n  - ../alerts.yml\nevaluation_interval: 15s\n\ntests:\n")
 	for _, c := range driverCases(t) {
 		start, growth := scrapeCase(t, c, seedDrops)
-		_, hasPort := growth[port("packets", "rx", srcEthtool)]
+		_, hasPort := growth["xdp_nic_port_packets_total{direction=rx}"]
 		quiet := uint64(0)
 		if hasPort {
 			quiet = seedHealthy
@@ -166,31 +166,33 @@ func TestNICDriverAlertCases(t *testing.T) {
 // seedAlert is the firing alert's YAML: the labels, and the description
 // naming the device's source and drop counters.
 func seedAlert(device string, growth map[string]float64, hasPort bool) string {
-	var source string
+	type counter struct{ stat, text string }
+	var counters []counter
+	for k := range growth {
+		if labels := parseLabels(k); strings.HasPrefix(k, "xdp_nic_signal_source_info{") && labels["family"] == "xdp_nic_rx_host_drops_total" {
+			where := ""
+			if w := labels["where"]; w != "" {
+				where = w + ", "
+			}
+			counters = append(counters, counter{labels["stat"], labels["stat"] + " (" + where + labels["source"] + ")"})
+		}
+	}
+	slices.SortFunc(counters, func(a, b counter) int { return strings.Compare(a.stat, b.stat) })
 	var stats []string
-	for _, k := range slices.Sorted(maps.Keys(growth)) {
-		if !strings.HasPrefix(k, "xdp_nic_rx_host_drops_total{") {
-			continue
-		}
-		labels := parseLabels(k)
-		source = labels["source"]
-		s := labels["stat"]
-		if w := labels["where"]; w != "" {
-			s += " (" + w + ")"
-		}
-		stats = append(stats, s)
+	for _, c := range counters {
+		stats = append(stats, c.text)
 	}
 	portRx := "unknown"
 	if hasPort {
 		portRx = seedPortHuman
 	}
-	return fmt.Sprintf("          - exp_labels: {severity: warning, job: xdp, instance: \"dut:9435\", device: %s, source: %s}\n"+
+	return fmt.Sprintf("          - exp_labels: {severity: warning, job: xdp, instance: \"dut:9435\", device: %s}\n"+
 		"            exp_annotations:\n"+
 		"              summary: '%s on dut:9435 drops packets for lack of host resources while its RX CPUs are idle'\n"+
-		"              description: 'The NIC drops %s packets/s for lack of host resources (%s: %s) out of %s packets/s received at the port, "+
+		"              description: 'The NIC drops %s packets/s for lack of host resources (%s) out of %s packets/s received at the port, "+
 		"while the RX CPUs are 39.01%% idle on average: the host, not the CPUs, cannot move packets off the NIC fast enough.'\n"+
 		"              runbook_url: 'https://github.com/xdp-exporter/xdp_exporter/blob/main/docs/runbook.md#xdpnicdropswhilerxcpusidle'\n",
-		device, source, device, seedDropHuman, source, strings.Join(stats, ", "), portRx)
+		device, device, seedDropHuman, strings.Join(stats, ", "), portRx)
 }
 
 // writeCase writes one promtool test: the device's series growing at
@@ -200,8 +202,8 @@ func writeCase(b *strings.Builder, name, device string, start, growth map[string
 	fmt.Fprintf(b, "  - name: '%s'\n    interval: 1s\n    input_series:\n", name)
 	for _, k := range slices.Sorted(maps.Keys(start)) {
 		fam, labels, _ := strings.Cut(strings.TrimSuffix(k, "}"), "{")
-		fmt.Fprintf(b, "      - series: '%s{instance=\"dut:9435\",job=\"xdp\",device=\"%s\",%s}'\n        values: '%.0f+%.0fx900'\n",
-			fam, device, quoteLabels(labels), start[k], growth[k])
+		fmt.Fprintf(b, "      - series: '%s{%s}'\n        values: '%.0f+%.0fx900'\n",
+			fam, quoteLabels(strings.Join([]string{"instance=dut:9435", "job=xdp", "device=" + device, labels}, unitSep)), start[k], growth[k])
 	}
 	for cpu, modes := range seedCPUs {
 		for i, mode := range []string{"irq", "softirq", "idle"} {
@@ -217,11 +219,11 @@ func writeCase(b *strings.Builder, name, device string, start, growth map[string
 	b.WriteString("        exp_alerts:\n" + alert)
 }
 
-// parseLabels reads the labels of a nicSeries key.
+// parseLabels reads the labels of a rawNICSeries key.
 func parseLabels(key string) map[string]string {
 	_, labels, _ := strings.Cut(strings.TrimSuffix(key, "}"), "{")
 	out := map[string]string{}
-	for _, kv := range strings.Split(labels, ",") {
+	for _, kv := range strings.Split(labels, unitSep) {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			out[k] = v
 		}
@@ -229,10 +231,13 @@ func parseLabels(key string) map[string]string {
 	return out
 }
 
-// quoteLabels turns nicSeries' name=value,... into PromQL's name="value".
+// quoteLabels turns rawNICSeries' labels into PromQL's name="value",...
 func quoteLabels(labels string) string {
 	var out []string
-	for _, kv := range strings.Split(labels, ",") {
+	for _, kv := range strings.Split(labels, unitSep) {
+		if kv == "" {
+			continue
+		}
 		k, v, _ := strings.Cut(kv, "=")
 		out = append(out, k+`="`+strings.ReplaceAll(v, `"`, `\"`)+`"`)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolname"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolnl"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
@@ -22,26 +23,77 @@ var nicFamilies = []string{"xdp_nic_port_packets_total", "xdp_nic_port_bytes_tot
 	"xdp_nic_rx_alloc_failures_total", "xdp_nic_allowance_exceeded_packets_total"}
 
 // nicSeries is every NIC signal sample of device, keyed by family and
-// labels but device, as "family{name=value,...}".
-func nicSeries(mfs exportertest.Families, device string) map[string]float64 {
+// labels but device, as "family{name=value,...}", with the source and
+// (but for the port families) the stat of its xdp_nic_signal_source_info
+// series as labels. A signal series without exactly one source series, or
+// a source series of no signal series, is an error.
+func nicSeries(t *testing.T, mfs exportertest.Families, device string) map[string]float64 {
+	t.Helper()
+	sources := map[string][]string{}
+	for _, m := range mfs.Series("xdp_nic_signal_source_info", "device", device) {
+		l := func(n string) string { return exportertest.Label(m, n) }
+		key := l("family") + "{" + l("direction") + "," + l("where") + "}"
+		if _, dup := sources[key]; dup {
+			t.Errorf("%s: two source series of %s", device, key)
+		}
+		sources[key] = []string{"source=" + l("source"), "stat=" + l("stat")}
+	}
 	out := map[string]float64{}
 	for _, fam := range nicFamilies {
 		for _, m := range mfs.Series(fam, "device", device) {
-			var ls []string
-			for _, l := range m.GetLabel() {
-				if l.GetName() != "device" {
-					ls = append(ls, l.GetName()+"="+l.GetValue())
+			ls := labelsBut(m, "device")
+			if fam != "xdp_nic_allowance_exceeded_packets_total" {
+				key := fam + "{" + exportertest.Label(m, "direction") + "," + exportertest.Label(m, "where") + "}"
+				src, ok := sources[key]
+				if !ok {
+					t.Errorf("%s: no source series of %s", device, key)
 				}
+				delete(sources, key)
+				if strings.HasPrefix(fam, "xdp_nic_port_") && len(src) == 2 {
+					src = src[:1]
+				}
+				ls = append(ls, src...)
+				slices.Sort(ls)
 			}
 			out[fam+"{"+strings.Join(ls, ",")+"}"] = exportertest.Value(m)
+		}
+	}
+	for key := range sources {
+		t.Errorf("%s: a source series of %s, which is not sent", device, key)
+	}
+	return out
+}
+
+// rawNICSeries is every sample of device in fams, keyed as
+// "family{name=value<US>...}" with the labels as sent, but device: the
+// unit separator because a stat label lists its stats with commas.
+func rawNICSeries(mfs exportertest.Families, device string, fams ...string) map[string]float64 {
+	out := map[string]float64{}
+	for _, fam := range fams {
+		for _, m := range mfs.Series(fam, "device", device) {
+			out[fam+"{"+strings.Join(labelsBut(m, "device"), unitSep)+"}"] = exportertest.Value(m)
 		}
 	}
 	return out
 }
 
+// unitSep separates the labels of a rawNICSeries key.
+const unitSep = "\x1f"
+
+// labelsBut is the sample's labels but skip, as name=value.
+func labelsBut(m *dto.Metric, skip string) []string {
+	var ls []string
+	for _, p := range m.GetLabel() {
+		if p.GetName() != skip {
+			ls = append(ls, p.GetName()+"="+p.GetValue())
+		}
+	}
+	return ls
+}
+
 func checkNIC(t *testing.T, mfs exportertest.Families, device string, want map[string]float64) {
 	t.Helper()
-	got := nicSeries(mfs, device)
+	got := nicSeries(t, mfs, device)
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if v, ok := got[k]; !ok || v != want[k] {
 			t.Errorf("%s: %s = %v (present %v), want %v", device, k, v, ok, want[k])
@@ -59,6 +111,9 @@ func port(fam, dir, src string) string {
 	return "xdp_nic_port_" + fam + "_total{direction=" + dir + ",source=" + src + "}"
 }
 func hostDrop(src, stat, where string) string {
+	if where == "" {
+		return "xdp_nic_rx_host_drops_total{source=" + src + ",stat=" + stat + "}"
+	}
 	return "xdp_nic_rx_host_drops_total{source=" + src + ",stat=" + stat + ",where=" + where + "}"
 }
 func alloc(src, stat string) string {
@@ -84,23 +139,23 @@ func TestNICSignalFixtures(t *testing.T) {
 			hostDrop(e, "rx_discards_phy", "port"): 14635008, hostDrop(e, "rx_out_of_buffer", "ring"): 43246222},
 		"i40e": {port("packets", "rx", e): 258200655577 + 25774301 + 56182126, port("packets", "tx", e): 765693443487 + 853250 + 323,
 			port("bytes", "rx", e): 263842031063331, port("bytes", "tx", e): 161388396404331,
-			hostDrop(e, "port.rx_dropped", "port"): 0, alloc(e, "rx_alloc_fail"): 0, alloc(e, "rx_pg_alloc_fail"): 0},
+			hostDrop(e, "port.rx_dropped", "port"): 0, alloc(e, "rx_alloc_fail,rx_pg_alloc_fail"): 0},
 		"ice": {port("packets", "rx", e): 33003654962 + 68400061 + 329643106, port("packets", "tx", e): 34495741329 + 1052558 + 54,
 			port("bytes", "rx", e): 14645706706667, port("bytes", "tx", e): 25121483762164,
 			hostDrop(e, "rx_dropped.nic", "port"): 0, hostDrop(e, "rx_dropped", "ring"): 3,
-			alloc(e, "rx_alloc_fail"): 0, alloc(e, "rx_pg_alloc_fail"): 0},
+			alloc(e, "rx_alloc_fail,rx_pg_alloc_fail"): 0},
 		"ixgbe": {port("packets", "rx", e): 514913553697, port("packets", "tx", e): 459844200842,
 			port("bytes", "rx", e): 314224148414349, port("bytes", "tx", e): 137594905353510,
 			hostDrop(e, "rx_missed_errors", "port"): 0, hostDrop(e, "rx_no_dma_resources", "ring"): 236,
-			alloc(e, "alloc_rx_page_failed"): 0, alloc(e, "alloc_rx_buff_failed"): 0},
+			alloc(e, "alloc_rx_buff_failed,alloc_rx_page_failed"): 0},
 		"bnxt": {port("packets", "rx", e): 3400498238, port("packets", "tx", e): 47792694822,
 			port("bytes", "rx", e): 7258696030461, port("bytes", "tx", e): 15434985234825,
 			hostDrop(e, "rx_stat_discard", "port"): 14, hostDrop(e, "[%u]: rx_discards", "ring"): 0},
 		"igb": {port("packets", "rx", e): 666, port("packets", "tx", e): 13, port("bytes", "rx", e): 999000, port("bytes", "tx", e): 19500,
 			hostDrop(e, "rx_missed_errors", "port"): 0, hostDrop(e, "rx_queue_%u_drops", "ring"): 0, alloc(e, "rx_queue_%u_alloc_failed"): 0},
-		"gve": {hostDrop(e, "rx_no_buffers_posted[%u]", "ring"): 0, alloc(e, "rx_skb_alloc_fail"): 0, alloc(e, "rx_buf_alloc_fail"): 0},
+		"gve": {hostDrop(e, "rx_no_buffers_posted[%u]", "ring"): 0, alloc(e, "rx_buf_alloc_fail,rx_skb_alloc_fail"): 0},
 		"e1000e": {port("packets", "rx", e): 20000, port("packets", "tx", e): 0, port("bytes", "rx", e): 1280000, port("bytes", "tx", e): 0,
-			hostDrop(e, "rx_missed_errors", "port"): 0, alloc(e, "alloc_rx_buff_failed"): 0, alloc(e, "rx_dma_failed"): 0},
+			hostDrop(e, "rx_missed_errors", "port"): 0, alloc(e, "alloc_rx_buff_failed,rx_dma_failed"): 0},
 		"vmxnet3": {port("packets", "rx", e): 19704, port("packets", "tx", e): 0, port("bytes", "rx", e): 1182240, port("bytes", "tx", e): 0,
 			hostDrop(e, "pkts rx OOB", "ring"): 296, alloc(e, "rx buf alloc fail"): 0},
 		"virtio_net": {},
@@ -181,14 +236,14 @@ func TestNICSignalSourceNames(t *testing.T) {
 			hostDrop(e, "rx_missed_errors", "port"): 6, hostDrop(e, "rx_queue_%u_drops", "ring"): 9 + 10, alloc(e, "rx_queue_%u_alloc_failed"): 11 + 12},
 		// Allowances 2..6; the queues' alloc failures 9+10, 11+12, 13+14.
 		"ena": {a("bw_in"): 2, a("bw_out"): 3, a("pps"): 4, a("conntrack"): 5, a("linklocal"): 6,
-			alloc(e, "queue_%u_rx_page_alloc_fail"): 9 + 10, alloc(e, "queue_%u_rx_skb_alloc_fail"): 11 + 12, alloc(e, "queue_%u_rx_dma_mapping_err"): 13 + 14},
+			alloc(e, "queue_%u_rx_dma_mapping_err,queue_%u_rx_page_alloc_fail,queue_%u_rx_skb_alloc_fail"): 9 + 10 + 11 + 12 + 13 + 14},
 		"idpf": {port("packets", "rx", e): 2 + 3 + 4, port("packets", "tx", e): 5 + 6 + 7},
 		"nfp": {hostDrop(e, "dev_rx_discards", "ring"): 1, alloc(e, "rx_replace_buf_alloc_fail"): 3, port("bytes", "rx", e): 4,
 			hostDrop(e, "mac.rx_drop_events", "port"): 5, port("packets", "rx", e): 6, port("bytes", "tx", e): 7, port("packets", "tx", e): 8},
-		"sfc": {alloc(e, "rx_noskb_drops"): 1, hostDrop(e, "rx_nodesc_trunc", "ring"): 2, port("bytes", "tx", e): 3, port("packets", "tx", e): 4,
-			port("bytes", "rx", e): 5, port("packets", "rx", e): 6, hostDrop(e, "port_rx_overflow", "port"): 7, hostDrop(e, "port_rx_nodesc_drops", "ring"): 8},
+		"sfc": {alloc(e, "rx_noskb_drops"): 1, hostDrop(e, "port_rx_nodesc_drops,rx_nodesc_trunc", "ring"): 2 + 8, port("bytes", "tx", e): 3, port("packets", "tx", e): 4,
+			port("bytes", "rx", e): 5, port("packets", "rx", e): 6, hostDrop(e, "port_rx_overflow", "port"): 7},
 		"e1000e": {port("packets", "rx", e): 1, port("packets", "tx", e): 2, port("bytes", "rx", e): 3, port("bytes", "tx", e): 4,
-			hostDrop(e, "rx_missed_errors", "port"): 6, alloc(e, "alloc_rx_buff_failed"): 7, alloc(e, "rx_dma_failed"): 8},
+			hostDrop(e, "rx_missed_errors", "port"): 6, alloc(e, "alloc_rx_buff_failed,rx_dma_failed"): 7 + 8},
 		// The TX block is stats 1..7, the RX queues 8..16 and 17..25.
 		"vmxnet3": {port("packets", "tx", e): 2 + 3 + 4, port("bytes", "tx", e): 5 + 6 + 7,
 			port("packets", "rx", e): 9 + 10 + 11 + 18 + 19 + 20, port("bytes", "rx", e): 12 + 13 + 14 + 21 + 22 + 23,

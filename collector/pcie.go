@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/cpulist"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/irq"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci"
@@ -55,17 +54,17 @@ var (
 		"1 if the link trained below what both its ends support, else 0, per link of the NIC's path.",
 		Gauge, "device", "hop", "pci_address").documented("1 if the link trained below what both its ends can do (current speed or width below the lower of the two ends' maximum), else 0. A link joins an even hop (the NIC, or a switch's upstream port) to the port above it, the next hop.")
 	pcieAERErrors = newFamily("pcie", "pcie_aer_errors_total",
-		"PCIe AER errors by type and name per hop of the NIC's path, from sysfs aer_dev_{correctable,nonfatal,fatal}.",
-		Counter, "device", "hop", "pci_address", "type", "error").documented("PCIe Advanced Error Reporting errors by type (correctable, nonfatal, fatal) and error name, as the kernel lists them in aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal (totals left out), per hop of the NIC's path that has AER.")
+		"PCIe AER errors by class and name per hop of the NIC's path, from sysfs aer_dev_{correctable,nonfatal,fatal}.",
+		Counter, "device", "hop", "pci_address", "class", "error").documented("PCIe Advanced Error Reporting errors by class (correctable, nonfatal, fatal) and error name, as the kernel lists them in aer_dev_correctable, aer_dev_nonfatal and aer_dev_fatal (totals left out), per hop of the NIC's path that has AER.")
 	pcieRxQueueRemote = newFamily("pcie", "pcie_rx_queue_numa_remote_ratio",
 		"Share of the CPUs the RX queue's IRQ runs on that are on another NUMA node than the NIC.",
-		Gauge, "device", "queue", "irq", "effective_cpus").documented("Share of the CPUs the RX queue's IRQ runs on (effective affinity) that are on another NUMA node than the NIC: 0 all local, 1 all remote. Only for NICs with a NUMA node.")
+		Gauge, "device", "queue", "irq").documented("Share of the CPUs the RX queue's IRQ runs on (/proc/irq/N/effective_affinity_list) that are on another NUMA node than the NIC: 0 all local, 1 all remote. Only for NICs with a NUMA node; xdp_netdev_irq_affinity_info names the CPUs.")
 	pcieRxQueueInterrupts = newFamily("pcie", "pcie_rx_queue_interrupts_total",
 		"Interrupts of the RX queue's IRQ summed over CPUs, from /proc/interrupts.",
 		Counter, "device", "queue", "irq").documented("Interrupts of the RX queue's MSI-X vector, summed over CPUs (its row of /proc/interrupts). Divided into the queue's packet rate it is packets per interrupt, which interrupt coalescing (xdp_nic_coalesce_*) sets. For queues whose IRQ the netdev family names (Linux 6.8+ and a driver that links its queues to NAPIs) or the driver's IRQ name gives.")
-	pcieCPURemote = newFamily("pcie", "pcie_cpu_numa_remote",
-		"1 if the CPU is on another NUMA node than the NIC, else 0, on hosts of more than one node.",
-		Gauge, "device", "cpu").documented("1 if the CPU is on another NUMA node than the NIC, else 0; for NICs with a NUMA node on hosts with more than one node. Join with per-CPU packet rates for the share processed remotely.")
+	pcieCPUInfo = newFamily("pcie", "pcie_cpu_info",
+		"The NUMA node of each CPU, from sysfs devices/system/node, on hosts of several nodes with a NIC on one; always 1.",
+		Gauge, "cpu", "numa_node").documented("The NUMA node of each CPU (sysfs devices/system/node/nodeN/cpulist), on hosts of more than one node where a NIC has a node. A CPU is remote from a NIC when its numa_node differs from the NIC's in xdp_pcie_device_info: the recording rules join the two for the share of packets processed remotely.")
 )
 
 // PCIeConfig configures the pcie collector.
@@ -170,13 +169,18 @@ func (c *pcieCollector) Update(ctx context.Context, snap *LinkSnapshot, ch chan<
 		}
 	}
 	for i, f := range nics {
-		c.emit(ch, f.link, f.nic, nodes)
+		c.emit(ch, f.link, f.nic)
 		c.emitQueues(ch, f.link.Label, f.nic, nodes, queues[i], counts)
+	}
+	if nodes.Count > 1 {
+		for cpu, node := range nodes.Node {
+			c.cfg.Families.send(ch, pcieCPUInfo, 1, strconv.Itoa(cpu), strconv.Itoa(node))
+		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, nodes pci.NodeCPUs) {
+func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC) {
 	dev := l.Label
 	c.cfg.Families.send(ch, pcieDeviceInfo, 1, dev, nic.Address, strconv.Itoa(nic.NUMANode))
 	for hop, h := range nic.Hops {
@@ -209,18 +213,6 @@ func (c *pcieCollector) emit(ch chan<- prometheus.Metric, l Link, nic *pci.NIC, 
 			c.cfg.Families.send(ch, pcieLinkDegraded, v, dev, strconv.Itoa(hop), nic.Hops[hop].Address)
 		}
 	}
-	if nic.NUMANode < 0 || len(nodes.Node) == 0 {
-		return
-	}
-	if nodes.Count > 1 {
-		for cpu, node := range nodes.Node {
-			remote := 0.0
-			if node != nic.NUMANode {
-				remote = 1
-			}
-			c.cfg.Families.send(ch, pcieCPURemote, remote, dev, strconv.Itoa(cpu))
-		}
-	}
 }
 
 // emitQueues sends each RX queue's interrupt count and, for a NIC with a
@@ -245,6 +237,6 @@ func (c *pcieCollector) emitQueues(ch chan<- prometheus.Metric, dev string, nic 
 				remote++
 			}
 		}
-		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, queue, irqLabel, cpulist.Format(cpus))
+		c.cfg.Families.send(ch, pcieRxQueueRemote, float64(remote)/float64(len(cpus)), dev, queue, irqLabel)
 	}
 }

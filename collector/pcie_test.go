@@ -100,11 +100,11 @@ func checkPCIeAER(t *testing.T, mfs exportertest.Families) {
 		severity, name string
 		want           float64
 	}{{"correctable", "RxErr", 3}, {"correctable", "BadTLP", 12}, {"correctable", "Timeout", 1}, {"nonfatal", "CmpltTO", 2}, {"fatal", "MalfTLP", 0}} {
-		if got := mfs.Value(t, "xdp_pcie_aer_errors_total", "device", "mlx5p0", "hop", "0", "type", e.severity, "error", e.name); got != e.want {
+		if got := mfs.Value(t, "xdp_pcie_aer_errors_total", "device", "mlx5p0", "hop", "0", "class", e.severity, "error", e.name); got != e.want {
 			t.Errorf("AER %s %s = %v, want %v", e.severity, e.name, got, e.want)
 		}
 	}
-	if sum, n := mfs.Sum("xdp_pcie_aer_errors_total", "type", "correctable"); n != 8 || sum != 16 {
+	if sum, n := mfs.Sum("xdp_pcie_aer_errors_total", "class", "correctable"); n != 8 || sum != 16 {
 		t.Errorf("correctable AER: %d series summing to %v, want the 8 names summing to TOTAL_ERR_COR 16", n, sum)
 	}
 	if _, n := mfs.Sum("xdp_pcie_aer_errors_total", "device", "eth1"); n != 0 {
@@ -117,10 +117,10 @@ func checkPCIeAER(t *testing.T, mfs exportertest.Families) {
 func checkPCIeNUMA(t *testing.T, mfs exportertest.Families) {
 	t.Helper()
 	for _, q := range []struct {
-		queue, irq, cpus string
-		want             float64
-	}{{"0", "40", "0", 1}, {"1", "41", "4", 0}, {"2", "42", "5-6", 0}, {"3", "43", "2,5", 0.5}} {
-		if got := mfs.Value(t, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "mlx5p0", "queue", q.queue, "irq", q.irq, "effective_cpus", q.cpus); got != q.want {
+		queue, irq string
+		want       float64
+	}{{"0", "40", 1}, {"1", "41", 0}, {"2", "42", 0}, {"3", "43", 0.5}} {
+		if got := mfs.Value(t, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "mlx5p0", "queue", q.queue, "irq", q.irq); got != q.want {
 			t.Errorf("queue %s remote ratio = %v, want %v", q.queue, got, q.want)
 		}
 	}
@@ -135,16 +135,15 @@ func checkPCIeNUMA(t *testing.T, mfs exportertest.Families) {
 	if _, n := mfs.Sum("xdp_pcie_rx_queue_numa_remote_ratio", "irq", "39"); n != 0 {
 		t.Error("the async event IRQ is taken for a queue")
 	}
-	remote, n := mfs.Sum("xdp_pcie_cpu_numa_remote", "device", "mlx5p0")
-	if n != 8 || remote != 4 {
-		t.Errorf("mlx5p0: %d CPUs with %v remote, want 8 with 4 (CPUs 0-3 on node 0)", n, remote)
+	nodes := mfs.Values("xdp_pcie_cpu_info", "cpu")
+	if len(nodes) != 8 {
+		t.Errorf("%d CPUs with a node, want the fixture's 8", len(nodes))
 	}
-	if got := mfs.Value(t, "xdp_pcie_cpu_numa_remote", "device", "mlx5p0", "cpu", "5"); got != 0 {
-		t.Errorf("CPU 5 (node 1) counted remote from a node-1 NIC")
+	for cpu := range 8 {
+		want := map[bool]string{true: "0", false: "1"}[cpu < 4]
+		mfs.Value(t, "xdp_pcie_cpu_info", "cpu", strconv.Itoa(cpu), "numa_node", want)
 	}
-	if _, n := mfs.Sum("xdp_pcie_cpu_numa_remote", "device", "eth1"); n != 0 {
-		t.Error("eth1 has no NUMA node, yet its CPUs are classified")
-	}
+	mfs.Value(t, "xdp_pcie_device_info", "device", "mlx5p0", "numa_node", "1")
 }
 
 // TestPCIeNoPCIBus: a sysfs without /sys/bus/pci (a container, a board

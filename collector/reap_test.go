@@ -192,7 +192,7 @@ func (l *reapLab) checkFresh(id string) {
 		l.t.Fatal(err)
 	}
 	mfs := l.scrape()
-	if v := mfs.Value(l.t, "xdp_monitor_exceptions_total", "device", host.Name, "action", "ABORTED"); v != n {
+	if v := mfs.Value(l.t, "xdp_monitor_exceptions_total", "device", host.Name, "action", "aborted"); v != n {
 		l.t.Errorf("exceptions of the new program on the new device: %v, want %d", v, n)
 	}
 	var work float64
@@ -262,7 +262,7 @@ func TestReapChurn(t *testing.T) {
 	mfs := l.scrape()
 	var total float64
 	for _, d := range devs {
-		v, _ := mfs.Sum("xdp_monitor_exceptions_total", "device", d.host.Name, "action", "ABORTED")
+		v, _ := mfs.Sum("xdp_monitor_exceptions_total", "device", d.host.Name, "action", "aborted")
 		total += v
 	}
 	if total != 2*cycles {

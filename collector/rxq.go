@@ -35,10 +35,10 @@ var (
 		`with --collector.rxq.check-ifindex, "ifindex_mismatch" (ctx->ingress_ifindex is not the device).`)
 	rxqInfo = newFamily("rxq", "rxq_info",
 		"The rxq collector's own XDP program on a device: its verdict, mode, data reads and program id; always 1.",
-		Gauge, "device", "action", "mode", "read", "prog_id").documented("The rxq XDP program attached to a device (attach mode): its verdict, attach mode, whether it reads packet data, and its BPF program id.")
+		Gauge, "device", "action", "attach_mode", "read", "prog_id").documented("The rxq XDP program attached to a device (attach mode): its verdict, attach mode, whether it reads packet data, and its BPF program id.")
 	rxqObserved = newFamily("rxq", "rxq_observed_info",
 		"An XDP program the rxq collector's observe mode counts through fexit; always 1.",
-		Gauge, "device", "mode", "prog_id").documented("An XDP program observe mode counts (--collector.rxq.observe): the device, attach mode and id of the program " +
+		Gauge, "device", "attach_mode", "prog_id").documented("An XDP program observe mode counts (--collector.rxq.observe): the device, attach mode and id of the program " +
 		"an fexit program watches. Its counts go on in xdp_rxq_packets_total across a replacement; this series names the program now counted.")
 	rxqComponentPackets = newFamily("rxq", "rxq_component_packets_total",
 		"Packets each program in libxdp's dispatcher returned by RX queue, CPU and verdict, counted by fexit.",
@@ -50,7 +50,7 @@ var (
 		Counter, "device", "queue", "cpu", "action", "prog_id", "name").experimental()
 	rxqUnobservable = newFamily("rxq", "rxq_unobservable_info",
 		"An XDP program observe mode cannot count, with the kernel's reason; always 1.",
-		Gauge, "device", "mode", "prog_id", "reason").documented("An XDP program observe mode cannot count, with the reason: no_btf (loaded without BTF), offloaded (runs on the NIC), " +
+		Gauge, "device", "attach_mode", "prog_id", "reason").documented("An XDP program observe mode cannot count, with the reason: no_btf (loaded without BTF), offloaded (runs on the NIC), " +
 		"not_permitted (the kernel refused the fexit program: lockdown, a security module, or a kernel that refuses tracing programs), " +
 		"not_supported (no BPF trampoline), busy (EBUSY: no trampoline on this program, e.g. libxdp's dispatcher of one component, whose entry function the component replaces), " +
 		"refused (EINVAL: a target that is not JITed), error. Logged once at INFO; not a failure.")

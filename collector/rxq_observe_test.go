@@ -51,7 +51,7 @@ func TestRxqObserveFollows(t *testing.T) {
 	testenv.Check(t, err, "attaching a program without BTF")
 	id := vethtest.AttachedXDP(t, dev)
 	mfs := gather(t, c)
-	if v := mfs.Value(t, "xdp_rxq_unobservable_info", "device", dev, "mode", "native", "prog_id", fmt.Sprint(id), "reason", "no_btf"); v != 1 {
+	if v := mfs.Value(t, "xdp_rxq_unobservable_info", "device", dev, "attach_mode", "native", "prog_id", fmt.Sprint(id), "reason", "no_btf"); v != 1 {
 		t.Errorf("xdp_rxq_unobservable_info{reason=no_btf} = %v, want 1", v)
 	}
 	raw.Close()

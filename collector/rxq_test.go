@@ -162,7 +162,7 @@ func TestRxqActions(t *testing.T) {
 			mfs := gather(t, c)
 
 			info := mfs.Value(t, "xdp_rxq_info", "device", pair.Host.Name, "action", tc.action,
-				"mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(vethtest.AttachedXDP(t, pair.Host.Name)))
+				"attach_mode", "native", "read", fmt.Sprint(tc.read), "prog_id", fmt.Sprint(vethtest.AttachedXDP(t, pair.Host.Name)))
 			if info != 1 {
 				t.Errorf("xdp_rxq_info = %v, want 1", info)
 			}
@@ -374,8 +374,8 @@ func TestRxqGeneric(t *testing.T) {
 	}
 	vethtest.SendExactly(t, pair, n)
 	mfs := gather(t, c)
-	if v := mfs.Value(t, "xdp_rxq_info", "device", pair.Host.Name, "mode", "generic"); v != 1 {
-		t.Errorf("xdp_rxq_info{mode=generic} = %v", v)
+	if v := mfs.Value(t, "xdp_rxq_info", "device", pair.Host.Name, "attach_mode", "generic"); v != 1 {
+		t.Errorf("xdp_rxq_info{attach_mode=generic} = %v", v)
 	}
 	var total uint64
 	for _, cpus := range rxqCells(mfs, "xdp_rxq_packets_total", pair.Host.Name) {

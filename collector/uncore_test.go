@@ -85,7 +85,7 @@ func TestUncoreFixtureMapsNICs(t *testing.T) {
 		if v := mfs.Value(t, "xdp_uncore_iio_device_info", "device", w.device, "socket", w.socket, "iio", "0", "root_bus", w.bus); v != 1 {
 			t.Errorf("%s: info %v", w.device, v)
 		}
-		if v := mfs.Value(t, "xdp_uncore_iio_free_running_bytes_total", "socket", w.socket, "iio", "0", "root_bus", w.bus, "port", "0", "direction", "in"); v <= 0 {
+		if v := mfs.Value(t, "xdp_uncore_iio_free_running_bytes_total", "socket", w.socket, "iio", "0", "root_bus", w.bus, "port", "0", "flow", "in"); v <= 0 {
 			t.Errorf("socket %s: free-running bytes %v", w.socket, v)
 		}
 	}

@@ -253,9 +253,9 @@ func (c *xdpCollector) updateCpumap(ch chan<- prometheus.Metric, live *reap.Live
 		c.fams.send(ch, xdpKthreadDrops, float64(k.Drops), id, cpu)
 		c.fams.send(ch, xdpKthreadSched, float64(k.Sched), id, cpu)
 		c.fams.send(ch, xdpKthreadPolls, float64(k.Polls), id, cpu)
-		c.fams.send(ch, xdpKthreadActions, float64(k.XdpPass), id, cpu, "PASS")
-		c.fams.send(ch, xdpKthreadActions, float64(k.XdpDrop), id, cpu, "DROP")
-		c.fams.send(ch, xdpKthreadActions, float64(k.XdpRedirect), id, cpu, "REDIRECT")
+		c.fams.send(ch, xdpKthreadActions, float64(k.XdpPass), id, cpu, "pass")
+		c.fams.send(ch, xdpKthreadActions, float64(k.XdpDrop), id, cpu, "drop")
+		c.fams.send(ch, xdpKthreadActions, float64(k.XdpRedirect), id, cpu, "redirect")
 	}
 	return errors.Join(err, kthreadErr)
 }

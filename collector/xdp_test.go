@@ -93,7 +93,7 @@ func TestXDPExceptions(t *testing.T) {
 	vethtest.SendExactly(t, pair, n)
 
 	mfs := gather(t, c)
-	got := mfs.Value(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "ABORTED")
+	got := mfs.Value(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "aborted")
 	if got != n {
 		t.Fatalf("exceptions = %v, want %d", got, n)
 	}
@@ -138,7 +138,7 @@ func TestXDPRedirectErrors(t *testing.T) {
 		{"missing ifindex", func(t *testing.T) *ebpf.Program { return xdpLoad(t, xdpRedirectIfindex(0x7ffffff0)) },
 			"xdp_monitor_redirect_errors_total", []string{"errno", "EINVAL"}},
 		{"empty devmap slot", func(t *testing.T) *ebpf.Program { return xdpRedirectProgram(t, xdpDevmapTo(t, 0)) },
-			"xdp_monitor_exceptions_total", []string{"action", "ABORTED"}},
+			"xdp_monitor_exceptions_total", []string{"action", "aborted"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pair := vethtest.Pair(t, 2)
@@ -256,7 +256,7 @@ func TestXDPMissingTracepoint(t *testing.T) {
 	if v := mfs.Value(t, "xdp_monitor_tracepoint_attached", "tracepoint", "xdp:xdp_exception"); v != 1 {
 		t.Fatalf("xdp:xdp_exception attached = %v", v)
 	}
-	if got := mfs.Value(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "ABORTED"); got != n {
+	if got := mfs.Value(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "aborted"); got != n {
 		t.Fatalf("exceptions = %v, want %d", got, n)
 	}
 	if k := len(mfs.Series("xdp_monitor_devmap_xmit_packets_total", "from_device", in.Host.Name, "to_device", out.Host.Name)); k != 0 {

@@ -93,7 +93,7 @@ func fleetBoard(cfg Config) board {
 				{
 					title: "PCIe AER errors per host (top 20)", unit: "ops", min: &f0, exempt: exemptLink, runbook: AlertPCIeAERCorr,
 					description: "Advanced Error Reporting errors per second of the NICs' functions, by type.",
-					targets:     []target{{refID: "A", expr: top(r.hostAER() + inst), legend: "{{instance}} {{type}}"}},
+					targets:     []target{{refID: "A", expr: top(r.hostAER() + inst), legend: "{{instance}} {{class}}"}},
 				},
 			}},
 			{title: "NAPI, errors and the exporter", tool: "napi_monitor and xdp_monitor on every host", panels: []panel{

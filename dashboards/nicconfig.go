@@ -34,7 +34,7 @@ func (r recorded) lineRate() string {
 // 64-byte line rate (148.8 Mpps at 100 Gbit/s).
 func nicConfigRecordingRules(r recorded, h, sel string, sumRate func(by, series string) string) []Rule {
 	entries := withSelector("xdp_nic_rss_indirection_entries", sel)
-	rxQueues := "sum by (" + h + ", device) (" + withSelector(`xdp_nic_channels{type=~"rx|combined"}`, sel) + ")"
+	rxQueues := "sum by (" + h + ", device) (" + withSelector(`xdp_nic_channels{channel=~"rx|combined"}`, sel) + ")"
 	return []Rule{
 		record(r.rssWeight(), entries+"\n/ on ("+h+", device) group_left ()\n(sum by ("+h+", device) ("+entries+") / "+rxQueues+")"),
 		record(r.queueInterrupts(), sumRate(h+", device, queue", "xdp_pcie_rx_queue_interrupts_total")),

@@ -90,9 +90,9 @@ func (r recorded) rxImbalance() string {
 }
 
 // portRx is the packets each device's port received, and hostDrops the
-// packets it dropped for lack of host resources, by where and counter:
-// each from its device's one source (collector/nic.go), named in the
-// source label.
+// packets it dropped for lack of host resources, by where: each from its
+// device's one source (collector/nic.go), which
+// xdp_nic_signal_source_info names.
 func (r recorded) portRx() string { return r.rate("instance_device", "xdp_nic_port_rx_packets") }
 func (r recorded) hostDrops() string {
 	return r.rate("instance_device", "xdp_nic_rx_host_drops")
@@ -128,7 +128,7 @@ func (r recorded) hostActions() string {
 	return r.rate("instance_action", "xdp_nic_rx_xdp_packets")
 }
 func (r recorded) hostExc() string       { return r.rate("instance", "xdp_exceptions") }
-func (r recorded) hostAER() string       { return r.rate("instance_type", "xdp_pcie_aer_errors") }
+func (r recorded) hostAER() string       { return r.rate("instance_class", "xdp_pcie_aer_errors") }
 func (r recorded) hostRedirErr() string  { return r.rate("instance", "xdp_redirect_errors") }
 func (r recorded) hostCacheMiss() string { return "instance:xdp_rx_cpus_cache_miss:max_ratio" }
 func (r recorded) hostNAPIExh() string   { return "instance:xdp_napi_budget_exhausted:ratio" }
@@ -190,8 +190,8 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.queueCPURxq(), sumRate(h+", device, queue, cpu", "xdp_rxq_packets_total")),
 		// The same with the queue's NAPI, IRQ and the CPUs that IRQ runs on,
 		// where the driver reports them (netdev queue-get).
-		rec(r.queueCPUIRQ(), r.queueCPURxq()+"\n* on ("+h+", device, queue) group_left (napi_id, irq, effective_cpus)\n"+
-			"max by ("+h+", device, queue, napi_id, irq, effective_cpus) ("+withSelector(`xdp_netdev_queue_info{type="rx"}`, sel)+")\nor\n"+r.queueCPURxq()),
+		rec(r.queueCPUIRQ(), r.queueCPURxq()+"\n* on ("+h+", device, queue) group_left (napi_id, irq)\n"+
+			"max by ("+h+", device, queue, napi_id, irq) ("+withSelector(`xdp_netdev_queue_info{direction="rx"}`, sel)+")\nor\n"+r.queueCPURxq()),
 		rec(r.queueRxq(), "sum by ("+h+", device, queue) ("+r.queueCPURxq()+")"),
 		rec(r.deviceRxq(), "sum by ("+h+", device) ("+r.queueRxq()+")"),
 		// Normalised by the CPU's total so a ratio stays within 0..1 even
@@ -212,12 +212,12 @@ func RecordingRules(cfg Config) RuleFile {
 		// else the driver's own per-queue counter (ethtool -S), which
 		// costs nothing on the packet path. source says which.
 		rec(r.rxQueue(), `label_replace(`+r.queueRxq()+`, "source", "xdp_rxq", "", "")`+
-			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_netdev_queue_rx_packets_total{type="rx"}`)+`, "source", "netdev_qstats", "", "")`+
+			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_netdev_queue_rx_packets_total{direction="rx"}`)+`, "source", "netdev_qstats", "", "")`+
 			"\nor on ("+h+", device)\n"+`label_replace(`+sumRate(h+", device, queue", `xdp_nic_rx_queue_packets_total{queue!=""}`)+`, "source", "ethtool", "", "")`),
 		rec(r.rxImbalance(), "max by ("+h+", device, source) ("+r.rxQueue()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")\n/\navg by ("+h+", device, source) ("+r.rxQueue()+" > "+num(cfg.RSSImbalance.MinQueuePackets)+")"),
-		rec(r.portRx(), sumRate(h+", device, source", `xdp_nic_port_packets_total{direction="rx"}`)),
-		rec(r.hostDrops(), sumRate(h+", device, source, stat, where", "xdp_nic_rx_host_drops_total")),
-		rec(r.allocFailures(), sumRate(h+", device, source, stat", "xdp_nic_rx_alloc_failures_total")),
+		rec(r.portRx(), sumRate(h+", device", `xdp_nic_port_packets_total{direction="rx"}`)),
+		rec(r.hostDrops(), sumRate(h+", device, where", "xdp_nic_rx_host_drops_total")),
+		rec(r.allocFailures(), sumRate(h+", device", "xdp_nic_rx_alloc_failures_total")),
 		rec(r.pageCache(), sumRate(h+", device, event", "xdp_nic_rx_page_cache_events_total")),
 		rec(r.pagePool(), sumRate(h+", device, path", "xdp_nic_rx_page_pool_allocations_total")),
 		rec(r.cqePackets(), sumRate(h+", device", "xdp_nic_rx_cqe_compressed_packets_total")),
@@ -248,7 +248,7 @@ func RecordingRules(cfg Config) RuleFile {
 		rec(r.hostActions(), "sum by ("+h+", action) ("+r.xdpActions()+")"),
 		rec(r.hostExc(), "sum by ("+h+") ("+r.exceptions()+")"),
 		rec(r.hostRedirErr(), "sum by ("+h+") ("+r.redirectErrs()+")"),
-		rec(r.hostAER(), sumRate(h+", type", "xdp_pcie_aer_errors_total")),
+		rec(r.hostAER(), sumRate(h+", class", "xdp_pcie_aer_errors_total")),
 		rec(r.hostCacheMiss(), "max by ("+h+") ("+rxOnly(r.cacheMiss())+")"),
 		rec(r.hostNAPIExh(), "sum by ("+h+") ("+r.napiExhausted()+")\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
 		rec(r.hostNAPIKsi(), "sum by ("+h+") ("+r.napiPolls()+`{context="ksoftirqd"})`+"\n/\nsum by ("+h+") ("+r.napiPolls()+")"),
@@ -285,6 +285,17 @@ func pcieRecordingRules(cfg Config, r recorded, h, sel, w string, sumRate func(b
 		return "sum by (" + h + ", device) (\n  " + rate + "\n  * on (" + h + ", device, " + on + ") group_left ()\n  " + withSelector(remoteFlag, sel) +
 			"\n)\n/\nsum by (" + h + ", device) (" + rate + ")"
 	}
+	// The share of a device's packets that CPUs of another NUMA node
+	// processed: each CPU's node (xdp_pcie_cpu_info) against the NIC's
+	// (xdp_pcie_device_info), 0 where every CPU is local, absent for a
+	// NIC without a node.
+	cpuRemote := func(series string) string {
+		rate := "rate(" + withSelector(series, sel) + w + ")"
+		local := withSelector(`xdp_pcie_device_info{numa_node!="-1"}`, sel)
+		all := "sum by (" + h + ", device) (\n  " + rate + "\n  and on (" + h + ", device) " + local + "\n)"
+		return "(\n  sum by (" + h + ", device) (\n    " + rate + "\n    * on (" + h + ", cpu) group_left (numa_node) " + withSelector("xdp_pcie_cpu_info", sel) +
+			"\n    unless on (" + h + ", device, numa_node) " + local + "\n  )\n  or on (" + h + ", device)\n  0 * " + all + "\n)\n/\n" + all
+	}
 	return []Rule{
 		rec(rxB, sumRate(h+", device", "xdp_netdev_qstats_rx_bytes_total")),
 		rec(rxP, sumRate(h+", device", "xdp_netdev_qstats_rx_packets_total")),
@@ -295,8 +306,8 @@ func pcieRecordingRules(cfg Config, r recorded, h, sel, w string, sumRate func(b
 		// the same name and labels race), the directions joined by or.
 		rec(r.pcieEstimate(), direction("upstream", data(rxB, rxP)+" + "+perPacket(m.CompletionBytes))+
 			"\nor\n"+direction("downstream", data(txB, txP)+" + "+perPacket(m.DescriptorBytes))),
-		rec(r.xdpRemote(), remote("xdp_rxq_packets_total", "xdp_pcie_cpu_numa_remote", "cpu")),
-		rec(r.rxRemote(), remote(`xdp_netdev_queue_rx_packets_total{type="rx"}`, "xdp_pcie_rx_queue_numa_remote_ratio", "queue")),
+		rec(r.xdpRemote(), cpuRemote("xdp_rxq_packets_total")),
+		rec(r.rxRemote(), remote(`xdp_netdev_queue_rx_packets_total{direction="rx"}`, "xdp_pcie_rx_queue_numa_remote_ratio", "queue")),
 	}
 }
 
@@ -309,13 +320,13 @@ func pcieRecordingRules(cfg Config, r recorded, h, sel, w string, sumRate func(b
 // socket the device writes (ItoM, ItoMCacheNear) and the share of them
 // that missed the LLC: DDIO's miss ratio.
 func uncoreRecordingRules(r recorded, h, sel, w string, sumRate func(by, series string) string) []Rule {
-	iio := func(direction, op string) string {
-		return "rate(" + withSelector(`xdp_uncore_iio_bytes_total{direction="`+direction+`",op="`+op+`"}`, sel) + w + ")"
+	iio := func(transaction, op string) string {
+		return "rate(" + withSelector(`xdp_uncore_iio_bytes_total{transaction="`+transaction+`",op="`+op+`"}`, sel) + w + ")"
 	}
 	// The stack's free-running counters where the kernel names them (no
 	// counter used, never multiplexed), else its DATA_REQ events.
 	perDevice := func(dir, freeRunning, stackBytes string) string {
-		free := "sum by (" + h + ", socket, iio) (rate(" + withSelector(`xdp_uncore_iio_free_running_bytes_total{direction="`+freeRunning+`"}`, sel) + w + "))"
+		free := "sum by (" + h + ", socket, iio) (rate(" + withSelector(`xdp_uncore_iio_free_running_bytes_total{flow="`+freeRunning+`"}`, sel) + w + "))"
 		return "sum by (" + h + ", device, direction) (\n  label_replace(" + free + "\n  or on (" + h + ", socket, iio)\n  sum by (" + h + ", socket, iio) (" + stackBytes + `), "direction", "` + dir + `", "", "")` +
 			"\n  * on (" + h + ", socket, iio) group_right (direction)\n  " + withSelector("xdp_uncore_iio_device_info", sel) + "\n)"
 	}
@@ -391,32 +402,32 @@ func AlertingRules(cfg Config) RuleFile {
 		return "(\n  " + drops + " / on (" + h + ", device) group_left ()\n  " + port + " > " + ratio +
 			"\n  or\n  " + drops + " unless on (" + h + ", device) " + port + "\n)"
 	}
-	// The counters behind a device's drops, "rx_discards_phy (port),
-	// rx_out_of_buffer (ring)".
+	// The counters behind a device's drops, "rx_discards_phy (port,
+	// ethtool), rx_out_of_buffer (ring, ethtool)".
 	dropStats := func(where string) string {
-		return `{{ range $i, $s := printf "` + r.hostDrops() + `{instance='%s',device='%s'` + where + `}" $labels.instance $labels.device | query | sortByLabel "stat" }}` +
-			`{{ if $i }}, {{ end }}{{ $s.Labels.stat }}{{ with $s.Labels.where }} ({{ . }}){{ end }}{{ end }}`
+		return `{{ range $i, $s := printf "xdp_nic_signal_source_info{instance='%s',device='%s',family='xdp_nic_rx_host_drops_total'` + where + `}" $labels.instance $labels.device | query | sortByLabel "stat" }}` +
+			`{{ if $i }}, {{ end }}{{ $s.Labels.stat }} ({{ with $s.Labels.where }}{{ . }}, {{ end }}{{ $s.Labels.source }}){{ end }}`
 	}
 	portValue := queryValue("sum by (instance, device) ("+r.portRx()+instDev+")", "$labels.instance $labels.device", "humanize")
 
 	c := cfg.NICDropsWhileIdle
-	drops := "sum by (" + h + ", device, source) (" + r.hostDrops() + ")"
+	drops := "sum by (" + h + ", device) (" + r.hostDrops() + ")"
 	nicDrops := alert(AlertNICDropsWhileIdle,
 		"(\n  "+drops+" > "+num(c.MinDiscards)+"\n  and\n  "+ofPort(drops, num(c.MinRatio))+"\n)\nand on ("+h+")\n"+r.rxIdle()+" > "+num(c.MinIdleRatio),
 		c.For, c.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} drops packets for lack of host resources while its RX CPUs are idle",
-		"The NIC drops {{ $value | humanize }} packets/s for lack of host resources ({{ $labels.source }}: "+dropStats("")+") out of "+
+		"The NIC drops {{ $value | humanize }} packets/s for lack of host resources ("+dropStats("")+") out of "+
 			portValue+" packets/s received at the port, while the RX CPUs are "+
 			queryValue(r.rxIdle()+inst, "$labels.instance", "humanizePercentage")+
 			" idle on average: the host, not the CPUs, cannot move packets off the NIC fast enough.")
 
 	o := cfg.RxOutOfBuffer
-	ring := "sum by (" + h + ", device, source) (" + r.hostDrops() + `{where="ring"})`
+	ring := "sum by (" + h + ", device) (" + r.hostDrops() + `{where="ring"})`
 	oob := alert(AlertRxOutOfBuffer,
 		ring+" > "+num(o.MinDrops)+"\nand\n"+ofPort(ring, num(o.MinRatio)),
 		o.For, o.Severity,
 		"{{ $labels.device }} on {{ $labels.instance }} drops packets for lack of RX buffers",
-		"The NIC found no RX descriptor or buffer posted for {{ $value | humanize }} packets/s ({{ $labels.source }}: "+dropStats(",where='ring'")+") out of "+
+		"The NIC found no RX descriptor or buffer posted for {{ $value | humanize }} packets/s ("+dropStats(",where='ring'")+") out of "+
 			portValue+" packets/s at the port, while the RX CPUs are "+
 			queryValue(r.rxIdle()+inst, "$labels.instance", "humanizePercentage")+
 			" idle on average (busy: CPU overload; idle: page recycling starves the refill).")
@@ -436,11 +447,11 @@ func AlertingRules(cfg Config) RuleFile {
 
 	s := cfg.PCIeStalled
 	pcie := alert(AlertPCIeStalled,
-		"max by ("+h+", device, direction) (avg_over_time(xdp_nic_pci_outbound_stalled_ratio{"+sel+"}["+s.Window+"])) > "+num(s.MaxAvgRatio)+
-			"\nor\nsum by ("+h+", device, direction) (rate(xdp_nic_pci_outbound_stalled_seconds_total{"+sel+"}["+s.Window+"])) > "+num(s.MaxStalledSeconds),
+		"max by ("+h+", device, op) (avg_over_time(xdp_nic_pci_outbound_stalled_ratio{"+sel+"}["+s.Window+"])) > "+num(s.MaxAvgRatio)+
+			"\nor\nsum by ("+h+", device, op) (rate(xdp_nic_pci_outbound_stalled_seconds_total{"+sel+"}["+s.Window+"])) > "+num(s.MaxStalledSeconds),
 		s.For, s.Severity,
-		"{{ $labels.device }} on {{ $labels.instance }} stalls on PCIe {{ $labels.direction }}s",
-		"The NIC could not issue outbound PCIe {{ $labels.direction }}s for lack of credits (mlx5 outbound_pci_stalled_rd/wr) "+
+		"{{ $labels.device }} on {{ $labels.instance }} stalls on PCIe {{ $labels.op }}s",
+		"The NIC could not issue outbound PCIe {{ $labels.op }}s for lack of credits (mlx5 outbound_pci_stalled_rd/wr) "+
 			"{{ $value | humanizePercentage }} of the time.")
 
 	d := cfg.DDIOCacheMiss
@@ -491,8 +502,8 @@ func AlertingRules(cfg Config) RuleFile {
 			// put there by IRQ affinity (netdev netlink's queue -> NAPI ->
 			// IRQ and /proc/irq/N/effective_affinity_list); otherwise RSS
 			// or RPS steers them.
-			`{{ with printf "count(xdp_netdev_queue_info{instance='%s',device='%s',type='rx',irq!=''})" $labels.instance $labels.device | query }}`+
-			`{{ with printf "count(xdp_netdev_queue_info{instance='%s',device='%s',type='rx',effective_cpus='%s'})" $labels.instance $labels.device $labels.cpu | query }}`+
+			`{{ with printf "count(xdp_netdev_queue_info{instance='%s',device='%s',direction='rx',irq!=''})" $labels.instance $labels.device | query }}`+
+			`{{ with printf "count(xdp_netdev_queue_info{instance='%s',device='%s',direction='rx'} * on (instance, device, irq) group_left () xdp_netdev_irq_affinity_info{effective_cpus='%s'})" $labels.instance $labels.device $labels.cpu | query }}`+
 			`{{ if ge (. | first | value) 2.0 }}{{ . | first | value }} of its RX queues have their IRQ on CPU {{ $labels.cpu }} alone: IRQ affinity put them there, not RSS (/proc/irq/N/smp_affinity_list).`+
 			`{{ else }}Their IRQs do not share CPU {{ $labels.cpu }}: RSS or RPS steers the queues there, not IRQ affinity.{{ end }}`+
 			`{{ else }}Their IRQs do not share CPU {{ $labels.cpu }}: RSS or RPS steers the queues there, not IRQ affinity.{{ end }}`+
@@ -579,12 +590,12 @@ func AlertingRules(cfg Config) RuleFile {
 			", less than both of its ends can do.")
 	ae := cfg.PCIeAER
 	aerUncorr := alert(AlertPCIeAERUncorr,
-		"sum by ("+h+", device, pci_address, type, error) (increase(xdp_pcie_aer_errors_total{"+sel+`,type=~"nonfatal|fatal"}[`+ae.Window+"])) > 0",
+		"sum by ("+h+", device, pci_address, class, error) (increase(xdp_pcie_aer_errors_total{"+sel+`,class=~"nonfatal|fatal"}[`+ae.Window+"])) > 0",
 		"", ae.UncorrectableSeverity,
-		"{{ $labels.device }} reported a {{ $labels.type }} PCIe error ({{ $labels.instance }})",
-		"{{ $labels.device }} ({{ $labels.pci_address }}) logged {{ $value | humanize }} {{ $labels.type }} AER errors {{ $labels.error }} in the last "+ae.Window+".")
+		"{{ $labels.device }} reported a {{ $labels.class }} PCIe error ({{ $labels.instance }})",
+		"{{ $labels.device }} ({{ $labels.pci_address }}) logged {{ $value | humanize }} {{ $labels.class }} AER errors {{ $labels.error }} in the last "+ae.Window+".")
 	aerCorr := alert(AlertPCIeAERCorr,
-		"sum by ("+h+", device, pci_address) (rate(xdp_pcie_aer_errors_total{"+sel+`,type="correctable"}[`+ae.Window+"])) > "+num(ae.MaxCorrectablePerSecond),
+		"sum by ("+h+", device, pci_address) (rate(xdp_pcie_aer_errors_total{"+sel+`,class="correctable"}[`+ae.Window+"])) > "+num(ae.MaxCorrectablePerSecond),
 		ae.CorrectableFor, ae.Severity,
 		"{{ $labels.device }} logs correctable PCIe errors ({{ $labels.instance }})",
 		"{{ $labels.device }} ({{ $labels.pci_address }}) logs {{ $value | humanize }} correctable AER errors per second.")

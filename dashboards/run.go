@@ -55,10 +55,11 @@ func runBoard(cfg Config) board {
 				},
 				{
 					title: "RX queue x CPU: which CPU serves which queue",
-					description: "xdp_rxq_info's RXQ:CPU rows as a table: packets/s of each RX queue on each CPU, with the queue's NAPI id, IRQ and the CPUs its IRQ runs on (xdp_netdev_queue_info, where the driver reports them). " +
+					description: "xdp_rxq_info's RXQ:CPU rows as a table: packets/s of each RX queue on each CPU, with the queue's NAPI id, IRQ (xdp_netdev_queue_info, where the driver reports them) and the CPUs its IRQ runs on (xdp_netdev_irq_affinity_info). " +
 						"Several busy queues on one CPU while other CPUs idle is seed 002's RSS/IRQ-affinity imbalance.",
 					kind: kindTable, unit: "pps", width: 12, runbook: AlertRXQueuesShareCPU,
-					targets: []target{{refID: "A", instant: true, expr: recDev(rec.queueCPUIRQ())}},
+					targets: []target{{refID: "A", instant: true, expr: recDev(rec.queueCPUIRQ())},
+						{refID: "B", instant: true, expr: "xdp_netdev_irq_affinity_info{" + selInstDev + "}", exempt: "IRQ affinity: veth has no IRQ"}},
 				},
 				{
 					title: "RSS imbalance: busiest RX queue / mean, and busy queues per CPU",
@@ -179,7 +180,7 @@ func runBoard(cfg Config) board {
 					title:       "PCIe AER errors",
 					description: "Advanced Error Reporting errors of the NICs' functions per second, by type and name (aer_dev_correctable, _nonfatal, _fatal).",
 					unit:        "ops", min: &f0, exempt: exemptLink, runbook: AlertPCIeAERCorr,
-					targets: []target{{refID: "A", expr: sumBy("device, type, error", "xdp_pcie_aer_errors_total", selInstDev), legend: "{{device}} {{type}} {{error}}"}},
+					targets: []target{{refID: "A", expr: sumBy("device, class, error", "xdp_pcie_aer_errors_total", selInstDev), legend: "{{device}} {{class}} {{error}}"}},
 				},
 			}},
 			{title: "Stack drops (dropwatch)", tool: "dropwatch, pwru", panels: []panel{
@@ -253,20 +254,20 @@ func runBoard(cfg Config) board {
 				},
 				{
 					title:       "Port received vs delivered",
-					description: "Packets/s the port received, the offered load (xdp_nic_port_packets_total: ethtool's eth-mac FramesReceivedOK, else the driver's own port counter, named in source), against packets the driver delivered to XDP and the stack (netdev qstats rx-packets). The gap is what the NIC dropped.",
+					description: "Packets/s the port received, the offered load (xdp_nic_port_packets_total: ethtool's eth-mac FramesReceivedOK, else the driver's own port counter, as xdp_nic_signal_source_info says), against packets the driver delivered to XDP and the stack (netdev qstats rx-packets). The gap is what the NIC dropped.",
 					unit:        "pps", min: &f0, exempt: exemptPort,
 					targets: []target{
-						{refID: "A", expr: sumBy("device, source", "xdp_nic_port_packets_total", selInstDev+`,direction="rx"`), legend: "{{device}} port received ({{source}})"},
+						{refID: "A", expr: sumBy("device", "xdp_nic_port_packets_total", selInstDev+`,direction="rx"`), legend: "{{device}} port received"},
 						{refID: "B", expr: sumBy("device", "xdp_netdev_qstats_rx_packets_total", selInstDev), legend: "{{device}} delivered (qstats)",
 							exempt: "netdev qstats rx-packets: veth implements no queue stats"},
 					},
 				},
 				{
 					title:       "Drops for lack of host resources",
-					description: "Packets the NIC dropped before XDP ran (xdp_nic_rx_host_drops_total), by counter: where=port, the port had nowhere to put them (PCIe/host back-pressure: mlx5 rx_discards_phy, ice rx_dropped.nic, ixgbe rx_missed_errors); where=ring, no RX descriptor or buffer was posted (the driver did not refill in time: mlx5 rx_out_of_buffer); no where, a standard counter that does not tell (qstats rx-hw-drop-overruns, rtnl_link_stats64).",
+					description: "Packets the NIC dropped before XDP ran (xdp_nic_rx_host_drops_total; the counters behind each in xdp_nic_signal_source_info): where=port, the port had nowhere to put them (PCIe/host back-pressure: mlx5 rx_discards_phy, ice rx_dropped.nic, ixgbe rx_missed_errors); where=ring, no RX descriptor or buffer was posted (the driver did not refill in time: mlx5 rx_out_of_buffer); no where, a standard counter that does not tell (qstats rx-hw-drop-overruns, rtnl_link_stats64).",
 					unit:        "pps", min: &f0, runbook: AlertRxOutOfBuffer,
 					targets: []target{
-						{refID: "A", expr: sumBy("device, source, stat, where", "xdp_nic_rx_host_drops_total", selInstDev), legend: "{{device}} {{stat}} {{where}} ({{source}})"},
+						{refID: "A", expr: sumBy("device, where", "xdp_nic_rx_host_drops_total", selInstDev), legend: "{{device}} {{where}}"},
 					},
 				},
 				{
@@ -274,7 +275,7 @@ func runBoard(cfg Config) board {
 					description: "Why the queues look the way they do: link speed (bytes/s), interrupt coalescing (ethtool -c: delay in seconds, max frames, adaptive 1/0 per direction), pause settings (ethtool -a, 1/0), the RSS hash function and table size (ethtool -x) and ntuple rules (ethtool -n). " +
 						"A driver without a call has no row (veth has the link only).",
 					kind: kindTable, width: 12, height: 10,
-					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_nic_(link_speed_bytes_per_second|coalesce_.*|pause_enabled|rss_info|ntuple_rules)",` + selInstDev + `}`}},
+					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_nic_(link_speed_bytes_per_second|coalesce_.*|pause_enabled|pause_autoneg_enabled|rss_info|ntuple_rules)",` + selInstDev + `}`}},
 				},
 				{
 					title: "Offered load as a share of the 64-byte line rate",
@@ -314,7 +315,7 @@ func runBoard(cfg Config) board {
 					description: "Share of the port's received packets that came through compressed completion entries (rx_cqe_compress_pkts / port packets) and packets per compressed block. Compression saves PCIe transactions.",
 					unit:        "short", min: &f0, exempt: exemptCQE,
 					targets: []target{
-						{refID: "A", expr: recDev(rec.cqePackets()) + " / ignoring (source) " + recDev(rec.portRx()), legend: "{{device}} compressed share"},
+						{refID: "A", expr: recDev(rec.cqePackets()) + " / " + recDev(rec.portRx()), legend: "{{device}} compressed share"},
 						{refID: "B", expr: recDev(rec.cqePackets()) + " / " + recDev(rec.cqeBlocks()), legend: "{{device}} packets per block"},
 					},
 				},
@@ -324,8 +325,8 @@ func runBoard(cfg Config) board {
 					description: "Share of the last second the NIC could not issue PCIe reads/writes for lack of credits (outbound_pci_stalled_rd/wr), and seconds per second above 30% (the *_events counters).",
 					unit:        "percentunit", min: &f0, exempt: exemptPCIe,
 					targets: []target{
-						{refID: "A", expr: "max by (device, direction) (xdp_nic_pci_outbound_stalled_ratio{" + selInstDev + "})", legend: "{{device}} {{direction}} stalled"},
-						{refID: "B", expr: sumBy("device, direction", "xdp_nic_pci_outbound_stalled_seconds_total", selInstDev), legend: "{{device}} {{direction}} stalled seconds/s"},
+						{refID: "A", expr: "max by (device, op) (xdp_nic_pci_outbound_stalled_ratio{" + selInstDev + "})", legend: "{{device}} {{op}} stalled"},
+						{refID: "B", expr: sumBy("device, op", "xdp_nic_pci_outbound_stalled_seconds_total", selInstDev), legend: "{{device}} {{op}} stalled seconds/s"},
 					},
 				},
 				{
@@ -346,8 +347,8 @@ func runBoard(cfg Config) board {
 						"(--collector.bpf.enable-stats or kernel.bpf_stats_enabled=1); a program on several devices has one count for all of them.",
 					unit: "ns", min: &f0, needs: "BPF statistics on (--collector.bpf.enable-stats)",
 					targets: []target{
-						{refID: "A", expr: perProgram("xdp_bpf_prog_info", "1e9 * "+rec.progRunTime()+"{"+selInst+"}"), legend: "{{device}} XDP ({{mode}}) {{name}}"},
-						{refID: "B", expr: perProgram("xdp_bpf_tc_prog_info", "1e9 * "+rec.progRunTime()+"{"+selInst+"}"), legend: "{{device}} {{kind}} {{direction}} {{name}}",
+						{refID: "A", expr: perProgram("xdp_bpf_prog_info", "1e9 * "+rec.progRunTime()+"{"+selInst+"}"), legend: "{{device}} XDP ({{attach_mode}}) {{name}}"},
+						{refID: "B", expr: perProgram("xdp_bpf_tc_prog_info", "1e9 * "+rec.progRunTime()+"{"+selInst+"}"), legend: "{{device}} {{kind}} {{hook}} {{name}}",
 							needs: "a tc, tcx or netkit program on the device and BPF statistics on"},
 					},
 				},
@@ -357,8 +358,8 @@ func runBoard(cfg Config) board {
 						"Counted only while BPF statistics are on; a program on several devices has one count for all of them.",
 					unit: "percentunit", min: &f0, needs: "BPF statistics on (--collector.bpf.enable-stats)",
 					targets: []target{
-						{refID: "A", expr: perProgram("xdp_bpf_prog_info", progRate("xdp_bpf_prog_run_seconds_total")), legend: "{{device}} XDP ({{mode}}) {{name}}"},
-						{refID: "B", expr: perProgram("xdp_bpf_tc_prog_info", progRate("xdp_bpf_prog_run_seconds_total")), legend: "{{device}} {{kind}} {{direction}} {{name}}",
+						{refID: "A", expr: perProgram("xdp_bpf_prog_info", progRate("xdp_bpf_prog_run_seconds_total")), legend: "{{device}} XDP ({{attach_mode}}) {{name}}"},
+						{refID: "B", expr: perProgram("xdp_bpf_tc_prog_info", progRate("xdp_bpf_prog_run_seconds_total")), legend: "{{device}} {{kind}} {{hook}} {{name}}",
 							needs: "a tc, tcx or netkit program on the device and BPF statistics on"},
 					},
 				},

@@ -18,7 +18,7 @@ func setupAlerts(cfg Config, alert func(name, expr, forDur, severity, summary, d
 	// avoid. A device whose driver reports the basic XDP feature runs it
 	// before any allocation.
 	generic := alert(AlertGenericMode,
-		"group by ("+h+", device, prog_id, name) ("+withSelector(`xdp_bpf_prog_info{mode="generic"}`, sel)+")\n"+
+		"group by ("+h+", device, prog_id, name) ("+withSelector(`xdp_bpf_prog_info{attach_mode="generic"}`, sel)+")\n"+
 			"and on ("+h+", device)\n("+withSelector(`xdp_netdev_xdp_feature{feature="basic"}`, sel)+" == 1)",
 		g.For, g.Severity,
 		"XDP program {{ $labels.name }} runs in generic mode on {{ $labels.device }}, whose driver runs XDP natively ({{ $labels.instance }})",
@@ -35,7 +35,7 @@ func setupAlerts(cfg Config, alert func(name, expr, forDur, severity, summary, d
 	// shares its XDP rings under a lock then. XDP_TX uses the RX queue's
 	// own ring on these drivers, so only redirect targets are read here.
 	targets := `label_replace(sum by (` + h + `, to_device) (rate(` + withSelector("xdp_monitor_devmap_xmit_bulks_total", sel) + `[5m])) > 0, "device", "$1", "to_device", "(.*)")`
-	txQueues := "sum by (" + h + ", device) (" + withSelector(`xdp_nic_channels{type=~"tx|combined"}`, sel) + ")"
+	txQueues := "sum by (" + h + ", device) (" + withSelector(`xdp_nic_channels{channel=~"tx|combined"}`, sel) + ")"
 	cpus := "count by (" + h + ") (" + withSelector(`xdp_cpu_seconds_total{mode="idle"}`, sel) + ")"
 	few := alert(AlertRedirectTargetQueues,
 		"group by ("+h+", device) ("+targets+")\n* on ("+h+", device) group_left ()\n"+txQueues+"\n< on ("+h+") group_left ()\n"+cpus,

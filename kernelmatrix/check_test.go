@@ -178,7 +178,7 @@ func TestXDPExceptionsExact(t *testing.T) {
 	var got float64
 	deadline := time.Now().Add(10 * time.Second)
 	for got != frames && time.Now().Before(deadline) {
-		got = e.Sum(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "ABORTED")
+		got = e.Sum(t, "xdp_monitor_exceptions_total", "device", pair.Host.Name, "action", "aborted")
 		time.Sleep(50 * time.Millisecond)
 	}
 	if got != frames {
@@ -189,7 +189,7 @@ func TestXDPExceptionsExact(t *testing.T) {
 			}
 		}
 		veth := vethtest.EthtoolS(t, "", pair.Host.Name)
-		t.Fatalf("xdp_monitor_exceptions_total{action=\"ABORTED\"} for %s = %v, want %d; veth counted %d XDP drops; series:\n%s\nlog:\n%s",
+		t.Fatalf("xdp_monitor_exceptions_total{action=\"aborted\"} for %s = %v, want %d; veth counted %d XDP drops; series:\n%s\nlog:\n%s",
 			pair.Host.Name, got, frames, veth["rx_queue_0_xdp_drops"]+veth["rx_queue_1_xdp_drops"], strings.Join(series, "\n"), e.Stderr)
 	}
 }

@@ -93,11 +93,14 @@ func (g guestNIC) checkConfig(out string) {
 
 	if a := readView(t, out, g.Driver, ".ethtool-a"); a.refused {
 		none("-a", "xdp_nic_pause_enabled")
+		none("-a", "xdp_nic_pause_autoneg_enabled")
 	} else {
-		for key, dir := range map[string]string{"Autonegotiate": "autoneg", "RX": "rx", "TX": "tx"} {
+		for key, dir := range map[string]string{"RX": "rx", "TX": "tx"} {
 			v, _ := a.value(key)
 			expect("xdp_nic_pause_enabled", map[string]float64{"on": 1}[v], "direction", dir)
 		}
+		v, _ := a.value("Autonegotiate")
+		expect("xdp_nic_pause_autoneg_enabled", map[string]float64{"on": 1}[v])
 	}
 
 	if x := readView(t, out, g.Driver, ".ethtool-x"); x.refused || !strings.Contains(x.text, "indirection table") {

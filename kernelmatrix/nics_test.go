@@ -99,10 +99,17 @@ func (g guestNIC) signal(family string, labels ...string) float64 {
 	return g.mfs.Value(g.t, family, append([]string{"device", g.Dev}, labels...)...)
 }
 
+// from checks that the NIC's xdp_nic_signal_source_info says its series
+// of family with labels is read from source's counters stat.
+func (g guestNIC) from(family, source, stat string, labels ...string) {
+	g.signal("xdp_nic_signal_source_info", append([]string{"family", family, "source", source, "stat", stat}, labels...)...)
+}
+
 func (g guestNIC) checkE1000e() {
 	t := g.t
-	port := g.signal("xdp_nic_port_packets_total", "direction", "rx", "source", "ethtool")
-	drops := g.signal("xdp_nic_rx_host_drops_total", "source", "ethtool", "stat", "rx_missed_errors", "where", "port")
+	port := g.signal("xdp_nic_port_packets_total", "direction", "rx")
+	drops := g.signal("xdp_nic_rx_host_drops_total", "where", "port")
+	g.from("xdp_nic_rx_host_drops_total", "ethtool", "rx_missed_errors", "where", "port")
 	if port != float64(g.Sent) || port != float64(g.sum("rx_packets")) {
 		t.Errorf("e1000e: port packets %v, ethtool rx_packets %d, frames sent %d: want all equal", port, g.sum("rx_packets"), g.Sent)
 	}
@@ -114,8 +121,9 @@ func (g guestNIC) checkE1000e() {
 
 func (g guestNIC) checkVmxnet3(irqs []irqLine) {
 	t := g.t
-	port := g.signal("xdp_nic_port_packets_total", "direction", "rx", "source", "ethtool")
-	drops := g.signal("xdp_nic_rx_host_drops_total", "source", "ethtool", "stat", "pkts rx OOB", "where", "ring")
+	port := g.signal("xdp_nic_port_packets_total", "direction", "rx")
+	drops := g.signal("xdp_nic_rx_host_drops_total", "where", "ring")
+	g.from("xdp_nic_rx_host_drops_total", "ethtool", "pkts rx OOB", "where", "ring")
 	delivered := g.sum("ucast pkts rx") + g.sum("mcast pkts rx") + g.sum("bcast pkts rx")
 	if port != float64(delivered) || drops != float64(g.sum("pkts rx OOB")) {
 		t.Errorf("vmxnet3: port packets %v and ring drops %v, ethtool says %d and %d", port, drops, delivered, g.sum("pkts rx OOB"))
@@ -152,7 +160,8 @@ func (g guestNIC) checkVmxnet3(irqs []irqLine) {
 
 func (g guestNIC) checkUnknown() {
 	t := g.t
-	drops := g.signal("xdp_nic_rx_host_drops_total", "source", "link_stats64", "stat", "rx_missed_errors")
+	drops := g.signal("xdp_nic_rx_host_drops_total")
+	g.from("xdp_nic_rx_host_drops_total", "link_stats64", "rx_missed_errors")
 	if drops != float64(g.ip["missed_errors"]) || float64(g.ip["packets"])+drops != float64(g.Sent) {
 		t.Errorf("8139cp: drop signal %v, ip -s link missed %d and packets %d, frames sent %d", drops, g.ip["missed_errors"], g.ip["packets"], g.Sent)
 	}

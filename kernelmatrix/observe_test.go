@@ -103,7 +103,7 @@ func checkObserved(t *testing.T, mfs exportertest.Families, dut string, prog uin
 	if v, n := mfs.Sum("xdp_rxq_observed_info", "device", dut); n != 1 || v != 1 {
 		t.Errorf("%d xdp_rxq_observed_info series for %s, want one", n, dut)
 	}
-	if _, n := mfs.Sum("xdp_rxq_observed_info", "device", dut, "mode", "native", "prog_id", fmt.Sprint(prog)); n != 1 {
+	if _, n := mfs.Sum("xdp_rxq_observed_info", "device", dut, "attach_mode", "native", "prog_id", fmt.Sprint(prog)); n != 1 {
 		t.Errorf("xdp_rxq_observed_info does not name program %d in native mode", prog)
 	}
 }

@@ -67,7 +67,7 @@ func TestPCIeTopology(t *testing.T) {
 	checkPCIeLinks(t, initial)
 
 	aer := read("aer")
-	l := []string{"device", "eth3", "hop", "1", "pci_address", "0000:40:00.0", "type", "correctable", "error", "BadTLP"}
+	l := []string{"device", "eth3", "hop", "1", "pci_address", "0000:40:00.0", "class", "correctable", "error", "BadTLP"}
 	if got := aer.Value(t, "xdp_pcie_aer_errors_total", l...) - initial.Value(t, "xdp_pcie_aer_errors_total", l...); got != aerErrors {
 		t.Errorf("the root port's BadTLP count rose by %v after %d injected errors:\n%s", got, aerErrors, fmt.Sprint(aer.Series("xdp_pcie_aer_errors_total")))
 	}
@@ -118,13 +118,24 @@ func checkPCIeLinks(t *testing.T, initial exportertest.Families) {
 		}
 	}
 	for cpu, want := range map[string]float64{"0": 1, "1": 0} {
-		if got := initial.Value(t, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu); got != want {
+		if got := remoteCPU(t, initial, "eth3", cpu); got != want {
 			t.Errorf("CPU %s remote from eth3 (node 1): %v, want %v", cpu, got, want)
 		}
 	}
-	if s := fmt.Sprint(initial.Series("xdp_pcie_cpu_numa_remote")); strings.Contains(s, `device="eth2"`) {
-		t.Errorf("eth2 has no NUMA node, yet its CPUs are classified:\n%s", s)
+	initial.Value(t, "xdp_pcie_device_info", "device", "eth2", "numa_node", "-1")
+}
+
+// remoteCPU is 1 if the pcie collector puts cpu on another NUMA node than
+// dev, else 0.
+func remoteCPU(t *testing.T, f exportertest.Families, dev, cpu string) float64 {
+	t.Helper()
+	f.Value(t, "xdp_pcie_device_info", "device", dev)
+	f.Value(t, "xdp_pcie_cpu_info", "cpu", cpu)
+	nic := exportertest.Label(f.Series("xdp_pcie_device_info", "device", dev)[0], "numa_node")
+	if _, local := f.Sum("xdp_pcie_cpu_info", "cpu", cpu, "numa_node", nic); local == 1 {
+		return 0
 	}
+	return 1
 }
 
 // checkIRQMove checks the scrapes before and after frames sent with
@@ -146,11 +157,10 @@ func checkIRQMove(t *testing.T, cpu string, before, after exportertest.Families)
 	if on < pcieFrames || off != 0 {
 		t.Errorf("IRQ on CPU %s: eth3's XDP packets %v there and %v on CPU %s, want at least %d and 0", cpu, on, off, other, pcieFrames)
 	}
-	if got := after.Value(t, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "eth3", "queue", "0", "effective_cpus", cpu); got != remote {
+	if got := after.Value(t, "xdp_pcie_rx_queue_numa_remote_ratio", "device", "eth3", "queue", "0"); got != remote {
 		t.Errorf("IRQ on CPU %s: queue 0's remote ratio %v, want %v:\n%s", cpu, got, remote, fmt.Sprint(after.Series("xdp_pcie_rx_queue_numa_remote_ratio")))
 	}
-	share := (on*after.Value(t, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", cpu) +
-		off*after.Value(t, "xdp_pcie_cpu_numa_remote", "device", "eth3", "cpu", other)) / (on + off)
+	share := (on*remoteCPU(t, after, "eth3", cpu) + off*remoteCPU(t, after, "eth3", other)) / (on + off)
 	if share != remote {
 		t.Errorf("IRQ on CPU %s: remote share of eth3's XDP packets %v, want %v", cpu, share, remote)
 	}

@@ -91,10 +91,11 @@ func (m *Monitor) RedirectTotals(devFate func(reap.Device) reap.Fate, live *reap
 	}, devFate), err
 }
 
-var actionNames = []string{"ABORTED", "DROP", "PASS", "TX", "REDIRECT", "UNKNOWN"}
+var actionNames = []string{"aborted", "drop", "pass", "tx", "redirect", "unknown"}
 
 // ActionName names an action of xdp:xdp_exception as enum xdp_action
-// does; anything past XDP_REDIRECT is UNKNOWN.
+// does, in lower case as the rxq collector's verdicts; anything past
+// XDP_REDIRECT is unknown.
 func ActionName(a uint32) string { return actionNames[min(int(a), len(actionNames)-1)] }
 
 // ErrnoName turns a negative kernel errno into its name (ENETDOWN). Where

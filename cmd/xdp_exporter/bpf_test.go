@@ -31,7 +31,7 @@ func TestBPFEnableStats(t *testing.T) {
 	promtest.CheckMetrics(t, body)
 	pid := strconv.FormatUint(uint64(id), 10)
 	mfs := exportertest.Parse(t, body)
-	mfs.Value(t, "xdp_bpf_prog_info", "device", pair.Host.Name, "mode", "native", "prog_id", pid, "name", "xdpe_stats")
+	mfs.Value(t, "xdp_bpf_prog_info", "device", pair.Host.Name, "attach_mode", "native", "prog_id", pid, "name", "xdpe_stats")
 	if got := mfs.Value(t, "xdp_bpf_prog_runs_total", "prog_id", pid); got != n {
 		t.Errorf("run count %v, want the %d frames sent", got, n)
 	}

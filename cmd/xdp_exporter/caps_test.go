@@ -42,7 +42,7 @@ func TestDropCapabilities(t *testing.T) {
 	if !strings.Contains(body, `name="xdpe_dropcaps"`) {
 		t.Errorf("the scrape after the drop does not show the XDP program on %s:\n%s", pair.Host.Name, e.Stderr)
 	}
-	if !strings.Contains(body, `xdp_bpf_tc_prog_info{device="`+pair.Host.Name+`",direction="ingress",kind="tc",link_id="",name="xdpe_caps_tc"`) {
+	if !strings.Contains(body, `xdp_bpf_tc_prog_info{device="`+pair.Host.Name+`",hook="ingress",kind="tc",name="xdpe_caps_tc"`) {
 		t.Errorf("the scrape after the drop does not show the tc program on %s:\n%s\n%s", pair.Host.Name, grepLines(body, "tc_prog"), e.Stderr)
 	}
 	// A collector that needs a capability at scrape time without declaring

@@ -83,7 +83,7 @@ func TestCompareNodeExporter(t *testing.T) {
 	t.Logf("100 veth interfaces, 20 scrapes each, alternating: node_exporter %s p50 %v, xdp_exporter p50 %v, ratio %.1fx",
 		nodeExporterVersion(nodeExporter), pt, po, float64(pt)/float64(po))
 	t.Logf("collector's own time in the last scrape: node_exporter %s s, xdp_exporter %s s",
-		sampleText(t, theirsBody, "node_scrape_collector_duration_seconds", `collector="nic"`),
+		sampleText(t, theirsBody, "node_scrape_collector_duration_seconds", `collector="ethtool"`),
 		sampleText(t, oursBody, "xdp_scrape_collector_duration_seconds", `collector="nic"`))
 
 	// Same counters, same values. Taken from the warm-up scrapes: nothing
@@ -99,8 +99,8 @@ func startNodeExporter(t testing.TB, bin, include string) string {
 	t.Helper()
 	addr := exportertest.FreeAddr(t)
 	cmd := exec.Command(bin, "--web.listen-address="+addr,
-		"--collector.disable-defaults", "--collector.nic",
-		"--collector.nic.device-include="+include)
+		"--collector.disable-defaults", "--collector.ethtool",
+		"--collector.ethtool.device-include="+include)
 	var log bytes.Buffer
 	cmd.Stderr = &log
 	if err := cmd.Start(); err != nil {

@@ -41,13 +41,15 @@ type scrapeVariant struct {
 //     control (its ratio to ethtool must be within a few percent);
 //   - node_exporter: Debian's prometheus-node-exporter with only its ethtool
 //     collector, on the same interfaces (skipped when not installed);
-//   - baseline-default: with XDP_EXPORTER_BASELINE=/path/to/xdp_exporter,
-//     another build (an earlier commit) with its default collectors.
+//   - baseline-default, baseline-ethtool: with
+//     XDP_EXPORTER_BASELINE=/path/to/xdp_exporter, another build (an
+//     earlier commit) with its default collectors and with only its
+//     ethtool (nic) collector.
 //
 // Each round scrapes every variant once, in an order rotated every round,
 // with the same 20 ms pause after each scrape. It reports each variant's
-// p50 and the median per-round ratios to ethtool (and of default to
-// baseline-default). Run:
+// p50 and the median per-round ratios to ethtool (and of default and
+// ethtool to their baselines). Run:
 //
 //	go test ./cmd/xdp_exporter -run '^$' -bench ScrapeManyInterfaces -benchtime 30x
 func BenchmarkScrapeManyInterfaces(b *testing.B) {
@@ -92,6 +94,11 @@ func scrapeVariants(b *testing.B, include string) []*scrapeVariant {
 		addr := exportertest.FreeAddr(b)
 		exportertest.Start(b, addr, exec.Command(bin, "--web.listen-address="+addr))
 		add("baseline-default", addr)
+		// The collector's name before 1.0, which this build still parses.
+		addr = exportertest.FreeAddr(b)
+		exportertest.Start(b, addr, exec.Command(bin, "--web.listen-address="+addr, "--collector.disable-defaults",
+			"--collector.ethtool", "--collector.ethtool.device-include="+include))
+		add("baseline-ethtool", addr)
 	}
 	if bin, err := exec.LookPath("prometheus-node-exporter"); err == nil {
 		variants = append(variants, &scrapeVariant{name: "node_exporter", url: startNodeExporter(b, bin, include)})
@@ -136,7 +143,7 @@ func reportScrapes(b *testing.B, variants []*scrapeVariant) {
 		b.ReportMetric(float64(p50.Microseconds())/1000, v.name+"-p50-ms")
 		b.Logf("%-16s p50 %7.2f ms over %d scrapes, %d samples", v.name, float64(p50.Microseconds())/1000, len(ts), series)
 	}
-	for _, r := range [][2]string{{"ethtool-control", "ethtool"}, {"node_exporter", "ethtool"}, {"default", "baseline-default"}} {
+	for _, r := range [][2]string{{"ethtool-control", "ethtool"}, {"node_exporter", "ethtool"}, {"default", "baseline-default"}, {"ethtool", "baseline-ethtool"}} {
 		a, d := byName[r[0]], byName[r[1]]
 		if a == nil || d == nil {
 			continue

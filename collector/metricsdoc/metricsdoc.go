@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
@@ -63,12 +64,39 @@ device has one label value in every family of that scrape.
   back.
 `
 
+// writeGlossary writes the meaning of every label name, one per name in
+// every family (collector/labels.go), with the families that have it.
+func writeGlossary(b *strings.Builder) {
+	has := map[string][]string{}
+	for _, f := range collector.Catalogue() {
+		for _, l := range f.Labels {
+			has[l] = append(has[l], f.Name)
+		}
+	}
+	b.WriteString("\n## Labels\n\nA label name means one thing in every family that has it. A label the kernel gives no value for is left out of the series, " +
+		"as Prometheus stores an empty label: `{napi_id=\"\"}` selects the series without one.\n\n" +
+		"| label | meaning | values | families |\n|---|---|---|---|\n")
+	for _, l := range collector.Glossary() {
+		values := "any"
+		if l.Values != "" {
+			values = "`" + strings.ReplaceAll(l.Values, "|", "\\|") + "`"
+		}
+		fams := has[l.Name]
+		families := strconv.Itoa(len(fams))
+		if len(fams) <= 3 {
+			families = "`" + strings.Join(fams, "`, `") + "`"
+		}
+		b.WriteString("| " + l.Name + " | " + strings.ReplaceAll(l.Meaning, "|", "\\|") + " | " + values + " | " + families + " |\n")
+	}
+}
+
 // Markdown renders the catalogue as the body of METRICS.md.
 func Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Metrics\n\n")
 	b.WriteString("Generated from the code by `make generate`; a test fails when this file drifts.\n")
 	b.WriteString(deviceLabelDoc)
+	writeGlossary(&b)
 	byCollector := map[string][]*collector.Family{}
 	var names []string
 	for _, f := range collector.Catalogue() {
@@ -143,7 +171,9 @@ var labelFactor = map[string]string{
 	"feature":     "features",
 	"vector":      "vectors",
 	"mode":        "8 modes",
-	"type":        "types",
+	"channel":     "channel types",
+	"class":       "3 classes",
+	"op":          "2 ops",
 	"error":       "error names",
 }
 
@@ -151,9 +181,9 @@ var labelFactor = map[string]string{
 // it by themselves: a label whose values are fixed by the family, or one
 // that describes rather than multiplies.
 var seriesOverride = map[string]string{
-	"xdp_bpf_prog_info":                        "attachments (device x mode)",
+	"xdp_bpf_prog_info":                        "attachments (device x attach mode)",
 	"xdp_bpf_prog_runs_total":                  "programs",
-	"xdp_bpf_tc_prog_info":                     "programs on the tc, tcx and netkit hooks of the devices (device x kind x direction)",
+	"xdp_bpf_tc_prog_info":                     "programs on the tc, tcx and netkit hooks of the devices (device x kind x hook)",
 	"xdp_bpf_dispatcher_component_info":        "components of libxdp's dispatchers (up to 10 per dispatcher)",
 	"xdp_bpf_prog_run_seconds_total":           "programs",
 	"xdp_cpu_softirqs_total":                   "CPUs x 2 vectors (NET_RX, NET_TX; 10 with --collector.cpu.softirqs.all)",
@@ -168,8 +198,10 @@ var seriesOverride = map[string]string{
 	"xdp_nic_driver_info":                      "devices",
 	"xdp_nic_port_packets_total":               "devices with port counters x 2 directions (one source per device)",
 	"xdp_nic_port_bytes_total":                 "devices with port counters x 2 directions (one source per device)",
-	"xdp_nic_rx_host_drops_total":              "devices x the drop counters of the device's one source (mlx5: 2, an unknown driver: 1)",
-	"xdp_nic_rx_alloc_failures_total":          "devices x the allocation-failure counters of the device's one source",
+	"xdp_nic_rx_host_drops_total":              "devices x the places the device's one source tells apart (mlx5: port and ring; an unknown driver: 1)",
+	"xdp_nic_rx_alloc_failures_total":          "devices with an allocation-failure counter",
+	"xdp_nic_signal_source_info":               "one per series of the four NIC signal families",
+	"xdp_netdev_irq_affinity_info":             "IRQs of the devices' queues",
 	"xdp_nic_allowance_exceeded_packets_total": "ENA devices x 5 allowances",
 	"xdp_nic_rx_xdp_packets_total":             "devices x RX queues x verdicts the driver counts (mlx5: drop, redirect, tx)",
 	"xdp_nic_rx_xdp_tx_failures_total":         "devices x RX queues x 2 reasons",
@@ -187,10 +219,10 @@ var seriesOverride = map[string]string{
 	"xdp_pcie_aer_errors_total":                "PCI NICs x hops with AER x 42 error names (8 correctable, 17 nonfatal, 17 fatal on Linux 6.x)",
 	"xdp_pcie_link_degraded":                   "PCI NICs x links (every other hop)",
 	"xdp_pcie_rx_queue_numa_remote_ratio":      "PCI NICs on a NUMA node x RX queues",
-	"xdp_pcie_cpu_numa_remote":                 "PCI NICs on a NUMA node x CPUs, on hosts of more than one node",
+	"xdp_pcie_cpu_info":                        "CPUs, on hosts of more than one node with a PCI NIC on a node",
 	"xdp_rxq_info":                             "devices",
-	"xdp_rxq_observed_info":                    "attachments (device x mode)",
-	"xdp_rxq_unobservable_info":                "attachments (device x mode) observe mode cannot count",
+	"xdp_rxq_observed_info":                    "attachments (device x attach mode)",
+	"xdp_rxq_unobservable_info":                "attachments (device x attach mode) observe mode cannot count",
 	"xdp_rxq_packets_total":                    "devices x queues x CPUs x verdicts seen (a cell at its first packet)",
 	"xdp_rxq_bytes_total":                      "devices x queues x CPUs x verdicts seen (a cell at its first packet)",
 	"xdp_rxq_issues_total":                     "devices x reasons seen",
@@ -212,8 +244,8 @@ func seriesFormula(f *collector.Family) string {
 	seen := map[string]bool{}
 	for _, l := range f.Labels {
 		factor, ok := labelFactor[l]
-		// queue, type: a netdev queue's type is part of its name.
-		if !ok || seen[factor] || l == "type" && seen["queues"] {
+		// queue, direction: a netdev queue's direction is part of its name.
+		if !ok || seen[factor] || l == "direction" && seen["queues"] {
 			continue
 		}
 		seen[factor] = true

@@ -68,8 +68,8 @@ func (h *Host) Read() (Reading, error) {
 // The kinds of Sample, one per exported family.
 const (
 	SampleDDIO        = "ddio"         // socket, request, result
-	SampleIIO         = "iio"          // socket, iio, root_bus, direction, op
-	SampleFreeRunning = "free_running" // socket, iio, root_bus, port, direction
+	SampleIIO         = "iio"          // socket, iio, root_bus, transaction, op
+	SampleFreeRunning = "free_running" // socket, iio, root_bus, port, flow
 	SampleEnabled     = "enabled"      // socket, pmu, group
 	SampleRunning     = "running"      // socket, pmu, group
 	SampleAvailable   = "available"    // event

@@ -137,7 +137,7 @@ func (v viewCtx) headers() []string {
 			parts[s.Labels["device"]] = append(parts[s.Labels["device"]], fmt.Sprintf(format, s.Labels[keyLabel], s.Value))
 		}
 	}
-	add("xdp_nic_channels", "%s channels %.0f", "type")
+	add("xdp_nic_channels", "%s channels %.0f", "channel")
 	add("xdp_nic_ring_descriptors", "%s ring %.0f", "ring")
 	add("xdp_nic_private_flag", "%s=%.0f", "flag")
 	devs := make([]string, 0, len(parts))
@@ -172,25 +172,36 @@ func (v viewCtx) signals() []string {
 		}
 		return d
 	}
+	// The counters each signal series is read from, by device, family
+	// and where (the port families' direction is rx here).
+	type signal struct{ device, family, where string }
+	sources := map[signal]Series{}
+	for _, s := range v.cur.Values("xdp_nic_signal_source_info") {
+		sources[signal{s.Get("device"), s.Get("family"), s.Get("where")}] = s
+	}
+	source := func(s Series, family string) Series {
+		return sources[signal{s.Get("device"), family, s.Get("where")}]
+	}
 	for _, s := range v.rates("xdp_nic_port_packets_total") {
 		if s.Get("direction") == "rx" {
 			d := get(s)
-			d.port, d.portSrc, d.hasPort = d.port+s.Value, s.Get("source"), true
+			d.port, d.portSrc, d.hasPort = d.port+s.Value, source(s, "xdp_nic_port_packets_total").Get("source"), true
 		}
 	}
-	for _, s := range byLabels(v.rates("xdp_nic_rx_host_drops_total"), "device", "source", "stat", "where") {
+	for _, s := range byLabels(v.rates("xdp_nic_rx_host_drops_total"), "device", "where") {
 		d := get(s)
 		d.drops += s.Value
-		d.dropSrc = s.Get("source")
+		src := source(s, "xdp_nic_rx_host_drops_total")
+		d.dropSrc = src.Get("source")
 		where := ""
 		if w := s.Get("where"); w != "" {
 			where = " " + w
 		}
-		d.dropStats += fmt.Sprintf("%s%s %s, ", s.Get("stat"), where, pps(s.Value))
+		d.dropStats += fmt.Sprintf("%s%s %s, ", src.Get("stat"), where, pps(s.Value))
 	}
 	for _, s := range v.rates("xdp_nic_rx_alloc_failures_total") {
 		d := get(s)
-		d.alloc, d.allocSrc, d.hasAlloc = d.alloc+s.Value, s.Get("source"), true
+		d.alloc, d.allocSrc, d.hasAlloc = d.alloc+s.Value, source(s, "xdp_nic_rx_alloc_failures_total").Get("source"), true
 	}
 	names := slices.Sorted(maps.Keys(devs))
 	out := make([]string, 0, len(names))
@@ -200,7 +211,7 @@ func (v viewCtx) signals() []string {
 		if d.hasPort {
 			parts = append(parts, fmt.Sprintf("port rx %s pps (%s)", pps(d.port), d.portSrc))
 		}
-		if d.dropSrc != "" {
+		if d.dropStats != "" {
 			share := ""
 			if d.hasPort && d.port > 0 {
 				share = fmt.Sprintf(", %.1f%% of port rx", 100*d.drops/d.port)

@@ -114,7 +114,7 @@ func (v viewCtx) rssWeights(gauge func(string) map[string][]Series) map[string]s
 	queues := map[string]float64{}
 	for dev, ss := range gauge("xdp_nic_channels") {
 		for _, s := range ss {
-			if t := s.Get("type"); t == "rx" || t == "combined" {
+			if t := s.Get("channel"); t == "rx" || t == "combined" {
 				queues[dev] += s.Value
 			}
 		}

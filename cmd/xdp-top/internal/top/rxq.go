@@ -21,11 +21,16 @@ func (v viewCtx) rxq() string {
 	t := newTable()
 	t.row(v.rxqSource(v.cur.Has("xdp_rxq_packets_total")))
 	issues := sum(v.rates("xdp_rxq_issues_total"))
-	// The pcie collector says which CPUs are on another NUMA node than
-	// the NIC: DDIO put the packets in the other socket's cache.
+	// The pcie collector gives the NUMA node of each CPU and NIC: a CPU
+	// of another node than the NIC's processes packets DDIO put in the
+	// other socket's cache.
 	remote := map[[2]string]bool{}
-	for _, s := range v.cur.Values("xdp_pcie_cpu_numa_remote") {
-		remote[[2]string{s.Labels["device"], s.Labels["cpu"]}] = s.Value == 1
+	for _, nic := range v.cur.Values("xdp_pcie_device_info") {
+		if node := nic.Get("numa_node"); node != "-1" {
+			for _, cpu := range v.cur.Values("xdp_pcie_cpu_info") {
+				remote[[2]string{nic.Get("device"), cpu.Get("cpu")}] = cpu.Get("numa_node") != node
+			}
+		}
 	}
 	for _, dev := range byLabels(append(slices.Clone(pkts), comps...), "device") {
 		d := dev.Labels["device"]

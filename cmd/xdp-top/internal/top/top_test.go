@@ -43,7 +43,7 @@ func TestRatesCounterReset(t *testing.T) {
 // source line names the programs observed.
 func TestRxqViewObserved(t *testing.T) {
 	const head = "# TYPE xdp_rxq_packets_total counter\n# TYPE xdp_rxq_observed_info gauge\n"
-	info := `xdp_rxq_observed_info{device="eth0",mode="native",prog_id="42"} 1
+	info := `xdp_rxq_observed_info{device="eth0",attach_mode="native",prog_id="42"} 1
 `
 	prev := parse(t, 0, head+info+`xdp_rxq_packets_total{device="eth0",queue="0",cpu="0",action="pass"} 0
 xdp_rxq_packets_total{device="eth0",queue="0",cpu="0",action="drop"} 0
@@ -69,9 +69,9 @@ func TestRxqViewComponents(t *testing.T) {
 	const head = `# TYPE xdp_rxq_component_packets_total counter
 # TYPE xdp_rxq_unobservable_info gauge
 # TYPE xdp_bpf_dispatcher_component_info gauge
-xdp_rxq_unobservable_info{device="eth0",mode="native",prog_id="7",reason="busy"} 1
-xdp_bpf_dispatcher_component_info{device="eth0",mode="native",dispatcher_id="7",slot="0",prog_id="52",name="xdp_filter",tag="b",priority="10",chain_call_actions="pass",link_id="4"} 1
-xdp_bpf_dispatcher_component_info{device="eth0",mode="native",dispatcher_id="7",slot="1",prog_id="9",name="xdp_lb",tag="a",priority="50",chain_call_actions="",link_id="3"} 1
+xdp_rxq_unobservable_info{device="eth0",attach_mode="native",prog_id="7",reason="busy"} 1
+xdp_bpf_dispatcher_component_info{device="eth0",attach_mode="native",dispatcher_id="7",slot="0",prog_id="52",name="xdp_filter",tag="b",priority="10",chain_call_actions="pass",link_id="4"} 1
+xdp_bpf_dispatcher_component_info{device="eth0",attach_mode="native",dispatcher_id="7",slot="1",prog_id="9",name="xdp_lb",tag="a",priority="50",chain_call_actions="",link_id="3"} 1
 `
 	counts := func(k float64) string {
 		return fmt.Sprintf(`xdp_rxq_component_packets_total{device="eth0",queue="0",cpu="0",action="drop",prog_id="52",name="xdp_filter"} %g
@@ -111,9 +111,11 @@ xdp_rxq_issues_total{device="eth0",reason="queue_out_of_range"} 0
 xdp_rxq_packets_total{device="eth0",queue="1",cpu="0"} 2000000
 xdp_rxq_packets_total{device="eth0",queue="2",cpu="2"} 500000
 xdp_rxq_issues_total{device="eth0",reason="queue_out_of_range"} 3
-# TYPE xdp_pcie_cpu_numa_remote gauge
-xdp_pcie_cpu_numa_remote{device="eth0",cpu="0"} 0
-xdp_pcie_cpu_numa_remote{device="eth0",cpu="2"} 1
+# TYPE xdp_pcie_device_info gauge
+xdp_pcie_device_info{device="eth0",pci_address="0000:03:00.0",numa_node="0"} 1
+# TYPE xdp_pcie_cpu_info gauge
+xdp_pcie_cpu_info{cpu="0",numa_node="0"} 1
+xdp_pcie_cpu_info{cpu="2",numa_node="1"} 1
 `)
 	out := Render("rxq", prev, cur, "")
 	wantFields(t, out,
@@ -183,13 +185,13 @@ func TestNICViewOnlyChanged(t *testing.T) {
 xdp_nic_stat_rx_packets{device="eth0"} 100
 xdp_nic_stat_rx_packets{device="eth1"} 100
 xdp_nic_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 0
-xdp_nic_channels{device="eth0",type="combined"} 8
+xdp_nic_channels{device="eth0",channel="combined"} 8
 `)
 	cur := parse(t, 1, head+`xdp_nic_driver_info{device="eth0",driver="mlx5_core"} 1
 xdp_nic_stat_rx_packets{device="eth0"} 600
 xdp_nic_stat_rx_packets{device="eth1"} 100
 xdp_nic_rx_page_cache_events_total{device="eth0",queue="0",event="empty"} 7
-xdp_nic_channels{device="eth0",type="combined"} 8
+xdp_nic_channels{device="eth0",channel="combined"} 8
 `)
 	out := Render("nic", prev, cur, "")
 	wantFields(t, out, "eth0 stat_rx_packets 500", "eth0 * rx_page_cache_events_total{queue=0,event=empty} 7", "eth0: combined channels 8")
@@ -202,22 +204,28 @@ xdp_nic_channels{device="eth0",type="combined"} 8
 // port load, its drops for lack of host resources by counter and their
 // share, and the allocation failures, each with its source.
 func TestNICViewSignals(t *testing.T) {
-	const head = "# TYPE xdp_nic_driver_info gauge\n# TYPE xdp_nic_port_packets_total counter\n# TYPE xdp_nic_rx_host_drops_total counter\n# TYPE xdp_nic_rx_alloc_failures_total counter\n"
+	const head = "# TYPE xdp_nic_driver_info gauge\n# TYPE xdp_nic_signal_source_info gauge\n# TYPE xdp_nic_port_packets_total counter\n# TYPE xdp_nic_rx_host_drops_total counter\n# TYPE xdp_nic_rx_alloc_failures_total counter\n"
 	scrape := func(at, k float64) *Scrape {
 		return parse(t, at, head+fmt.Sprintf(`xdp_nic_driver_info{device="mlx5p1",driver="mlx5_core"} 1
-xdp_nic_port_packets_total{device="mlx5p1",direction="rx",source="ethtool"} %g
-xdp_nic_port_packets_total{device="mlx5p1",direction="tx",source="ethtool"} 0
-xdp_nic_rx_host_drops_total{device="mlx5p1",source="ethtool",stat="rx_discards_phy",where="port"} %g
-xdp_nic_rx_host_drops_total{device="mlx5p1",source="ethtool",stat="rx_out_of_buffer",where="ring"} %g
-xdp_nic_rx_alloc_failures_total{device="mlx5p1",source="netdev_qstats",stat="rx-alloc-fail"} %g
-xdp_nic_rx_host_drops_total{device="veth0",source="link_stats64",stat="rx_dropped"} %g
+xdp_nic_port_packets_total{device="mlx5p1",direction="rx"} %g
+xdp_nic_port_packets_total{device="mlx5p1",direction="tx"} 0
+xdp_nic_rx_host_drops_total{device="mlx5p1",where="port"} %g
+xdp_nic_rx_host_drops_total{device="mlx5p1",where="ring"} %g
+xdp_nic_rx_alloc_failures_total{device="mlx5p1"} %g
+xdp_nic_rx_host_drops_total{device="veth0"} %g
+xdp_nic_signal_source_info{device="mlx5p1",family="xdp_nic_port_packets_total",direction="rx",source="ethtool",stat="rx_packets_phy"} 1
+xdp_nic_signal_source_info{device="mlx5p1",family="xdp_nic_port_packets_total",direction="tx",source="ethtool",stat="tx_packets_phy"} 1
+xdp_nic_signal_source_info{device="mlx5p1",family="xdp_nic_rx_host_drops_total",where="port",source="ethtool",stat="rx_discards_phy"} 1
+xdp_nic_signal_source_info{device="mlx5p1",family="xdp_nic_rx_host_drops_total",where="ring",source="ethtool",stat="rx_out_of_buffer"} 1
+xdp_nic_signal_source_info{device="mlx5p1",family="xdp_nic_rx_alloc_failures_total",source="netdev_qstats",stat="rx-alloc-fail"} 1
+xdp_nic_signal_source_info{device="veth0",family="xdp_nic_rx_host_drops_total",source="link_stats64",stat="rx_dropped"} 1
 `, k*88049446, k*13760980, k*93624, k*5, k*12))
 	}
 	out := Render("nic", scrape(0, 0), scrape(1, 1), "")
 	wantFields(t, out,
 		"mlx5p1: port rx 88,049,446 pps (ethtool); host-resource drops 13,854,604 pps (ethtool: rx_discards_phy port 13,760,980, rx_out_of_buffer ring 93,624, 15.7% of port rx); rx alloc failures 5/s (netdev_qstats)",
 		"veth0: host-resource drops 12 pps (link_stats64: rx_dropped 12)",
-		"mlx5p1 * rx_host_drops_total{source=ethtool,stat=rx_discards_phy,where=port} 13,760,980")
+		"mlx5p1 * rx_host_drops_total{where=port} 13,760,980")
 }
 
 // TestNICViewUncore: the NIC view shows, per device, its root complex's
@@ -229,10 +237,10 @@ func TestNICViewUncore(t *testing.T) {
 		return parse(t, at, head+fmt.Sprintf(`xdp_nic_driver_info{device="eth0",driver="mlx5_core"} 1
 xdp_uncore_iio_device_info{device="eth0",socket="0",iio="1",root_bus="0000:3a"} 1
 xdp_uncore_iio_device_info{device="eth1",socket="1",iio="0",root_bus="0000:ae"} 1
-xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",direction="inbound",op="write"} %g
-xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",direction="outbound",op="read"} %g
-xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",direction="inbound",op="read"} %g
-xdp_uncore_iio_bytes_total{socket="1",iio="0",root_bus="0000:ae",direction="inbound",op="write"} %g
+xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",transaction="inbound",op="write"} %g
+xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",transaction="outbound",op="read"} %g
+xdp_uncore_iio_bytes_total{socket="0",iio="1",root_bus="0000:3a",transaction="inbound",op="read"} %g
+xdp_uncore_iio_bytes_total{socket="1",iio="0",root_bus="0000:ae",transaction="inbound",op="write"} %g
 xdp_uncore_ddio_requests_total{socket="0",request="itom",result="hit"} %g
 xdp_uncore_ddio_requests_total{socket="0",request="itomcachenear",result="miss"} %g
 xdp_uncore_ddio_requests_total{socket="0",request="pcirdcur",result="miss"} %g
@@ -300,7 +308,7 @@ func bigHost(t testing.TB, v float64) string {
 	w("# TYPE xdp_monitor_tracepoint_attached gauge\nxdp_monitor_tracepoint_attached{tracepoint=\"xdp:xdp_exception\"} 1\n")
 	w("# TYPE xdp_monitor_exceptions_total counter\n# TYPE xdp_monitor_devmap_xmit_packets_total counter\n# TYPE xdp_monitor_devmap_xmit_bulks_total counter\n")
 	for d := range 2 {
-		for _, a := range []string{"ABORTED", "DROP", "TX", "REDIRECT"} {
+		for _, a := range []string{"aborted", "drop", "tx", "redirect"} {
 			w("xdp_monitor_exceptions_total{device=\"mlx5p%d\",prog_id=\"7\",action=\"%s\"} %g\n", d, a, 10*v)
 		}
 		w("xdp_monitor_devmap_xmit_packets_total{from_device=\"mlx5p%d\",to_device=\"mlx5p%d\"} %g\n", d, 1-d, 1.6e7*v)
@@ -401,12 +409,12 @@ func TestDropView(t *testing.T) {
 	const head = "# TYPE xdp_drop_packets_total counter\n# TYPE xdp_drop_untracked_total counter\n"
 	prev := parse(t, 0, head+`xdp_drop_packets_total{device="eth0",reason="NO_SOCKET"} 100
 xdp_drop_packets_total{device="eth0",reason="NETFILTER_DROP"} 0
-xdp_drop_packets_total{device="",reason="NOT_SPECIFIED"} 5
+xdp_drop_packets_total{reason="NOT_SPECIFIED"} 5
 xdp_drop_untracked_total 0
 `)
 	cur := parse(t, 2, head+`xdp_drop_packets_total{device="eth0",reason="NO_SOCKET"} 300
 xdp_drop_packets_total{device="eth0",reason="NETFILTER_DROP"} 2000000
-xdp_drop_packets_total{device="",reason="NOT_SPECIFIED"} 9
+xdp_drop_packets_total{reason="NOT_SPECIFIED"} 9
 xdp_drop_untracked_total 40
 `)
 	out := Render("drop", prev, cur, "")
@@ -444,14 +452,14 @@ xdp_nic_coalesce_adaptive{device="mlx5p1",direction="tx"} 0
 xdp_nic_pause_enabled{device="mlx5p1",direction="rx"} 1
 xdp_nic_pause_enabled{device="mlx5p1",direction="tx"} 0
 xdp_nic_pause_frames_total{device="mlx5p1",direction="rx"} %g
-xdp_nic_channels{device="mlx5p1",type="combined"} 3
+xdp_nic_channels{device="mlx5p1",channel="combined"} 3
 xdp_nic_rss_info{device="mlx5p1",hash_function="toeplitz",table_size="12"} 1
 xdp_nic_rss_indirection_entries{device="mlx5p1",queue="0"} 6
 xdp_nic_rss_indirection_entries{device="mlx5p1",queue="1"} 6
 xdp_pcie_rx_queue_interrupts_total{device="mlx5p1",queue="0",irq="300"} %g
 xdp_pcie_rx_queue_interrupts_total{device="mlx5p1",queue="1",irq="301"} %g
-xdp_netdev_queue_rx_packets_total{device="mlx5p1",queue="0",type="rx"} %g
-xdp_netdev_queue_rx_packets_total{device="mlx5p1",queue="1",type="rx"} %g
+xdp_netdev_queue_rx_packets_total{device="mlx5p1",queue="0",direction="rx"} %g
+xdp_netdev_queue_rx_packets_total{device="mlx5p1",queue="1",direction="rx"} %g
 `, k*88049446, k*40, k*100000, k*150000, k*4e6, k*6e6))
 	}
 	out := Render("nic", scrape(0, 0), scrape(1, 1), "")

@@ -20,7 +20,7 @@ func (v viewCtx) uncore() []string {
 		if bytes[k] == nil {
 			bytes[k] = &[2]float64{}
 		}
-		dir, op := label(m, "direction"), label(m, "op")
+		dir, op := label(m, "transaction"), label(m, "op")
 		if (dir == "inbound") == (op == "write") {
 			bytes[k][0] += rate
 		} else {
