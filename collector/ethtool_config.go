@@ -5,18 +5,21 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
+	"github.com/xdp-exporter/xdp_exporter/collector/internal/prebuilt"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolioctl"
 )
 
 // The device configuration behind what its queues show: how RSS spreads
 // flows over the RX queues, how often the NIC interrupts, how fast the
-// link is and whether flow control throttles it. Settings, so gauges;
-// each is one ioctl per device and scrape, and a driver without the
-// ethtool_ops member (veth has none of the RSS or coalescing calls) is
+// link is and whether flow control throttles it; with the rings and the
+// private flags, the device's settings. Gauges, each one ioctl per device
+// and --collector.nic.settings-interval (sendSettings); a driver without
+// the ethtool_ops member (veth has none of the RSS or coalescing calls) is
 // asked once.
 var (
 	ethtoolLinkSpeed = newFamily("nic", "nic_link_speed_bytes_per_second",
@@ -211,4 +214,88 @@ func hashFieldLetters(bits uint64) string {
 		}
 	}
 	return b.String()
+}
+
+// ethtoolSettings is the last read of a device's settings: the series it
+// gave, when, and under which plan.
+type ethtoolSettings struct {
+	at      time.Time
+	plan    *ethtoolEntry
+	metrics []prometheus.Metric
+}
+
+// sendSettings sends the device's settings: rings, private flags, link,
+// coalescing, pause and RSS. They change when someone changes them, not
+// with the traffic, and reading them is nine ioctls per device, each
+// under the RTNL lock; so they are read again once c.settings has passed
+// since the last read, or at once when the plan changed (a driver, channel
+// count or stat set change is a reconfiguration), and the last read's
+// series are sent in between. A read with an error is not kept: the next
+// scrape reads again.
+func (c *ethtoolCollector) sendSettings(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, e *ethtoolEntry, errs *[]error) {
+	now := c.now()
+	if s := st.settings.Load(); s != nil && s.plan == e && now.Sub(s.at) < c.settings {
+		for _, m := range s.metrics {
+			ch <- m
+		}
+		return
+	}
+	var read []error
+	ms := collectSent(func(out chan<- prometheus.Metric) {
+		c.sendRing(out, d, st, &read)
+		c.sendPrivFlags(out, d, st, e, &read)
+		c.sendConfig(out, d, st, &read)
+	})
+	for _, m := range ms {
+		ch <- m
+	}
+	if err := errors.Join(read...); err != nil {
+		*errs = append(*errs, err)
+		st.settings.Store(nil)
+		return
+	}
+	st.settings.Store(&ethtoolSettings{at: now, plan: e, metrics: ms})
+}
+
+// collectSent is the series send sends.
+func collectSent(send func(chan<- prometheus.Metric)) []prometheus.Metric {
+	ch := make(chan prometheus.Metric)
+	done := make(chan []prometheus.Metric)
+	go func() {
+		var ms []prometheus.Metric
+		for m := range ch {
+			ms = append(ms, m)
+		}
+		done <- ms
+	}()
+	send(ch)
+	close(ch)
+	return <-done
+}
+
+func (c *ethtoolCollector) sendRing(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, errs *[]error) {
+	if st.noRing.Load() || !c.fams.keeps(ethtoolRing) && !c.fams.keeps(ethtoolRingMax) {
+		return
+	}
+	ring, err := c.src.Ring(d.Name)
+	if c.optional(err, d.Label, "ETHTOOL_GRINGPARAM", &st.noRing, errs) {
+		c.fams.send(ch, ethtoolRing, float64(ring.RxPending), d.Label, "rx")
+		c.fams.send(ch, ethtoolRing, float64(ring.TxPending), d.Label, "tx")
+		c.fams.send(ch, ethtoolRingMax, float64(ring.RxMaxPending), d.Label, "rx")
+		c.fams.send(ch, ethtoolRingMax, float64(ring.TxMaxPending), d.Label, "tx")
+	}
+}
+
+func (c *ethtoolCollector) sendPrivFlags(ch chan<- prometheus.Metric, d ethtoolDevice, st *ethtoolDev, e *ethtoolEntry, errs *[]error) {
+	if len(e.privBits) == 0 || st.noPrivFlags.Load() || !c.fams.keeps(ethtoolPrivFlag) {
+		return
+	}
+	flags, err := c.src.PrivFlags(d.Name)
+	if c.optional(err, d.Label, "ETHTOOL_GPFLAGS", &st.noPrivFlags, errs) {
+		ms := make([]prebuilt.Metric, len(e.privBits))
+		for i, bit := range e.privBits {
+			ms[i] = prebuilt.New(ethtoolPrivFlag.Desc(), prometheus.GaugeValue, float64(flags>>bit&1), e.privPairs[i])
+			ch <- &ms[i]
+		}
+	}
 }

@@ -200,6 +200,20 @@ func newFixtureSource(devs map[string]*fixtureDev) *fixtureSource {
 	return s
 }
 
+// allFixtures is every captured driver dump of testdata/ethtool.
+func allFixtures(t testing.TB) *fixtureSource {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("testdata", "ethtool", "*.txt"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	var names []string
+	for _, p := range paths {
+		names = append(names, strings.TrimSuffix(filepath.Base(p), ".txt"))
+	}
+	return loadFixtures(t, names...)
+}
+
 func loadFixtures(t testing.TB, names ...string) *fixtureSource {
 	devs := map[string]*fixtureDev{}
 	for _, n := range names {

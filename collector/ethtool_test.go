@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -426,15 +425,7 @@ func BenchmarkEthtoolScrape(b *testing.B) {
 // sum(), not a second family. Equal counts of more than 1,000 in a real
 // dump are the same counter, but for the counters rawCoincidences names.
 func TestEthtoolRawRepeatsNoTyped(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("testdata", "ethtool", "*.txt"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	var names []string
-	for _, p := range paths {
-		names = append(names, strings.TrimSuffix(filepath.Base(p), ".txt"))
-	}
-	mfs := gather(t, fixtureCollector(t, loadFixtures(t, names...), "", DefaultEthtoolMetricsExclude, nil))
+	mfs := gather(t, fixtureCollector(t, allFixtures(t), "", DefaultEthtoolMetricsExclude, nil))
 	typed := map[string]map[float64]string{} // device -> summed value -> family{labels}
 	for name, mf := range mfs {
 		if strings.HasPrefix(name, "xdp_nic_stat_") || mf.GetType() != dto.MetricType_COUNTER {

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,16 +64,8 @@ func TestLabelValues(t *testing.T) {
 	check("host, default flags", hostScrape(t, commandLineHostFlags(t)))
 	check("host, every family per queue", hostScrape(t, hostFlags{}))
 
-	paths, err := filepath.Glob(filepath.Join("testdata", "ethtool", "*.txt"))
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	var names []string
-	for _, p := range paths {
-		names = append(names, strings.TrimSuffix(filepath.Base(p), ".txt"))
-	}
 	var mfs []*dto.MetricFamily
-	for _, mf := range gather(t, fixtureCollector(t, loadFixtures(t, names...), "", "", nil)) {
+	for _, mf := range gather(t, fixtureCollector(t, allFixtures(t), "", "", nil)) {
 		mfs = append(mfs, mf)
 	}
 	check("ethtool fixtures, every family", mfs)
