@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,7 +205,12 @@ func (c *ethtoolCollector) Update(ctx context.Context, snap *LinkSnapshot, ch ch
 	}
 	c.mu.Unlock()
 
-	std, stdErr := c.readStandard()
+	indexes := make([]int, len(selected))
+	for i, d := range selected {
+		indexes[i] = d.Index
+	}
+	slices.Sort(indexes)
+	std, stdErr := c.readStandard(indexes)
 	errs := parallel.Each(ctx, len(selected), min(ethtoolParallelism, runtime.GOMAXPROCS(0)), func(i int) error {
 		if err := c.deviceSafe(selected[i], std, ch); err != nil {
 			return fmt.Errorf("%s: %w", selected[i].Label, err)

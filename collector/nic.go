@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -167,46 +168,74 @@ func (s *nicStandard) replaces(index int, key stdKey) bool {
 // source this kernel lacks is said once at info and then not asked for;
 // a source that fails is the collector's error, the others still used.
 type standardSources struct {
-	mac, qstats, link, pause, fec atomic.Bool // true: not supported here
+	mac, qstats, link, pause, fec standardSource
 }
 
-func (c *ethtoolCollector) readStandard() (*nicStandard, error) {
+// standardSource is what the collector knows of one standard source.
+type standardSource struct {
+	unsupported atomic.Bool // not supported here
+	// idle is the last read's selected devices when none of them had a
+	// counter of this source (veths have no eth-mac, qstats, pause or FEC
+	// statistics): the source is asked again when the devices change or
+	// the settings interval has passed, so that a host of many veths does
+	// not dump four sources per scrape for nothing.
+	idle atomic.Pointer[idleSource]
+}
+
+type idleSource struct {
+	devices []int
+	at      time.Time
+}
+
+func (c *ethtoolCollector) readStandard(devices []int) (*nicStandard, error) {
 	var errs []error
 	port := c.fams.keeps(nicPortPackets) || c.fams.keeps(nicPortBytes)
 	drops, alloc := c.fams.keeps(nicHostDrops), c.fams.keeps(nicAllocFailures)
-	read := standardReader{c, &errs}
+	read := standardReader{c, &errs, devices, c.now()}
 	std := &nicStandard{
 		mac: readOne(read, port, &c.unsupported.mac, "eth-mac", "the kernel needs ETHTOOL_MSG_STATS_GET (Linux 5.13): port counters come from the driver's names",
-			c.src.MACStats, func(m ethtoolnl.MAC) uint32 { return m.Ifindex }, nil),
+			c.src.MACStats, func(m ethtoolnl.MAC) uint32 { return m.Ifindex }, nil,
+			func(m ethtoolnl.MAC) bool { return slices.Contains(m.Present[:], true) }),
 		qstats: readOne(read, drops || alloc, &c.unsupported.qstats, "qstats-get", "the kernel needs netdev qstats (Linux 6.9): drops and allocation failures come from the driver's names and rtnl_link_stats64",
-			c.src.Qstats, func(q netdev.Qstats) uint32 { return q.Ifindex }, mergeQstats),
+			c.src.Qstats, func(q netdev.Qstats) uint32 { return q.Ifindex }, mergeQstats,
+			func(q netdev.Qstats) bool { return slices.Contains(q.Present[:], true) }),
 		link: readOne(read, drops, &c.unsupported.link, "rtnl_link_stats64", "the kernel needs RTM_GETSTATS (Linux 4.7): no drop signal where the driver names none",
-			c.src.LinkStats, func(l rtnl.LinkStats) uint32 { return l.Index }, nil),
+			c.src.LinkStats, func(l rtnl.LinkStats) uint32 { return l.Index }, nil, nil),
 		pause: readOne(read, c.fams.keeps(nicPauseFrames), &c.unsupported.pause, "pause-stats", "the kernel needs ETHTOOL_FLAG_STATS on PAUSE_GET (Linux 5.12): no pause frame counters",
-			c.src.PauseStats, func(p ethtoolnl.Pause) uint32 { return p.Ifindex }, nil),
+			c.src.PauseStats, func(p ethtoolnl.Pause) uint32 { return p.Ifindex }, nil,
+			func(p ethtoolnl.Pause) bool { return p.HasRXFrames || p.HasTXFrames }),
 		fec: readOne(read, c.fams.keeps(nicFECBlocks) || c.fams.keeps(ethtoolFECInfo), &c.unsupported.fec, "fec-stats", "the kernel needs ethtool FEC_GET (Linux 5.14): no FEC mode or block counters",
-			c.src.FECStats, func(f ethtoolnl.FEC) uint32 { return f.Ifindex }, nil),
+			c.src.FECStats, func(f ethtoolnl.FEC) uint32 { return f.Ifindex }, nil,
+			func(f ethtoolnl.FEC) bool { return f.HasActive || f.HasCorrected || f.HasUncorr }),
 	}
 	return std, errors.Join(errs...)
 }
 
-// standardReader is the collector and the errors of one readStandard.
+// standardReader is the collector, the errors, the selected devices (by
+// ifindex, sorted) and the time of one readStandard.
 type standardReader struct {
-	c    *ethtoolCollector
-	errs *[]error
+	c       *ethtoolCollector
+	errs    *[]error
+	devices []int
+	now     time.Time
 }
 
 // readOne reads one standard source, if a kept family needs it and the
 // kernel has it, by ifindex; merge joins two replies of one device (nil:
-// the first wins).
-func readOne[T any](r standardReader, needed bool, unsupported *atomic.Bool, what, hint string,
-	read func() ([]T, error), index func(T) uint32, merge func(a, b T) T) map[int]T {
-	if !needed || unsupported.Load() {
+// the first wins); has says whether a reply holds a counter (nil: every
+// reply does, and the source is never idle).
+func readOne[T any](r standardReader, needed bool, src *standardSource, what, hint string,
+	read func() ([]T, error), index func(T) uint32, merge func(a, b T) T, has func(T) bool) map[int]T {
+	if !needed || src.unsupported.Load() {
+		return nil
+	}
+	if idle := src.idle.Load(); idle != nil && slices.Equal(idle.devices, r.devices) && r.now.Sub(idle.at) < r.c.settings {
 		return nil
 	}
 	values, err := read()
-	r.c.standardErr(what, hint, err, unsupported, r.errs)
+	r.c.standardErr(what, hint, err, &src.unsupported, r.errs)
 	out := make(map[int]T, len(values))
+	useful := has == nil
 	for _, v := range values {
 		i := int(index(v))
 		if prev, ok := out[i]; ok && merge != nil {
@@ -215,6 +244,12 @@ func readOne[T any](r standardReader, needed bool, unsupported *atomic.Bool, wha
 			continue
 		}
 		out[i] = v
+		useful = useful || has(v) && slices.Contains(r.devices, i)
+	}
+	if useful || err != nil {
+		src.idle.Store(nil)
+	} else {
+		src.idle.Store(&idleSource{devices: r.devices, at: r.now})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/ethtoolname"
@@ -329,6 +330,45 @@ func TestNICStandardUnsupported(t *testing.T) {
 	}
 	if _, n := mfs.Sum("xdp_nic_rx_host_drops_total", "device", "mlx5"); n != 2 {
 		t.Errorf("mlx5's named drops after a failed link dump: %d series, want 2", n)
+	}
+}
+
+// TestNICIdleStandardSources: a standard source that has no counter for
+// any selected device (veths have no eth-mac statistics) is asked again
+// only when the devices change or the settings interval has passed; one
+// that has (a veth's rtnl_link_stats64) every scrape.
+func TestNICIdleStandardSources(t *testing.T) {
+	src := newFixtureSource(map[string]*fixtureDev{"veth": loadFixture(t, "testdata/ethtool/veth.txt")})
+	src.std.mac = []ethtoolnl.MAC{{Ifindex: uint32(src.index["veth"])}}
+	src.std.link = []rtnl.LinkStats{{Index: uint32(src.index["veth"]), N: len(rtnl.Stats64Names)}}
+	c := fixtureCollector(t, src, "", "", nil)
+	c.settings = time.Minute
+	now := time.Unix(1_700_000_000, 0)
+	c.now = func() time.Time { return now }
+	calls := func(when string, mac, link int) {
+		t.Helper()
+		gather(t, c)
+		if m, l := src.count("MACStats", ""), src.count("LinkStats", ""); m != mac || l != link {
+			t.Errorf("%s: %d eth-mac and %d rtnl_link_stats64 dumps, want %d and %d", when, m, l, mac, link)
+		}
+	}
+	calls("first scrape", 1, 1)
+	now = now.Add(59 * time.Second)
+	calls("within the interval", 1, 2)
+	now = now.Add(time.Second)
+	calls("after the interval", 2, 3)
+
+	mlx5 := loadFixture(t, "testdata/ethtool/mlx5.txt")
+	src.set("mlx5", mlx5)
+	var mac ethtoolnl.MAC
+	mac.Ifindex, mac.Values[ethtoolnl.FramesReceivedOK], mac.Present[ethtoolnl.FramesReceivedOK] = uint32(src.index["mlx5"]), 7, true
+	src.mu.Lock()
+	src.std.mac = append(src.std.mac, mac)
+	src.mu.Unlock()
+	calls("a device more", 3, 4)
+	calls("the next scrape", 4, 5)
+	if v := gather(t, c).Value(t, "xdp_nic_port_packets_total", "device", "mlx5", "direction", "rx"); v != 7 {
+		t.Errorf("mlx5's eth-mac frames: %v, want 7", v)
 	}
 }
 
