@@ -16,7 +16,8 @@ import (
 )
 
 // The vendor-neutral NIC signals, one series set per device and signal,
-// each from one source, named in its source label, never two summed:
+// each from one source, named in xdp_nic_signal_source_info, never two
+// summed:
 //
 //   - port packets and bytes: the IEEE 802.3 MAC counters of ethtool's
 //     eth-mac group where the driver fills them (FramesReceivedOK and
@@ -56,7 +57,7 @@ var (
 		Counter, "device", "allowance").documented("Packets the cloud queued or dropped because the instance exceeded an allowance: bw_in, bw_out (bandwidth), pps, conntrack, linklocal (ethtool -S <allowance>_allowance_exceeded; ENA).")
 )
 
-// Values of the source label.
+// Values of xdp_nic_signal_source_info's source label.
 const (
 	srcEthtool = "ethtool"
 	srcEthMAC  = "eth_mac"
