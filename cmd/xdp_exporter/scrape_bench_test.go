@@ -50,9 +50,9 @@ type scrapeVariant struct {
 // Each round scrapes every variant once, in an order drawn anew every
 // round (a shuffle with a fixed seed, so a run can be repeated), with the
 // same 20 ms pause after each scrape: under a plain rotation each variant
-// always follows the same neighbour, whose garbage collection and exit
-// work then land in its time (the control came out 1-2.4% off that
-// way, on the heavier default exporter's heels). It reports each variant's
+// always follows the same neighbour, whose leftover work (its garbage
+// collection, its connections' teardown) can land in its time; the
+// control was 1-2.4% off in such runs. It reports each variant's
 // p50 and the median per-round ratios to ethtool (and of default and
 // ethtool to their baselines). Run:
 //
