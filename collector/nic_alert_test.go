@@ -189,6 +189,7 @@ func seedAlert(device string, growth map[string]float64, hasPort bool) string {
 	return fmt.Sprintf("          - exp_labels: {severity: warning, job: xdp, instance: \"dut:9435\", device: %s}\n"+
 		"            exp_annotations:\n"+
 		"              summary: '%s on dut:9435 drops packets for lack of host resources while its RX CPUs are idle'\n"+
+		"              action: \"Cut PCIe transactions per packet (ethtool --set-priv-flags DEV rx_cqe_compress on), check the slot's width and speed and the NUMA node; more CPUs do not help.\"\n"+
 		"              description: 'The NIC drops %s packets/s for lack of host resources (%s) out of %s packets/s received at the port, "+
 		"while the RX CPUs are 39.01%% idle on average: the host, not the CPUs, cannot move packets off the NIC fast enough.'\n"+
 		"              runbook_url: 'https://github.com/xdp-exporter/xdp_exporter/blob/main/docs/runbook.md#xdpnicdropswhilerxcpusidle'\n",

@@ -25,9 +25,10 @@ type Config struct {
 	// anchor (its name in lower case) is appended after '#'.
 	RunbookURL string `yaml:"runbook_url"`
 	// Selector selects the exporter's series in every rule, as node-mixin's
-	// nodeExporterSelector does: job=~"xdp.*" by default, which takes in
-	// every job of deploy/ (xdp, xdp-bench, xdp-tls, xdp-kubernetes) and
-	// the README's. The exporter-down alert watches up{Selector}.
+	// nodeExporterSelector does: job="xdp" by default, the job of every
+	// scrape configuration in deploy/ and the README's. Exact, so that an
+	// unrelated job (xdp-lb, xdpfilter-probe) is not read as the
+	// exporter's. The exporter-down alert watches up{Selector}.
 	Selector string `yaml:"selector"`
 	// ClusterLabel is the label that tells clusters apart (kubernetes-mixin's
 	// clusterLabel). Recording rules aggregate by it, job and instance, so
@@ -74,8 +75,15 @@ type Config struct {
 	PauseWhileDropping PauseConfig `yaml:"pause_while_dropping"`
 	RedirectNoNdoXmit  AlertConfig `yaml:"redirect_without_ndo_xmit"`
 
+	// RecordingRulesMissing: the exporter is up but the records the
+	// alerts read are not, or are of another generation than the alerts.
+	RecordingRulesMissing AlertConfig `yaml:"recording_rules_missing"`
+
 	// Global holds the global tier's alerts (rules/global.yml).
 	Global GlobalConfig `yaml:"global"`
+
+	// Alertmanager holds the routing of deploy/alertmanager/.
+	Alertmanager AlertmanagerConfig `yaml:"alertmanager"`
 }
 
 // GlobalConfig: the alerts of the global tier, which need more than one
@@ -108,6 +116,9 @@ type FleetShareConfig struct {
 	MinHosts int     `yaml:"min_hosts"`
 	For      string  `yaml:"for"`
 	Severity string  `yaml:"severity"`
+	// KeepFiringFor holds a fleet alert that inhibits the hosts' alerts
+	// while the incident ends on its hosts a few seconds apart.
+	KeepFiringFor string `yaml:"keep_firing_for,omitempty"`
 }
 
 // HostSilentConfig: a host that sent up within Window and sends none now.
@@ -369,7 +380,7 @@ func DefaultConfig() Config {
 		RateWindow: "1m",
 		// Four scrapes of the lab's Prometheus (scrape_interval 1s).
 		Lab:          LabConfig{Interval: "1s", RateWindow: "4s", MinPackets: 1000, SteadyTolerance: 0.05},
-		Selector:     `job=~"xdp.*"`,
+		Selector:     `job="xdp"`,
 		ClusterLabel: "cluster",
 		RXCPU:        RXCPUConfig{MinPackets: 1000, MinSoftirqRatio: 0.05},
 		// 1% of the port's packets and 10k/s: the seed's PCIe case is 15.6%;
@@ -415,14 +426,26 @@ func DefaultConfig() Config {
 		RedirectTargetQueues: AlertConfig{For: "5m", Severity: "warning"},
 		PauseWhileDropping:   PauseConfig{MinPauseFrames: 1, MinDrops: 1000, Window: "5m", For: "5m", Severity: "warning"},
 		RedirectNoNdoXmit:    AlertConfig{For: "5m", Severity: "warning"},
+		// Records appear at the rule group's first evaluation after a load.
+		RecordingRulesMissing: AlertConfig{For: "10m", Severity: "warning"},
 		Global: GlobalConfig{
-			HostDrops: AlertConfig{For: "5m", Severity: "warning"},
+			// Longer than the edge alert's for: where the edge's alert
+			// reaches Alertmanager it fires first and inhibits this one.
+			HostDrops: AlertConfig{For: "10m", Severity: "warning"},
 			// Half the hosts: one host dropping in a job of two is still
-			// that host's problem.
-			FleetWideDrops: FleetShareConfig{MinShare: 0.5, MinHosts: 2, For: "5m", Severity: "critical"},
+			// that host's problem. Shorter than the hosts' alerts' for, so
+			// that it fires first and inhibits them: one page, not one a
+			// host.
+			FleetWideDrops: FleetShareConfig{MinShare: 0.5, MinHosts: 2, For: "3m", Severity: "critical", KeepFiringFor: "5m"},
 			// A tenth of the hosts, and two: one host is XDPExporterCollectorFailing's.
 			CollectorFailing: FleetShareConfig{MinShare: 0.1, MinHosts: 2, For: "15m", Severity: "warning"},
 			HostSilent:       HostSilentConfig{Window: "1h", For: "5m", Severity: "warning"},
+		},
+		Alertmanager: AlertmanagerConfig{
+			PageURL:   "http://pager.example.net/xdp",
+			TicketURL: "http://tickets.example.net/xdp",
+			GroupWait: "30s", GroupInterval: "5m", RepeatInterval: "4h",
+			Templates: "/etc/alertmanager/templates/xdp.tmpl",
 		},
 	}
 }

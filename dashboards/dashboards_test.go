@@ -3,6 +3,7 @@ package dashboards
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +44,12 @@ func TestGeneratedFilesCommitted(t *testing.T) {
 			t.Errorf("%s differs from the generator's output: run go generate ./dashboards", name)
 		}
 	}
-	for name, want := range Packaged(files) {
+	deploy, err := Deploy(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(deploy, Packaged(files))
+	for name, want := range deploy {
 		if got, err := os.ReadFile(filepath.Join("..", name)); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s differs from the generator's output (%v): run go generate ./dashboards", name, err)
 		}

@@ -47,6 +47,13 @@ func (r recorded) collectorFailing() string {
 // recorded series, and the alerts that compare a host with its fleet or
 // watch the fleet as a whole. None reads a per-CPU or per-queue series.
 func GlobalRules(cfg Config) RuleFile {
+	return RuleFile{Groups: []RuleGroup{
+		{Name: "xdp_exporter.global.recording", Rules: globalRecordingRules(cfg)},
+		{Name: "xdp_exporter.global.alerts", Rules: globalAlerts(cfg)},
+	}}
+}
+
+func globalRecordingRules(cfg Config) []Rule {
 	r := recorded{cfg.RateWindow}
 	h, fl, sel := cfg.hostLabels(), cfg.fleetLabels(), cfg.Selector
 	d := cfg.NICDropsWhileIdle
@@ -58,7 +65,7 @@ func GlobalRules(cfg Config) RuleFile {
 		"\n  and\n  (" + drops + " / on (" + h + ", device) " + port + " > " + num(d.MinRatio) +
 		"\n  or " + drops + " unless on (" + h + ", device) " + port + ")\n)\nand on (" + h + ")\n" + r.rxIdle() + " > " + num(d.MinIdleRatio)
 	success := withSelector("xdp_scrape_collector_success", sel)
-	recording := []Rule{
+	return []Rule{
 		record(r.deviceDropsWhileIdle(), signature),
 		record(r.fleetHosts(), "count by ("+fl+") ("+withSelector("up", sel)+")"),
 		record(r.fleetDropping(), "count by ("+fl+") (group by ("+h+") ("+r.deviceDropsWhileIdle()+"))"),
@@ -68,12 +75,12 @@ func GlobalRules(cfg Config) RuleFile {
 		record(r.collectorHosts(), "count by ("+fl+", collector) ("+success+")"),
 		record(r.collectorFailing(), "count by ("+fl+", collector) ("+success+" == 0)"),
 	}
+}
 
-	alert := func(name, expr, forDur, severity, summary, description string) Rule {
-		return Rule{Alert: name, Expr: expr, For: forDur, Labels: map[string]string{"severity": severity},
-			Annotations: map[string]string{"summary": summary, "description": description,
-				"runbook_url": cfg.RunbookURL + "#" + strings.ToLower(name)}}
-	}
+func globalAlerts(cfg Config) []Rule {
+	r := recorded{cfg.RateWindow}
+	h, fl, sel := cfg.hostLabels(), cfg.fleetLabels(), cfg.Selector
+	alert := cfg.alertRule
 	// part of whole, both counts of hosts by the labels on.
 	share := func(part, whole, on string, s FleetShareConfig) string {
 		return part + " / on (" + on + ") " + whole + " >= " + num(s.MinShare) + "\nand on (" + on + ")\n" + part + " >= " + strconv.Itoa(s.MinHosts)
@@ -88,21 +95,32 @@ func GlobalRules(cfg Config) RuleFile {
 	}
 	g := cfg.Global
 	fleetWide := share(r.fleetDropping(), r.fleetHosts(), fl, g.FleetWideDrops)
+	// The edge's own alert for the device, firing (ALERTS is shipped):
+	// where it reaches Alertmanager it has said this already. Without it
+	// in the expression, the global alert, a few seconds behind the
+	// edge's at every step, would fire alone for those seconds when the
+	// edge's resolves, and notify.
+	edgeFiring := withSelector(`ALERTS{alertname="`+AlertNICDropsWhileIdle+`",alertstate="firing"}`, sel)
+	fleetAlert := alert(AlertFleetWideDrops, fleetWide,
+		g.FleetWideDrops.For, g.FleetWideDrops.Severity,
+		"{{ $value | humanizePercentage }} of the hosts of {{ $labels.job }} drop packets for lack of host resources while their RX CPUs idle",
+		count(r.fleetDropping())+
+			" of the job's "+count(r.fleetHosts())+" hosts show the XDPNICDropsWhileRXCPUsIdle signature at once: "+
+			"a fleet-wide cause (a traffic burst upstream, a change rolled out everywhere) rather than one host's hardware.")
+	// It inhibits the hosts' alerts: as the incident ends their drops stop
+	// a few seconds apart, and without this the last host's alert would
+	// notify in between.
+	fleetAlert.KeepFiringFor = g.FleetWideDrops.KeepFiringFor
 	alerts := []Rule{
 		alert(AlertFleetHostDrops,
-			r.deviceDropsWhileIdle()+"\nunless on ("+fl+")\n("+fleetWide+")",
+			r.deviceDropsWhileIdle()+"\nunless on ("+fl+")\n("+fleetWide+")\nunless on ("+h+", device)\n"+edgeFiring,
 			g.HostDrops.For, g.HostDrops.Severity,
 			"{{ $labels.device }} on {{ $labels.instance }} drops packets for lack of host resources while its RX CPUs are idle, unlike its fleet",
 			"{{ $value | humanize }} packets/s dropped for lack of host resources while the host's RX CPUs are "+
 				queryValue(r.rxIdle()+`{instance='%s'}`, "$labels.instance", "humanizePercentage")+" idle; "+
 				count(r.fleetDropping())+" of the job's "+count(r.fleetHosts())+
 				" hosts do: this host's PCIe, memory or DDIO, not the traffic, is the limit."),
-		alert(AlertFleetWideDrops, fleetWide,
-			g.FleetWideDrops.For, g.FleetWideDrops.Severity,
-			"{{ $value | humanizePercentage }} of the hosts of {{ $labels.job }} drop packets for lack of host resources while their RX CPUs idle",
-			count(r.fleetDropping())+
-				" of the job's "+count(r.fleetHosts())+" hosts show the XDPNICDropsWhileRXCPUsIdle signature at once: "+
-				"a fleet-wide cause (a traffic burst upstream, a change rolled out everywhere) rather than one host's hardware."),
+		fleetAlert,
 		alert(AlertFleetCollectorFailing, share(r.collectorFailing(), r.collectorHosts(), fl+", collector", g.CollectorFailing),
 			g.CollectorFailing.For, g.CollectorFailing.Severity,
 			"The {{ $labels.collector }} collector fails on {{ $value | humanizePercentage }} of the hosts of {{ $labels.job }}",
@@ -116,10 +134,7 @@ func GlobalRules(cfg Config) RuleFile {
 			"The global store received up for {{ $labels.instance }} within the last "+g.HostSilent.Window+" and receives none now: "+
 				"its edge Prometheus is down or its remote write fails (prometheus_remote_storage_samples_failed_total at the edge). Edge alerts keep firing there."),
 	}
-	return RuleFile{Groups: []RuleGroup{
-		{Name: "xdp_exporter.global.recording", Rules: recording},
-		{Name: "xdp_exporter.global.alerts", Rules: alerts},
-	}}
+	return alerts
 }
 
 // Shipped is what the global tier needs from the edge, by series name:
@@ -171,7 +186,7 @@ func fleetExprs(cfg Config) []string {
 }
 
 // jobPattern is the job the rules' selector picks, as a regular
-// expression: "xdp.*" for job=~"xdp.*"; any job where the selector names
+// expression: "xdp" for job="xdp", "xdp.*" for job=~"xdp.*"; any job where the selector names
 // none.
 func jobPattern(cfg Config) (string, error) {
 	ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector("{" + cfg.Selector + "}")

@@ -1,12 +1,12 @@
 package dashboards
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // RuleFile is a Prometheus rule file.
@@ -24,12 +24,15 @@ type RuleGroup struct {
 
 // Rule is a recording rule (Record set) or an alerting rule (Alert set).
 type Rule struct {
-	Record      string            `yaml:"record,omitempty"`
-	Alert       string            `yaml:"alert,omitempty"`
-	Expr        string            `yaml:"expr"`
-	For         string            `yaml:"for,omitempty"`
-	Labels      map[string]string `yaml:"labels,omitempty"`
-	Annotations map[string]string `yaml:"annotations,omitempty"`
+	Record string `yaml:"record,omitempty"`
+	Alert  string `yaml:"alert,omitempty"`
+	Expr   string `yaml:"expr"`
+	For    string `yaml:"for,omitempty"`
+	// KeepFiringFor keeps an alert firing that long after its condition
+	// ended (Prometheus 2.42+).
+	KeepFiringFor string            `yaml:"keep_firing_for,omitempty"`
+	Labels        map[string]string `yaml:"labels,omitempty"`
+	Annotations   map[string]string `yaml:"annotations,omitempty"`
 }
 
 // num renders a threshold the way PromQL reads it.
@@ -176,9 +179,36 @@ func sumRater(sel, window string) func(by, series string) string {
 }
 
 // RecordingRules returns the recording rules: per-CPU, per-queue and
-// per-device rates the alerts share, and per-host roll-ups that keep the
-// fleet dashboard cheap with hundreds of instances.
+// per-device rates the alerts share, per-host roll-ups that keep the
+// fleet dashboard cheap with hundreds of instances, and the records'
+// heartbeat (recordsLoaded) that XDPRecordingRulesMissing watches.
 func RecordingRules(cfg Config) RuleFile {
+	f := recordingRules(cfg)
+	g := &f.Groups[0]
+	g.Rules = append(g.Rules, record(recordsLoaded,
+		"label_replace(group by ("+cfg.hostLabels()+") ("+withSelector("up", cfg.Selector)+` == 1), "records", "`+recordsFingerprint(f)+`", "", "")`))
+	return f
+}
+
+// recordsLoaded is recorded per exporter while the recording rules are
+// loaded, with their fingerprint in its records label.
+const recordsLoaded = "instance:xdp_recording_rules:loaded"
+
+// recordsFingerprint names a generation of the recording rules: a hash
+// of every record's name and expression. alerts.yml expects the
+// fingerprint of the records it was generated with, so a records file of
+// another release (a rename half applied) is as missing as none.
+func recordsFingerprint(f RuleFile) string {
+	h := sha256.New()
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			fmt.Fprintf(h, "%s\x00%s\x00", r.Record, r.Expr)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+func recordingRules(cfg Config) RuleFile {
 	r := recorded{cfg.RateWindow}
 	h, sel := cfg.hostLabels(), cfg.Selector
 	w := "[" + cfg.RateWindow + "]"
@@ -367,6 +397,8 @@ const (
 	AlertPCIeAERCorr       = "XDPPCIeAERCorrectable"
 	AlertRemoteNUMA        = "XDPRemoteNUMA"
 	AlertPCIeBusy          = "XDPPCIeBusy"
+	// AlertRecordingRulesMissing: the alerts' records are not recorded.
+	AlertRecordingRulesMissing = "XDPRecordingRulesMissing"
 )
 
 // queryValue renders, inside an alert annotation, the first value of a
@@ -379,19 +411,7 @@ func queryValue(format, args, fn string) string {
 func AlertingRules(cfg Config) RuleFile {
 	r := recorded{cfg.RateWindow}
 	h, sel := cfg.hostLabels(), cfg.Selector
-	alert := func(name, expr, forDur, severity, summary, description string) Rule {
-		return Rule{
-			Alert:  name,
-			Expr:   expr,
-			For:    forDur,
-			Labels: map[string]string{"severity": severity},
-			Annotations: map[string]string{
-				"summary":     summary,
-				"description": description,
-				"runbook_url": cfg.RunbookURL + "#" + strings.ToLower(name),
-			},
-		}
-	}
+	alert := cfg.alertRule
 	inst := `{instance='%s'}`
 	instDev := `{instance='%s',device='%s'}`
 
@@ -628,11 +648,81 @@ func AlertingRules(cfg Config) RuleFile {
 		"{{ with $labels.instance }}xdp_exporter on {{ . }} cannot be scraped{{ else }}no xdp_exporter target matches "+sel+"{{ end }}",
 		"Prometheus has not scraped xdp_exporter ("+sel+") for "+d2.For+": the target is down, or no target of the job exists at all; every other XDP alert is silent meanwhile.")
 
+	rm := cfg.RecordingRulesMissing
+	fp := recordsFingerprint(recordingRules(cfg))
+	missing := alert(AlertRecordingRulesMissing,
+		"group by ("+h+") (up{"+sel+"} == 1)\nunless on ("+h+")\n"+recordsLoaded+`{records="`+fp+`"}`,
+		rm.For, rm.Severity,
+		"The XDP alerts of {{ $labels.instance }} read recorded series that are not recorded",
+		"The exporter on {{ $labels.instance }} is up, but the records its alerts read (recording.yml) are "+
+			`{{ with printf "`+recordsLoaded+`{instance='%s'}" $labels.instance | query }}of another release (records fingerprint {{ . | first | label "records" }}, not the alerts' own){{ else }}not recorded{{ end }}`+
+			": every alert that reads them stays silent.")
+
 	rules := []Rule{
-		down, nicDrops, oob, page, pcie, ddio, ddioWrites, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
+		down, missing, nicDrops, oob, page, pcie, ddio, ddioWrites, rss, share, exc, redir, devmap, cpumap, napi, prog, coll, stackDrops,
 		linkDegraded, aerUncorr, aerCorr, remoteNUMA, busy,
 	}
 	return RuleFile{Groups: []RuleGroup{{Name: "xdp_exporter.alerts", Rules: append(append(rules, setupAlerts(cfg, alert)...), nicConfigAlerts(cfg, alert)...)}}}
+}
+
+// alertRule is an alert with its severity, summary, description (the
+// measured figures), one-line action and runbook link. Its annotations'
+// queries select the alert's whole identity (withIdentity).
+func (c Config) alertRule(name, expr, forDur, severity, summary, description string) Rule {
+	return Rule{
+		Alert:  name,
+		Expr:   expr,
+		For:    forDur,
+		Labels: map[string]string{"severity": severity},
+		Annotations: map[string]string{
+			"summary":     c.withIdentity(summary),
+			"description": c.withIdentity(description),
+			"action":      actions[name],
+			"runbook_url": c.RunbookURL + "#" + strings.ToLower(name),
+		},
+	}
+}
+
+// templateQuery is a query an annotation builds: printf "FORMAT" and the
+// $labels it fills in.
+var templateQuery = regexp.MustCompile(`printf "((?:[^"\\]|\\.)*)"((?: \$labels\.\w+)+)`)
+
+// withIdentity makes every annotation query that selects an instance
+// select its cluster and job too: at a global tier that holds several
+// clusters, two hosts may share a name. At the edge the series and the
+// alert carry no cluster label (Prometheus adds it on sending), and
+// cluster=” selects exactly those.
+func (c Config) withIdentity(text string) string {
+	idFormat, idArgs := "job='%s',", []string{"$labels.job"}
+	if c.ClusterLabel != "" {
+		idFormat, idArgs = c.ClusterLabel+"='%s',"+idFormat, append([]string{"$labels." + c.ClusterLabel}, idArgs...)
+	}
+	const instance = "instance='%s'"
+	return templateQuery.ReplaceAllStringFunc(text, func(q string) string {
+		m := templateQuery.FindStringSubmatch(q)
+		format, args := m[1], strings.Fields(m[2])
+		var f strings.Builder
+		var out []string
+		next := 0 // the argument of the next %s
+		for i := 0; i < len(format); {
+			switch {
+			case strings.HasPrefix(format[i:], instance):
+				f.WriteString(idFormat + instance)
+				out = append(append(out, idArgs...), args[next])
+				next++
+				i += len(instance)
+			case strings.HasPrefix(format[i:], "%s"):
+				f.WriteString("%s")
+				out = append(out, args[next])
+				next++
+				i += 2
+			default:
+				f.WriteByte(format[i])
+				i++
+			}
+		}
+		return `printf "` + f.String() + `" ` + strings.Join(out, " ")
+	})
 }
 
 // withSelector adds the configured selector to a series selector
@@ -649,16 +739,5 @@ func withSelector(series, sel string) string {
 
 // marshalRules renders a rule file with a header saying where it comes from.
 func marshalRules(f RuleFile) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString("# Generated by go generate ./dashboards (dashboards/cmd/gen) from dashboards/rules.go\n")
-	b.WriteString("# and the thresholds in dashboards/config.go. Do not edit: override with -config.\n")
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
-		return nil, fmt.Errorf("rules: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return yamlWithHeader("dashboards/rules.go", "The thresholds are dashboards/config.go's: override them with -config.", f)
 }

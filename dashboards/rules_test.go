@@ -167,3 +167,35 @@ func runbookSections(t *testing.T) map[string]bool {
 	}
 	return anchors
 }
+
+// TestAnnotationQueriesSelectIdentity: every query an alert's annotations
+// run for one instance selects its cluster and job too, on both tiers: at
+// a global tier two clusters may each have a host of the same name
+// (rules/tests/global.yml has the case).
+func TestAnnotationQueriesSelectIdentity(t *testing.T) {
+	cfg := DefaultConfig()
+	n := 0
+	for _, f := range []RuleFile{AlertingRules(cfg), GlobalRules(cfg)} {
+		for _, g := range f.Groups {
+			for _, r := range g.Rules {
+				for key, text := range r.Annotations {
+					for _, m := range templateQuery.FindAllStringSubmatch(text, -1) {
+						format, args := m[1], strings.Fields(m[2])
+						if strings.Count(format, "%s") != len(args) {
+							t.Errorf("%s %s: %d %%s for %d arguments: %s", r.Alert, key, strings.Count(format, "%s"), len(args), m[0])
+						}
+						if c := strings.Count(format, "instance='%s'"); c > 0 {
+							n++
+							if strings.Count(format, "cluster='%s',job='%s',instance='%s'") != c {
+								t.Errorf("%s %s: a query selects an instance without its cluster and job: %s", r.Alert, key, m[0])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d annotation queries select an instance", n)
+	}
+}

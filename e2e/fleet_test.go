@@ -75,6 +75,32 @@ func send(ctx context.Context, pair *vethns.Pair, rate float64, slice uint64, cp
 	return err
 }
 
+// load runs the generators of one phase: the hosts in burst get the
+// lab notes' case at the rate given (bursts the ring cannot absorb while
+// the CPUs idle), the others a trickle. The returned function stops them,
+// once however often it is called.
+func load(t *testing.T, hosts []fleetHost, burst map[int]float64) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make([]error, len(hosts))
+	for i, h := range hosts {
+		rate, slice, cpus := float64(quietRate), uint64(quietFrames), []int{0}
+		if r, ok := burst[i]; ok {
+			rate, slice, cpus = r, burstFrames, []int{0, 1}
+		}
+		wg.Go(func() { errs[i] = send(ctx, h.pair, rate, slice, cpus) })
+	}
+	return sync.OnceFunc(func() {
+		cancel()
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("generator into %s: %v", hosts[i].pair.Host.Name, err)
+			}
+		}
+	})
+}
+
 // Burst is the seed's case made on a veth: bursts of burstFrames from
 // two CPUs at once into a one-queue veth, at burstRate frames/s on
 // average, overflow the queue's ring (veth's XDP ring holds 256 frames,
@@ -130,25 +156,7 @@ func TestFleetRemoteWrite(t *testing.T) {
 	edges := []*promtest.Server{edge("rack1", hosts[0], hosts[1]), edge("rack2", hosts[2])}
 	waitFor(t, global, `count(up{job="xdp"} == 1) == 3`)
 
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	errs := make([]error, len(hosts))
-	for i, h := range hosts {
-		rate, slice, cpus := float64(quietRate), uint64(quietFrames), []int{0}
-		if i == 0 {
-			rate, slice, cpus = burstRate, burstFrames, []int{0, 1}
-		}
-		wg.Go(func() { errs[i] = send(ctx, h.pair, rate, slice, cpus) })
-	}
-	defer func() {
-		stop()
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Errorf("generator into %s: %v", hosts[i].pair.Host.Name, err)
-			}
-		}
-	}()
+	defer load(t, hosts, map[int]float64{0: burstRate})()
 
 	firing := fmt.Sprintf(`ALERTS{alertname=%q,alertstate="firing"}`, dashboards.AlertFleetHostDrops)
 	if !waitForDuring(global, firing, 90*time.Second) {

@@ -53,13 +53,28 @@ func StartConfig(t testing.TB, cfgPath string, flags ...string) *Server {
 	}
 	dir := t.TempDir()
 	addr := exportertest.FreeAddr(t)
-	cmd := exec.Command(bin, append([]string{
+	startDaemon(t, dir, "prometheus", exec.Command(bin, append([]string{
 		"--config.file=" + cfgPath,
 		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr,
 		"--log.level=warn",
-	}, flags...)...)
-	logPath := filepath.Join(dir, "prometheus.log")
+	}, flags...)...))
+	s := &Server{URL: "http://" + addr}
+	waitReady(t, s.URL)
+	client, err := api.NewClient(api.Config{Address: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.API = v1.NewAPI(client)
+	return s
+}
+
+// startDaemon starts cmd with its output in dir/NAME.log, and at the end
+// of the test interrupts it (kills it after 10 s) and logs its output if
+// the test failed.
+func startDaemon(t testing.TB, dir, name string, cmd *exec.Cmd) {
+	t.Helper()
+	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -80,18 +95,10 @@ func StartConfig(t testing.TB, cfgPath string, flags ...string) *Server {
 		logFile.Close()
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
-				t.Logf("prometheus log:\n%s", b)
+				t.Logf("%s log:\n%s", name, b)
 			}
 		}
 	})
-	s := &Server{URL: "http://" + addr}
-	waitReady(t, s.URL)
-	client, err := api.NewClient(api.Config{Address: s.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.API = v1.NewAPI(client)
-	return s
 }
 
 // writeConfig writes a prometheus.yml that scrapes targets every second
@@ -127,7 +134,8 @@ rule_files:
 	return cfgPath
 }
 
-// waitReady waits up to 30 s for Prometheus at url to say it is ready.
+// waitReady waits up to 30 s for the server (Prometheus, Alertmanager) at
+// url to say it is ready.
 func waitReady(t testing.TB, url string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -140,7 +148,7 @@ func waitReady(t testing.TB, url string) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready on %s", url)
+			t.Fatalf("%s is not ready", url)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

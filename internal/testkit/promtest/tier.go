@@ -25,6 +25,9 @@ type Placement struct {
 	ExternalLabels map[string]string
 	// WriteURL replaces the first remote write's URL.
 	WriteURL string
+	// Alertmanager (host:port) replaces the Alertmanager the alerts are
+	// sent to; empty, they are sent to none.
+	Alertmanager string
 }
 
 // Place writes the configuration at path with p applied into a
@@ -61,6 +64,11 @@ func Place(t testing.TB, path string, p Placement) string {
 		w["url"] = p.WriteURL
 		// Send within a second, not the default 5 s: the test waits for it.
 		w["queue_config"] = map[string]any{"batch_send_deadline": "1s"}
+	}
+	if p.Alertmanager == "" {
+		delete(cfg, "alerting")
+	} else {
+		cfg["alerting"] = map[string]any{"alertmanagers": []map[string]any{{"static_configs": []map[string]any{{"targets": []string{p.Alertmanager}}}}}}
 	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
