@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 //go:build ignore
 
 // The napi collector's programs: napi:napi_poll as a histogram of the work

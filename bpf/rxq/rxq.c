@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 //go:build ignore
 
 // The rxq program: the counters of samples/bpf xdp_rxq_info as a

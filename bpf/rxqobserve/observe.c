@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 //go:build ignore
 
 // The observer: an fexit program on an XDP program someone else attached.

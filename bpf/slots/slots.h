@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Slot tables: exact per-key counters for tracepoint programs without a
 // hash lookup on the hot path.
 //

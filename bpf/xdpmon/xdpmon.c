@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 //go:build ignore
 
 // The xdp collector's tracepoint programs: the counters of samples/bpf

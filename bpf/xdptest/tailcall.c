@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 //go:build ignore
 
 // A user's XDP program that hands every frame to another through a tail

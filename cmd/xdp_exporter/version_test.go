@@ -34,15 +34,27 @@ func versionOf(t *testing.T, bin string, cmd *exec.Cmd) string {
 }
 
 // TestVersion: a binary says what it is, built as make build builds it
-// (the version, revision and branch git gives) and built with the plain
+// (the release of the VERSION file, the revision and branch git gives,
+// the commit's date) and built with the plain
 // toolchain, whose build information records the checkout (-buildvcs, on
 // by default; this workplace's go env turns it off, the test on).
 func TestVersion(t *testing.T) {
 	head := gitHead(t)
 	dir := t.TempDir()
 	made := filepath.Join(dir, "made")
+	release, err := os.ReadFile(filepath.Join("..", "..", "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitDate := exec.Command("git", "log", "-1", "--format=%cd", "--date=format-local:%Y%m%d-%H:%M:%S")
+	gitDate.Env = append(os.Environ(), "TZ=UTC")
+	date, err := gitDate.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := versionOf(t, made, exec.Command("make", "-s", "build", "OUT="+made))
-	for _, want := range []string{"xdp_exporter, version ", "revision: " + head, "branch: "} {
+	for _, want := range []string{"xdp_exporter, version " + strings.TrimSpace(string(release)) + " ", "revision: " + head, "branch: ",
+		"build date:       " + strings.TrimSpace(string(date))} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make build: --version lacks %q:\n%s", want, out)
 		}

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // xskrecv is an AF_XDP application as users write them with libxdp: one
 // socket on one RX queue, created with libxdp's default configuration, so
 // libxdp loads its default program (xsk_def_prog, through its dispatcher

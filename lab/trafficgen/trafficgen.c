@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 //go:build ignore
 
 // The live-frame traffic generator: run with BPF_PROG_RUN and
