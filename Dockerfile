@@ -1,9 +1,14 @@
-# A minimal image around the static binary that `make build` produces
-# (CGO_ENABLED=0): nothing but the exporter, so there is no shell, libc or
-# package manager to patch or to exploit. Build it with `make image`
-# (podman; `make image CONTAINER_ENGINE=docker` for Docker), or by hand:
+# A minimal image around the static binary (CGO_ENABLED=0): nothing but
+# the exporter, so there is no shell, libc or package manager to patch or
+# to exploit. `make image` (scripts/image) cross-compiles the binary for
+# linux/amd64 and linux/arm64 as xdp_exporter-linux-ARCH and builds one
+# image per platform into a manifest list with podman; nothing runs under
+# emulation, since the image only copies the binary of its platform. By
+# hand, with Docker's buildx:
 #
-#   make build && docker build -t xdp_exporter .
+#   scripts/build-binary amd64 xdp_exporter xdp_exporter-linux-amd64
+#   scripts/build-binary arm64 xdp_exporter xdp_exporter-linux-arm64
+#   docker buildx build --platform linux/amd64,linux/arm64 -t xdp_exporter .
 #
 # Run it in the host's network namespace (the devices it watches live
 # there) with the capabilities of docs/privileges.md and nothing else:
@@ -28,7 +33,9 @@ LABEL org.opencontainers.image.title="xdp_exporter" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}"
 
-COPY xdp_exporter /bin/xdp_exporter
+# Set by the builder for each platform it builds.
+ARG TARGETARCH
+COPY xdp_exporter-linux-${TARGETARCH} /bin/xdp_exporter
 
 EXPOSE 9739
 # Root inside the container, but only with the capabilities granted above:

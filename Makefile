@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build image test check test-kernels fuzz deps generate check-generated lint
+.PHONY: all build release image test check test-kernels fuzz deps generate check-generated lint
 
 all: build
 
@@ -23,14 +23,19 @@ LDFLAGS := -X $(versionpkg).Version=$(VERSION) -X $(versionpkg).Revision=$(REVIS
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(OUT) ./cmd/xdp_exporter
 
-# The container image (Dockerfile): FROM scratch around the static binary,
-# so it builds offline. CONTAINER_ENGINE=docker works the same.
-CONTAINER_ENGINE ?= podman
+# The release archives for linux/amd64 and linux/arm64 and their
+# sha256sums.txt in dist/ (scripts/release): reproducible, two runs from
+# one commit give the same sums.
+release:
+	./scripts/release
+
+# The container image (Dockerfile, scripts/image): linux/amd64 and
+# linux/arm64 in one manifest list, xdp_exporter:VERSION, built with podman
+# from binaries cross-compiled here (no emulation); FROM scratch, so it
+# builds offline.
 IMAGE ?= xdp_exporter
-image: build
-	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) \
-		--build-arg REVISION=$(REVISION) \
-		-t $(IMAGE):$(VERSION) .
+image:
+	IMAGE=$(IMAGE) ./scripts/image
 
 deps:
 	./scripts/install-deps

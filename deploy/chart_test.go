@@ -381,3 +381,28 @@ func TestChartAlertmanagerConfig(t *testing.T) {
 
 // strconvQuote quotes a matcher's value as alertmanager.yml writes it.
 func strconvQuote(s string) string { return `"` + s + `"` }
+
+// TestVersionedImage: the chart's appVersion is the release of the
+// VERSION file, the image tag defaults to it, and the plain manifests
+// name the same versioned image: none runs an unversioned :latest.
+func TestVersionedImage(t *testing.T) {
+	release := strings.TrimSpace(readFile(t, "../VERSION"))
+	var chartFile struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, chart+"/Chart.yaml")), &chartFile); err != nil {
+		t.Fatal(err)
+	}
+	if chartFile.AppVersion != release {
+		t.Errorf("Chart.yaml appVersion %q, VERSION %q", chartFile.AppVersion, release)
+	}
+	want := "xdp_exporter:" + release
+	r := render(t)
+	if got := r.daemonSets[0].Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("the chart's default image %q, want %q", got, want)
+	}
+	ds := plain[appsv1.DaemonSet](t, "daemonset.yaml")
+	if got := ds.Spec.Template.Spec.Containers[0].Image; got != want {
+		t.Errorf("deploy/kubernetes/daemonset.yaml runs %q, want %q", got, want)
+	}
+}

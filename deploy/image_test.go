@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,35 +36,54 @@ type imageSettings struct {
 	Labels       map[string]string
 }
 
-// TestImage builds the Dockerfile with podman from the static binary, as
-// `make image` does, saves the image, unpacks it and runs the binary found
-// in its layer: --version, then the image's own ENTRYPOINT and CMD for one
-// scrape. Containers cannot be started on this machine (cgroups v1 hybrid),
-// so the binary runs directly; everything else comes from the image.
+// TestImage builds the image as `make image` does (scripts/image: one
+// image per platform, linux/amd64 and linux/arm64, in one manifest list),
+// saves each platform's image, unpacks it and runs the binary found in
+// its layer: --version (the arm64 one under qemu-user), then, for amd64,
+// the image's own ENTRYPOINT and CMD for one scrape. Containers cannot be
+// started on this machine (cgroups v1 hybrid), so the binary runs
+// directly; everything else comes from the image.
 func TestImage(t *testing.T) {
 	podman, err := exec.LookPath("podman")
 	if err != nil {
 		testenv.Unavailable(t, "podman not installed (apt-get install podman)")
 		return
 	}
-	archive := buildImage(t, podman)
-	cfg, files := unpackImage(t, archive)
-	c := cfg.Config
-	checkImageConfig(t, c, files)
-	bin, ok := files[path.Clean(strings.TrimPrefix(c.Entrypoint[0], "/"))]
-	if !ok {
-		t.Fatalf("ENTRYPOINT %s not in the image's layers (%v)", c.Entrypoint[0], keys(files))
+	version := strings.TrimSpace(readFile(t, "../VERSION"))
+	archives := buildImages(t, podman, version)
+	for arch, machine := range map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64} {
+		cfg, files := unpackImage(t, archives[arch])
+		c := cfg.Config
+		checkImageConfig(t, c, files, version)
+		bin, ok := files[path.Clean(strings.TrimPrefix(c.Entrypoint[0], "/"))]
+		if !ok {
+			t.Fatalf("%s: ENTRYPOINT %s not in the image's layers (%v)", arch, c.Entrypoint[0], keys(files))
+		}
+		exe := staticBinary(t, bin, machine)
+		run := exec.Command(exe, append(c.Entrypoint[1:], "--version")...)
+		if arch == "arm64" {
+			qemu, err := exec.LookPath("qemu-aarch64")
+			if err != nil {
+				testenv.Unavailable(t, "qemu-aarch64 not installed (apt-get install qemu-user)")
+				continue
+			}
+			run = exec.Command(qemu, append([]string{exe}, append(c.Entrypoint[1:], "--version")...)...)
+		}
+		out, err := run.CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "xdp_exporter, version "+version+" ") || !strings.Contains(string(out), "linux/"+arch) {
+			t.Fatalf("%s: %s --version: %v\n%s", arch, c.Entrypoint[0], err, out)
+		}
+		if arch == "amd64" {
+			scrapeImage(t, exe, c)
+		}
 	}
-	exe := staticBinary(t, bin)
+}
 
-	out, err := exec.Command(exe, append(c.Entrypoint[1:], "--version")...).CombinedOutput()
-	if err != nil || !strings.HasPrefix(string(out), "xdp_exporter, version") {
-		t.Fatalf("%s --version: %v\n%s", c.Entrypoint[0], err, out)
-	}
-
-	// One scrape with exactly the image's ENTRYPOINT and CMD, on a free
-	// port; the image's default arguments drop capabilities, which needs
-	// the capabilities to be there in the first place.
+// scrapeImage scrapes once with exactly the image's ENTRYPOINT and CMD,
+// on a free port; the image's default arguments drop capabilities, which
+// needs the capabilities to be there in the first place.
+func scrapeImage(t *testing.T, exe string, c imageSettings) {
+	t.Helper()
 	testenv.Privileged(t)
 	e := startAt(t, exe, append(append(c.Entrypoint[1:], c.Cmd...), "--web.listen-address="+exportertest.FreeAddr(t))...)
 	body := e.Scrape(t)
@@ -76,45 +96,56 @@ func TestImage(t *testing.T) {
 	}
 }
 
-// buildImage builds the Dockerfile from the static binary, as `make
-// image` does, removes the image when the test ends, and returns the path
-// of the image saved as a docker-archive.
-func buildImage(t *testing.T, podman string) string {
+// buildImages runs scripts/image under a name of the test's, checks that
+// the manifest list holds linux/amd64 and linux/arm64, removes the images
+// when the test ends, and returns each platform's image saved as a
+// docker-archive.
+func buildImages(t *testing.T, podman, version string) map[string]string {
 	t.Helper()
-	// The build context holds what `make image` sends: the Dockerfile,
-	// .dockerignore and the binary `make build` leaves at the root.
-	ctx := t.TempDir()
-	for src, dst := range map[string]string{"../Dockerfile": "Dockerfile", "../.dockerignore": ".dockerignore", exportertest.Build(t): "xdp_exporter"} {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ctx, dst), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tag := "localhost/xdp_exporter-test:" + vethns.UniqueID()
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(podman, args...).CombinedOutput(); err != nil {
-			t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	// --layers=false: no intermediate images left behind in the store.
-	run("build", "--layers=false", "--build-arg", "VERSION=test", "-t", tag, ctx)
+	image := "localhost/xdp_exporter-test-" + vethns.UniqueID()
+	list := image + ":" + version
 	t.Cleanup(func() {
-		if out, err := exec.Command(podman, "rmi", "--force", tag).CombinedOutput(); err != nil {
+		_ = exec.Command(podman, "manifest", "rm", list).Run()
+		if out, err := exec.Command(podman, "rmi", "--force", list+"-amd64", list+"-arm64").CombinedOutput(); err != nil {
 			t.Errorf("podman rmi: %v\n%s", err, out)
 		}
 	})
-	archive := filepath.Join(t.TempDir(), "image.tar")
-	run("save", "--format", "docker-archive", "-o", archive, tag)
-	return archive
+	build := exec.Command("scripts/image")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "IMAGE="+image)
+	out, err := build.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/image: %v\n%s", err, out)
+	}
+	var manifest struct {
+		Manifests []struct {
+			Platform struct{ Architecture, OS string }
+		}
+	}
+	inspect, err := exec.Command(podman, "manifest", "inspect", list).Output()
+	if err != nil || json.Unmarshal(inspect, &manifest) != nil {
+		t.Fatalf("podman manifest inspect %s: %v\n%s", list, err, inspect)
+	}
+	var platforms []string
+	for _, m := range manifest.Manifests {
+		platforms = append(platforms, m.Platform.OS+"/"+m.Platform.Architecture)
+	}
+	if slices.Sort(platforms); !slices.Equal(platforms, []string{"linux/amd64", "linux/arm64"}) {
+		t.Errorf("manifest list %s holds %v, want linux/amd64 and linux/arm64", list, platforms)
+	}
+	archives := map[string]string{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		archives[arch] = filepath.Join(t.TempDir(), "image-"+arch+".tar")
+		if out, err := exec.Command(podman, "save", "--format", "docker-archive", "-o", archives[arch], list+"-"+arch).CombinedOutput(); err != nil {
+			t.Fatalf("podman save: %v\n%s", err, out)
+		}
+	}
+	return archives
 }
 
 // checkImageConfig checks the image's ENTRYPOINT, port, labels and that it
 // holds only the binary.
-func checkImageConfig(t *testing.T, c imageSettings, files map[string][]byte) {
+func checkImageConfig(t *testing.T, c imageSettings, files map[string][]byte, version string) {
 	t.Helper()
 	if len(c.Entrypoint) == 0 {
 		t.Fatal("image has no ENTRYPOINT")
@@ -127,7 +158,7 @@ func checkImageConfig(t *testing.T, c imageSettings, files map[string][]byte) {
 			t.Errorf("label %s missing (labels: %v)", l, c.Labels)
 		}
 	}
-	if c.Labels["org.opencontainers.image.version"] != "test" {
+	if c.Labels["org.opencontainers.image.version"] != version {
 		t.Errorf("VERSION build arg not in the version label: %v", c.Labels)
 	}
 	if len(files) != 1 {
@@ -136,8 +167,8 @@ func checkImageConfig(t *testing.T, c imageSettings, files map[string][]byte) {
 }
 
 // staticBinary writes the image's binary to a file and checks that it is
-// statically linked, as FROM scratch needs.
-func staticBinary(t *testing.T, bin []byte) string {
+// statically linked, as FROM scratch needs, for the image's machine.
+func staticBinary(t *testing.T, bin []byte, machine elf.Machine) string {
 	t.Helper()
 	exe := filepath.Join(t.TempDir(), "xdp_exporter")
 	if err := os.WriteFile(exe, bin, 0o755); err != nil {
@@ -146,6 +177,9 @@ func staticBinary(t *testing.T, bin []byte) string {
 	f, err := elf.Open(exe)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f.Machine != machine {
+		t.Errorf("the image's binary is for %v, want %v", f.Machine, machine)
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
