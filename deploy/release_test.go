@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
 
@@ -57,16 +58,7 @@ func TestRelease(t *testing.T) {
 	}
 	t.Logf("sha256sums.txt:\n%s", sums)
 
-	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gitDate := exec.Command("git", "log", "-1", "--format=%cd", "--date=format-local:%Y%m%d-%H:%M:%S")
-	gitDate.Env = append(os.Environ(), "TZ=UTC")
-	date, err := gitDate.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	head, date := exportertest.Commit(t)
 	for _, arch := range []string{"amd64", "arm64"} {
 		name := "xdp_exporter-" + version + ".linux-" + arch
 		out, err := exec.Command("tar", "-xzf", filepath.Join(first, name+".tar.gz"), "-C", first).CombinedOutput()
@@ -94,8 +86,8 @@ func TestRelease(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s --version: %v\n%s", name, err, v)
 		}
-		for _, w := range []string{"xdp_exporter, version " + version + " ", "revision: " + strings.TrimSpace(string(head)),
-			"build date:       " + strings.TrimSpace(string(date)), "platform:         linux/" + arch} {
+		for _, w := range []string{"xdp_exporter, version " + version + " ", "revision: " + head,
+			"build date:       " + date, "platform:         linux/" + arch} {
 			if !strings.Contains(string(v), w) {
 				t.Errorf("%s --version lacks %q:\n%s", name, w, v)
 			}

@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/xdp-exporter/xdp_exporter/dashboards"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/promtest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
-	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
 )
 
 // alertingConfig is the shipped configuration with durations a test can
@@ -139,15 +137,7 @@ func TestAlertmanagerNotifications(t *testing.T) {
 	dir := writeAlerting(t, cfg)
 	am := promtest.StartAlertmanager(t, filepath.Join(dir, "alertmanager.yml"))
 
-	hosts := make([]fleetHost, 4)
-	for i := range hosts {
-		pair := vethtest.Pair(t, 1)
-		addr := exportertest.FreeAddrOn(t, fmt.Sprintf("127.0.0.%d", i+2))
-		args := append(onlyDevice(t, pair.Host.Name),
-			"--collector.rxq", "--collector.rxq.device="+pair.Host.Name, "--collector.rxq.action=pass")
-		exportertest.Run(t, addr, args...)
-		hosts[i] = fleetHost{pair: pair, addr: addr, instance: strings.Split(addr, ":")[0]}
-	}
+	hosts := startFleet(t, 4)
 	global := promtest.StartConfig(t, promtest.Place(t, "../deploy/prometheus/global.yml",
 		promtest.Placement{Interval: time.Second, RuleDir: dir, Alertmanager: am.Addr}), "--web.enable-remote-write-receiver")
 	edge := func(cluster, name string, hs ...fleetHost) {

@@ -58,6 +58,22 @@ func onlyDevice(t *testing.T, dev string) []string {
 	return args
 }
 
+// startFleet starts n hosts, each a veth pair and the real exporter on
+// 127.0.0.(i+2) with its device collectors on that pair alone and the rxq
+// collector passing its packets.
+func startFleet(t *testing.T, n int) []fleetHost {
+	hosts := make([]fleetHost, n)
+	for i := range hosts {
+		pair := vethtest.Pair(t, 1)
+		addr := exportertest.FreeAddrOn(t, fmt.Sprintf("127.0.0.%d", i+2))
+		args := append(onlyDevice(t, pair.Host.Name),
+			"--collector.rxq", "--collector.rxq.device="+pair.Host.Name, "--collector.rxq.action=pass")
+		exportertest.Run(t, addr, args...)
+		hosts[i] = fleetHost{pair: pair, addr: addr, instance: strings.Split(addr, ":")[0]}
+	}
+	return hosts
+}
+
 // send runs the generator into pair at rate frames/s in calls of slice
 // frames each, until ctx ends.
 func send(ctx context.Context, pair *vethns.Pair, rate float64, slice uint64, cpus []int) error {
@@ -133,15 +149,7 @@ func TestFleetRemoteWrite(t *testing.T) {
 		testenv.Unavailable(t, "prometheus not installed (apt-get install prometheus)")
 	}
 	ruleDir := fleetRules(t)
-	hosts := make([]fleetHost, 3)
-	for i := range hosts {
-		pair := vethtest.Pair(t, 1)
-		addr := exportertest.FreeAddrOn(t, fmt.Sprintf("127.0.0.%d", i+2))
-		args := append(onlyDevice(t, pair.Host.Name),
-			"--collector.rxq", "--collector.rxq.device="+pair.Host.Name, "--collector.rxq.action=pass")
-		exportertest.Run(t, addr, args...)
-		hosts[i] = fleetHost{pair: pair, addr: addr, instance: strings.Split(addr, ":")[0]}
-	}
+	hosts := startFleet(t, 3)
 	global := promtest.StartConfig(t, promtest.Place(t, "../deploy/prometheus/global.yml",
 		promtest.Placement{Interval: time.Second, RuleDir: ruleDir}), "--web.enable-remote-write-receiver")
 	edge := func(name string, hs ...fleetHost) *promtest.Server {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 // gitHead is the checkout's commit.
@@ -46,15 +48,10 @@ func TestVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gitDate := exec.Command("git", "log", "-1", "--format=%cd", "--date=format-local:%Y%m%d-%H:%M:%S")
-	gitDate.Env = append(os.Environ(), "TZ=UTC")
-	date, err := gitDate.Output()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, date := exportertest.Commit(t)
 	out := versionOf(t, made, exec.Command("make", "-s", "build", "OUT="+made))
 	for _, want := range []string{"xdp_exporter, version " + strings.TrimSpace(string(release)) + " ", "revision: " + head, "branch: ",
-		"build date:       " + strings.TrimSpace(string(date))} {
+		"build date:       " + date} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make build: --version lacks %q:\n%s", want, out)
 		}
