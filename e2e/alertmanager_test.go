@@ -62,11 +62,10 @@ func writeAlerting(t *testing.T, cfg dashboards.Config) string {
 }
 
 // loadInTurns gives the hosts of turns the lab notes' case in turns of
-// period each, the others a trickle: two hosts bursting at once share the
-// two CPUs and lose the overlap of their two generators that makes the
-// drops (too few, or none, in some minutes), while in turns each drops as
-// one host alone does, at half its rate over the rules' one-minute window.
-// The returned function stops them.
+// period each, the others a trickle: two hosts bursting at once compete
+// for the two CPUs (in two of three runs one host's drops came and went),
+// while in turns each drops as one host alone does, at half its rate over
+// the rules' one-minute window. The returned function stops them.
 func loadInTurns(t *testing.T, hosts []fleetHost, turns []int, period time.Duration) func() {
 	var quiet []fleetHost
 	for i, h := range hosts {

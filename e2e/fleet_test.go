@@ -122,9 +122,12 @@ func load(t *testing.T, hosts []fleetHost, burst map[int]float64) func() {
 // average, overflow the queue's ring (veth's XDP ring holds 256 frames,
 // which NAPI drains on one CPU while the other fills it) and are dropped
 // for lack of room while the RX CPUs sit idle between bursts: what a NIC
-// does on microbursts the host cannot absorb. Runs here lost 10 to 19%
-// of the frames that way at 80,000 frames/s; at this rate from 1,473 to
-// 27,000 a second, hence the test's lower floor (fleetRules). The other
+// does on microbursts the host cannot absorb. The two CPUs' bursts meet
+// because the generator paces its workers from one start (their slices
+// fall due together): 18,100 and 18,200 drops a second in two runs at
+// this rate. While each worker paced from its own start, their lasting
+// random offset gave 0 to 27,000 a second, hence the test's lower floor
+// (fleetRules). The other
 // hosts get a steady trickle from one CPU in calls of one NAPI batch,
 // which the ring holds.
 const (
@@ -184,9 +187,9 @@ func TestFleetRemoteWrite(t *testing.T) {
 // edge's as committed, and the global tier's generated with for:
 // durations of 10 s instead of minutes, so that the run sees them fire,
 // and a drop floor of 100 a second instead of 10,000: how many frames a
-// veth's microbursts lose depends on how the machine schedules the two
-// generator CPUs against NAPI (1,473 a second in one CI rehearsal, 27,000
-// in others), which no rate can pin down. Their expressions are the
+// veth's microbursts lose still depends on how the machine schedules the
+// two generator CPUs against NAPI, which no rate pins down. Their
+// expressions are the
 // committed ones otherwise; the floor itself is tested by promtool's
 // unit tests (dashboards/rules/tests).
 func fleetRules(t *testing.T) string {

@@ -34,7 +34,7 @@ func (w worker) packetLoop(ctx context.Context) error {
 	if err := unix.Bind(fd, to); err != nil {
 		return fmt.Errorf("binding AF_PACKET to ifindex %d: %w", w.cfg.Ifindex, err)
 	}
-	start := time.Now()
+	start := w.start
 	var done uint64
 	var refusedSince time.Time
 	for w.count == 0 || done < w.count {
