@@ -160,14 +160,20 @@ func TestAlertmanagerNotifications(t *testing.T) {
 	t.Run("two of three hosts", func(t *testing.T) { fleetIncident(t, hook, am, global, hosts) })
 }
 
+// notifies selects the notifications of alertname's group with status
+// (firing, resolved).
+func notifies(alertname, status string) func(promtest.Notification) bool {
+	return func(n promtest.Notification) bool {
+		return n.GroupLabels["alertname"] == alertname && n.Status == status
+	}
+}
+
 // oneHostIncident: the lab notes' case at dc1's first host.
 func oneHostIncident(t *testing.T, hook *promtest.Webhook, global *promtest.Server, hosts []fleetHost) {
 	stop := load(t, hosts, map[int]float64{0: burstRate})
 	defer stop()
 	isDrop := func(status string) func(promtest.Notification) bool {
-		return func(n promtest.Notification) bool {
-			return n.GroupLabels["alertname"] == dashboards.AlertNICDropsWhileIdle && n.Status == status
-		}
+		return notifies(dashboards.AlertNICDropsWhileIdle, status)
 	}
 	firing, ok := hook.WaitFor(150*time.Second, isDrop("firing"))
 	if !ok {
@@ -243,9 +249,7 @@ func fleetIncident(t *testing.T, hook *promtest.Webhook, am *promtest.Alertmanag
 	stop := loadInTurns(t, hosts, []int{0, 1}, 2*time.Second)
 	defer stop()
 	isFleet := func(status string) func(promtest.Notification) bool {
-		return func(n promtest.Notification) bool {
-			return n.GroupLabels["alertname"] == dashboards.AlertFleetWideDrops && n.Status == status
-		}
+		return notifies(dashboards.AlertFleetWideDrops, status)
 	}
 	page, ok := hook.WaitFor(150*time.Second, isFleet("firing"))
 	if !ok {
