@@ -56,10 +56,11 @@ check:
 	XDP_EXPORTER_UNPRIVILEGED=1 $(GO) test -count=1 ./...
 
 # The kernel matrix alone (make test runs it too): Debian's 5.10, 6.1 and
-# 6.12 kernels, fetched with apt into /var/cache/xdp_exporter/kernels and
-# booted in QEMU over this machine's root, each running the real exporter
-# and the kernel-facing test binaries (docs/kernels.md).
-# XDP_EXPORTER_KERNELS=bookworm picks suites.
+# 6.12 kernels for amd64 and 6.12 for arm64, fetched with apt into
+# /var/cache/xdp_exporter/kernels and booted in QEMU (amd64 over this
+# machine's root, arm64 over a Debian root of its own), each running the
+# real exporter and the kernel-facing test binaries (docs/kernels.md).
+# XDP_EXPORTER_KERNELS=bookworm,trixie-arm64 picks suites.
 test-kernels: deps
 	$(GO) test -count=1 -v -timeout 45m -run TestKernelMatrix ./kernelmatrix
 

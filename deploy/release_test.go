@@ -33,16 +33,22 @@ func release(t *testing.T, dir string) []string {
 }
 
 // TestRelease builds the release twice from this commit: the same
-// archives with the same sums (sha256sum -c passes), each holding the
-// three binaries, the licences, NOTICE, the dashboards and rules and the
-// Alertmanager configuration; the amd64 binary, and the arm64 one under
-// qemu-user, say the VERSION file's release with the revision and the
-// commit's date.
+// archives and Debian packages with the same sums (sha256sum -c passes),
+// each archive holding the three binaries, the licences, NOTICE, the
+// dashboards and rules and the Alertmanager configuration; the amd64
+// binary, and the arm64 one under qemu-user, say the VERSION file's
+// release with the revision and the commit's date. The amd64 package is
+// installed and purged in a Debian root of its own (checkDebian).
 func TestRelease(t *testing.T) {
 	version := strings.TrimSpace(readFile(t, "../VERSION"))
+	if !strings.Contains(readFile(t, "../CHANGELOG.md"), "\n## ["+version+"] - ") {
+		t.Errorf("CHANGELOG.md has no section for VERSION %s (## [%s] - DATE)", version, version)
+	}
 	first, second := t.TempDir(), t.TempDir()
 	names := release(t, first)
-	want := []string{"sha256sums.txt", "xdp_exporter-" + version + ".linux-amd64.tar.gz", "xdp_exporter-" + version + ".linux-arm64.tar.gz"}
+	deb := func(arch string) string { return "prometheus-xdp-exporter_" + version + "_" + arch + ".deb" }
+	want := []string{deb("amd64"), deb("arm64"), "sha256sums.txt",
+		"xdp_exporter-" + version + ".linux-amd64.tar.gz", "xdp_exporter-" + version + ".linux-arm64.tar.gz"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("dist holds %v, want %v", names, want)
 	}
@@ -93,5 +99,10 @@ func TestRelease(t *testing.T) {
 			}
 		}
 		t.Logf("%s:\n%s", name, v)
+		field, err := exec.Command("dpkg-deb", "--field", filepath.Join(first, deb(arch)), "Package", "Version", "Architecture").CombinedOutput()
+		if w := "Package: prometheus-xdp-exporter\nVersion: " + version + "\nArchitecture: " + arch + "\n"; err != nil || string(field) != w {
+			t.Errorf("%s's control: %v\n%s, want\n%s", deb(arch), err, field, w)
+		}
 	}
+	t.Run("dpkg", func(t *testing.T) { checkDebian(t, filepath.Join(first, deb("amd64"))) })
 }

@@ -207,11 +207,11 @@ func trixieGuest(t *testing.T, what, guest string, timeout time.Duration) (g own
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
-	k, err := vm.Fetch(ctx, "trixie")
+	k, err := vm.Fetch(ctx, "trixie", "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := buildStatic(t, func(dir string) [][]string {
+	bin := buildStatic(t, "amd64", func(dir string) [][]string {
 		return [][]string{
 			{"go", "build", "-o", filepath.Join(dir, "xdp_exporter"), "./cmd/xdp_exporter"},
 			{"go", "build", "-o", filepath.Join(dir, guest), "./kernelmatrix/internal/" + guest},

@@ -81,7 +81,7 @@ func Table(results map[string]Support) string {
 	var b strings.Builder
 	b.WriteString("| collector or part |")
 	for _, s := range vm.Suites {
-		fmt.Fprintf(&b, " %s (%s) |", s.Series, s.Name)
+		fmt.Fprintf(&b, " %s (%s) |", s.Key(), s.Name)
 	}
 	b.WriteString("\n|---|")
 	for range vm.Suites {
@@ -103,7 +103,7 @@ func Table(results map[string]Support) string {
 	for _, c := range sortedKeys(collectors) {
 		fmt.Fprintf(&b, "| %s |", c)
 		for _, s := range vm.Suites {
-			state, ok := results[s.Series].Collectors[c]
+			state, ok := results[s.Key()].Collectors[c]
 			if !ok {
 				state = "not built"
 			}
@@ -119,7 +119,7 @@ func Table(results map[string]Support) string {
 		collector, name, _ := strings.Cut(tp, " ")
 		fmt.Fprintf(&b, "| %s: `%s` |", collector, name)
 		for _, s := range vm.Suites {
-			attached, tried := results[s.Series].Tracepoints[tp]
+			attached, tried := results[s.Key()].Tracepoints[tp]
 			switch {
 			case !tried:
 				b.WriteString(" — |")
@@ -135,7 +135,7 @@ func Table(results map[string]Support) string {
 		collector, name, _ := strings.Cut(cmd, " ")
 		fmt.Fprintf(&b, "| %s: `%s` |", collector, name)
 		for _, s := range vm.Suites {
-			r := results[s.Series]
+			r := results[s.Key()]
 			hint, lacks := r.Commands[cmd]
 			switch {
 			case lacks:

@@ -4,7 +4,10 @@
 //
 // The guest's root is the host's / shared read-only over virtio 9p, under
 // a tmpfs overlay; the initramfs holds only guestinit (PID 1) and the
-// modules needed to mount that root. KVM is used where /dev/kvm opens and
+// modules needed to mount that root. A guest of another architecture
+// (arm64) runs on a Debian root of its own architecture instead, with the
+// host directories it needs (the repository, the test binaries) bound at
+// their own paths. KVM is used where /dev/kvm opens and
 // the guest reaches its init within a minute, TCG (QEMU's emulator)
 // otherwise: nested KVM hangs on the machines this project is developed
 // on, and TCG boots Debian's 6.1 to its first command in about 3 s.
@@ -31,35 +34,67 @@ import (
 // Kernel is one of Debian's kernels unpacked by scripts/fetch-kernel.
 type Kernel struct {
 	Suite   string // bullseye, bookworm, trixie
+	Arch    string // amd64, arm64
 	Version string // uname -r
-	Dir     string // holds vmlinuz and lib/modules/Version
+	Dir     string // holds vmlinuz and lib/modules/Version, and root for a foreign Arch
 }
 
-// Suites are the Debian releases of the kernel matrix and their kernels'
-// series, oldest first.
-var Suites = []struct{ Name, Series string }{
-	{"bullseye", "5.10"},
-	{"bookworm", "6.1"},
-	{"trixie", "6.12"},
+// Suite is one guest of the matrix: a Debian release's kernel on an
+// architecture.
+type Suite struct{ Name, Series, Arch string }
+
+// ID names the suite in XDP_EXPORTER_KERNELS and in logs: the release, with
+// the architecture where it is not amd64 (trixie-arm64).
+func (s Suite) ID() string {
+	if s.Arch == "amd64" {
+		return s.Name
+	}
+	return s.Name + "-" + s.Arch
 }
 
-// Fetch runs scripts/fetch-kernel for suite: a cached kernel is reused,
-// a new one downloaded from Debian's archive.
-func Fetch(ctx context.Context, suite string) (Kernel, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(), "scripts", "fetch-kernel"), suite)
+// Key is the suite's key in the support recording and its column in
+// docs/kernels.md: the kernel series, with the architecture where it is
+// not amd64 (6.12 arm64).
+func (s Suite) Key() string {
+	if s.Arch == "amd64" {
+		return s.Series
+	}
+	return s.Series + " " + s.Arch
+}
+
+// Suites are the guests of the kernel matrix, oldest kernel first, amd64
+// before arm64. Debian's 6.12 runs on arm64 too, under QEMU's emulator of
+// that architecture: its JIT, its BPF trampolines (fexit since 6.0) and
+// its build of the kernel are the arm64 users' (Graviton, Ampere, Grace,
+// BlueField).
+var Suites = []Suite{
+	{"bullseye", "5.10", "amd64"},
+	{"bookworm", "6.1", "amd64"},
+	{"trixie", "6.12", "amd64"},
+	{"trixie", "6.12", "arm64"},
+}
+
+// Fetch runs scripts/fetch-kernel for suite and arch: a cached kernel is
+// reused, a new one downloaded from Debian's archive.
+func Fetch(ctx context.Context, suite, arch string) (Kernel, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(repoRoot(), "scripts", "fetch-kernel"), suite, arch)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return Kernel{}, fmt.Errorf("fetching Debian's %s kernel: %v\n%s", suite, err, stderr.Bytes())
+		return Kernel{}, fmt.Errorf("fetching Debian's %s kernel for %s: %v\n%s", suite, arch, err, stderr.Bytes())
 	}
 	dir := strings.TrimSpace(string(out))
 	v, err := os.ReadFile(filepath.Join(dir, "version"))
 	if err != nil {
 		return Kernel{}, err
 	}
-	return Kernel{Suite: suite, Version: strings.TrimSpace(string(v)), Dir: dir}, nil
+	return Kernel{Suite: suite, Arch: arch, Version: strings.TrimSpace(string(v)), Dir: dir}, nil
 }
+
+// foreign is a kernel of another architecture than this machine's: its
+// guest runs on the root scripts/fetch-kernel made for it, not the host's.
+func (k Kernel) foreign() bool { return k.Arch != "amd64" }
 
 // ModulesDir is the kernel's /lib/modules/VERSION tree on the host.
 func (k Kernel) ModulesDir() string { return filepath.Join(k.Dir, "lib", "modules", k.Version) }
@@ -80,6 +115,11 @@ type Config struct {
 	// Devices are more QEMU -device and -netdev arguments: a test's PCIe
 	// topology. Buses named there may sit on node 1 (pxb-pcie numa_node).
 	Devices []string
+	// HostPaths are host directories a foreign kernel's guest sees at the
+	// same paths (the test binaries); the repository, the script's and
+	// the modules' directories always are. The host's own root is
+	// the root of other guests.
+	HostPaths []string
 }
 
 // ExitError is a guest whose script exited non-zero or that never said.
@@ -132,39 +172,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := os.WriteFile(script, []byte(cfg.Script), 0o644); err != nil {
 		return err
 	}
-	args := []string{
-		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
-		"-machine", "q35", "-smp", "2", "-m", "2048",
-		"-kernel", filepath.Join(cfg.Kernel.Dir, "vmlinuz"), "-initrd", initrd,
-		"-serial", "stdio",
-		"-fsdev", "local,id=root,path=/,security_model=none,readonly=on,multidevs=remap",
-		"-device", "virtio-9p-pci,fsdev=root,mount_tag=root,bus=pcie.0",
-		// eth0 and eth1: virtio_net NICs on a hub of their own, which
-		// reaches nothing else; the netdev collector's qstats test reads
-		// eth0, which receives what eth1 sends.
-		"-netdev", "hubport,id=nic0,hubid=0",
-		"-device", "virtio-net-pci,netdev=nic0,bus=pcie.0",
-		"-netdev", "hubport,id=nic1,hubid=0",
-		"-device", "virtio-net-pci,netdev=nic1,bus=pcie.0",
-	}
-	if cfg.NUMA {
-		args = append(args,
-			"-object", "memory-backend-ram,id=mem0,size=1G", "-object", "memory-backend-ram,id=mem1,size=1G",
-			"-numa", "node,nodeid=0,cpus=0,memdev=mem0", "-numa", "node,nodeid=1,cpus=1,memdev=mem1")
-	}
-	cmdline := []string{"console=ttyS0", "panic=-1", "loglevel=4",
-		"xdpvm.modules=" + cfg.Kernel.ModulesDir(), "xdpvm.run=" + script}
-	if cfg.Out != "" {
-		args = append(args,
-			"-fsdev", "local,id=out,path="+cfg.Out+",security_model=none",
-			"-device", "virtio-9p-pci,fsdev=out,mount_tag=out,bus=pcie.0")
-		cmdline = append(cmdline, "xdpvm.out=1")
-	}
-	// A test's devices come last and the harness's sit on pcie.0 by
-	// name: QEMU would put a device without a bus on the first bus with
-	// room, which may be a test's expander bus.
-	args = append(args, cfg.Devices...)
-	args = append(args, "-append", strings.Join(cmdline, " "))
+	args := qemuArgs(cfg, initrd, script)
 	err = start(ctx, cfg, args)
 	if !errors.Is(err, errPanic) || ctx.Err() != nil {
 		return err
@@ -184,10 +192,67 @@ func Run(ctx context.Context, cfg Config) error {
 	return start(ctx, cfg, args)
 }
 
+// qemuArgs are QEMU's arguments for cfg's guest, booting the kernel with
+// initrd to run script: two CPUs, 2 GiB, the root shared over 9p, two
+// NICs on a hub of their own, then the test's devices.
+func qemuArgs(cfg Config, initrd, script string) []string {
+	k := cfg.Kernel
+	machine, console := []string{"-machine", "q35"}, "ttyS0"
+	if k.Arch == "arm64" {
+		machine, console = []string{"-machine", "virt"}, "ttyAMA0"
+	}
+	root := "/"
+	if k.foreign() {
+		root = filepath.Join(k.Dir, "root")
+	}
+	args := append(machine,
+		"-nodefaults", "-no-user-config", "-no-reboot", "-display", "none",
+		"-smp", "2", "-m", "2048",
+		"-kernel", filepath.Join(k.Dir, "vmlinuz"), "-initrd", initrd,
+		"-serial", "stdio",
+		"-fsdev", "local,id=root,path="+root+",security_model=none,readonly=on,multidevs=remap",
+		"-device", "virtio-9p-pci,fsdev=root,mount_tag=root,bus=pcie.0",
+		// eth0 and eth1: virtio_net NICs on a hub of their own, which
+		// reaches nothing else; the netdev collector's qstats test reads
+		// eth0, which receives what eth1 sends.
+		"-netdev", "hubport,id=nic0,hubid=0",
+		"-device", "virtio-net-pci,netdev=nic0,bus=pcie.0",
+		"-netdev", "hubport,id=nic1,hubid=0",
+		"-device", "virtio-net-pci,netdev=nic1,bus=pcie.0",
+	)
+	if cfg.NUMA {
+		args = append(args,
+			"-object", "memory-backend-ram,id=mem0,size=1G", "-object", "memory-backend-ram,id=mem1,size=1G",
+			"-numa", "node,nodeid=0,cpus=0,memdev=mem0", "-numa", "node,nodeid=1,cpus=1,memdev=mem1")
+	}
+	cmdline := []string{"console=" + console, "panic=-1", "loglevel=4",
+		"xdpvm.modules=" + k.ModulesDir(), "xdpvm.run=" + script}
+	if cfg.Out != "" {
+		args = append(args,
+			"-fsdev", "local,id=out,path="+cfg.Out+",security_model=none",
+			"-device", "virtio-9p-pci,fsdev=out,mount_tag=out,bus=pcie.0")
+		cmdline = append(cmdline, "xdpvm.out=1")
+	}
+	if k.foreign() {
+		// The host's root, read-only, from which guestinit binds the
+		// directories the guest needs at their own paths.
+		paths := append([]string{repoRoot(), filepath.Dir(script), k.ModulesDir()}, cfg.HostPaths...)
+		args = append(args,
+			"-fsdev", "local,id=host,path=/,security_model=none,readonly=on,multidevs=remap",
+			"-device", "virtio-9p-pci,fsdev=host,mount_tag=host,bus=pcie.0")
+		cmdline = append(cmdline, "xdpvm.host="+strings.Join(paths, ":"))
+	}
+	// A test's devices come last and the harness's sit on pcie.0 by
+	// name: QEMU would put a device without a bus on the first bus with
+	// room, which may be a test's expander bus.
+	args = append(args, cfg.Devices...)
+	return append(args, "-append", strings.Join(cmdline, " "))
+}
+
 // start boots the guest with KVM where /dev/kvm opens and with TCG when
 // KVM does not bring it up.
 func start(ctx context.Context, cfg Config, args []string) error {
-	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil {
+	if f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0); err == nil && !cfg.Kernel.foreign() {
 		f.Close()
 		err := boot(ctx, cfg, append(args, "-accel", "kvm", "-cpu", "host"), kvmBootTimeout)
 		if !errors.Is(err, errNoBoot) {
@@ -225,7 +290,7 @@ func emptyDir(dir string) error {
 func boot(ctx context.Context, cfg Config, args []string, upWithin time.Duration) error {
 	qctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(qctx, "qemu-system-x86_64", args...)
+	cmd := exec.CommandContext(qctx, qemuSystem[cfg.Kernel.Arch], args...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	status := -1
@@ -284,6 +349,9 @@ func boot(ctx context.Context, cfg Config, args []string, upWithin time.Duration
 	return nil
 }
 
+// qemuSystem is the QEMU system emulator of each architecture.
+var qemuSystem = map[string]string{"amd64": "qemu-system-x86_64", "arm64": "qemu-system-aarch64"}
+
 // initModules are what guestinit needs to mount the host root: the virtio
 // transport, 9p and overlayfs; and the driver of eth0, which no udev loads
 // in the guest. Debian builds some of them into the kernel
@@ -300,7 +368,7 @@ func buildInitramfs(ctx context.Context, k Kernel, work, out string) error {
 	}
 	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(root, "init"), "./kernelmatrix/internal/vm/guestinit")
 	build.Dir = repoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+k.Arch)
 	if b, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building guestinit: %v\n%s", err, b)
 	}
@@ -438,7 +506,7 @@ func repoRoot() string {
 // Available checks for the host tools the matrix needs.
 func Available() error {
 	var missing []string
-	for _, tool := range []string{"qemu-system-x86_64", "cpio", "xz", "apt-get", "dpkg-deb", "depmod"} {
+	for _, tool := range []string{"qemu-system-x86_64", "qemu-system-aarch64", "mmdebstrap", "cpio", "xz", "apt-get", "dpkg-deb", "depmod"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
 		}

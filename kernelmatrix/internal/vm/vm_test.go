@@ -22,7 +22,7 @@ func bookworm(t *testing.T) (context.Context, Kernel) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
-	k, err := Fetch(ctx, "bookworm")
+	k, err := Fetch(ctx, "bookworm", "amd64")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,10 @@
 //	                   bind-mounted) at /lib/modules/$(uname -r)
 //	xdpvm.out=DIR      a host directory shared read-write as tag "out"
 //	xdpvm.run=FILE     the script to run with /bin/sh
+//	xdpvm.host=P1:P2   the root is not the host's (a guest of another
+//	                   architecture): the host's root is shared as tag
+//	                   "host", and these of its directories are bound at
+//	                   the same paths in the guest
 package main
 
 import (
@@ -114,6 +118,11 @@ func setup() error {
 			return err
 		}
 	}
+	if paths := params["xdpvm.host"]; paths != "" {
+		if err := bindHost(strings.Split(paths, ":")); err != nil {
+			return err
+		}
+	}
 	if err := switchRoot("/newroot"); err != nil {
 		return err
 	}
@@ -131,6 +140,11 @@ func setup() error {
 		if err := mount(m.src, m.dst, m.fs, 0, ""); err != nil {
 			return err
 		}
+	}
+	// The script's home and working directory; a root of another
+	// architecture, unpacked from packages alone, has none.
+	if err := os.MkdirAll("/root", 0o700); err != nil {
+		return err
 	}
 	if mods := params["xdpvm.modules"]; mods != "" {
 		var u unix.Utsname
@@ -177,6 +191,24 @@ func rootOverlay() error {
 		}
 	}
 	return mount("overlay", "/newroot", "overlay", 0, "lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work")
+}
+
+// bindHost mounts the host's root (9p tag "host") read-only at /host and
+// binds each of paths from there to the same path in the new root.
+func bindHost(paths []string) error {
+	if err := mount9p("host", "/host", unix.MS_RDONLY); err != nil {
+		return err
+	}
+	for _, p := range paths {
+		dst := filepath.Join("/newroot", p)
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(filepath.Join("/host", p), dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding the host's %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // mount9p mounts the virtio 9p share tag at dir, retrying while the
