@@ -82,8 +82,11 @@ type Registration struct {
 	Requires string
 	// ScrapeCapabilities lists the capabilities (unix.CAP_*) Update still
 	// needs once the constructor has returned, e.g. CAP_SYS_ADMIN for
-	// BPF_PROG_GET_NEXT_ID. --runtime.drop-capabilities keeps these and
-	// drops every other; most collectors read already-open fds and need none.
+	// BPF_PROG_GET_NEXT_ID, or CAP_BPF for reading a map through its fd:
+	// before Linux 5.19 ("bpf: refine kernel.unprivileged_bpf_disabled
+	// behaviour") kernel.unprivileged_bpf_disabled, set by default on the
+	// distributions' kernels, refuses every bpf(2) command without it.
+	// --runtime.drop-capabilities keeps these and drops every other.
 	ScrapeCapabilities []int
 	// DeviceLabel says the collector's series name devices: it then has
 	// --collector.NAME.device-include and -exclude, the latter defaulting

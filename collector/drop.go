@@ -8,6 +8,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/drop"
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
@@ -23,6 +24,9 @@ func init() {
 		Requires: "Linux 5.17+ (skb:kfree_skb with an enum skb_drop_reason) with BTF (CONFIG_DEBUG_INFO_BTF); CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN). " +
 			"Runs a program per dropped skb; frames XDP drops are not skbs and cost nothing.",
 		DeviceLabel: true,
+		// Its maps are read through bpf(2), which needs CAP_BPF before
+		// Linux 5.19 where unprivileged BPF is disabled.
+		ScrapeCapabilities: []int{unix.CAP_BPF},
 		Flags: func(f *FlagSet) Builder {
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
 				return NewDropCollector(DropConfig{Filter: shared.Filter}, logger)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
 	"github.com/xdp-exporter/xdp_exporter/bpf/napi"
 	"github.com/xdp-exporter/xdp_exporter/bpf/reap"
@@ -55,6 +56,9 @@ func init() {
 		DefaultEnabled: true,
 		Requires:       "CAP_BPF and CAP_PERFMON (or root), kernel BTF (/sys/kernel/btf/vmlinux) for tp_btf programs (Linux 5.5+)",
 		DeviceLabel:    true,
+		// Its maps are read through bpf(2), which needs CAP_BPF before
+		// Linux 5.19 where unprivileged BPF is disabled.
+		ScrapeCapabilities: []int{unix.CAP_BPF},
 		Flags: func(f *FlagSet) Builder {
 			softirq := f.Flag("softirq", "Attach irq:softirq_entry/exit/raise for per-CPU, per-vector softirq counts, raises and time. Off by default: they run several times per NAPI poll, and the cpu collector exports softirq time and counts from procfs.").Default("false").Bool()
 			vectors := f.Flag("softirq-vectors", "Comma-separated softirq vectors to export (names as in /proc/softirqs), or 'all'.").Default("all").String()

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,7 @@ func privilegesTable(t *testing.T) map[string]privilegeRow {
 	rows := map[string]privilegeRow{}
 	inTable := false
 	for _, line := range strings.Split(readFile(t, privilegesPath), "\n") {
-		if strings.HasPrefix(line, "| collector | default | to start | at scrape time |") {
+		if strings.HasPrefix(line, "| collector | default | to start | monitor, at scrape time | HTTP server |") {
 			inTable = true
 			continue
 		}
@@ -102,8 +103,13 @@ func privilegesTable(t *testing.T) map[string]privilegeRow {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")
-		if len(cells) < 4 {
+		if len(cells) < 5 {
 			t.Fatalf("%s: short row %q", privilegesPath, line)
+		}
+		// The server runs no collector: TestPrivilegeSeparation and
+		// TestSystemdCapabilities check that it holds nothing.
+		if server := strings.TrimSpace(cells[4]); server != "none" {
+			t.Errorf("%s: the HTTP server holds %q for %s; it holds nothing", privilegesPath, server, cells[0])
 		}
 		name := strings.Trim(strings.TrimSpace(cells[0]), "`")
 		rows[name] = privilegeRow{
@@ -292,6 +298,23 @@ func TestSystemdCapabilities(t *testing.T) {
 		}
 		if g := capSetOf(bits(got.Bounding)); !g.equal(bounding) {
 			t.Errorf("%s: bounding %q, want the unit's %q", path, g, bounding)
+		}
+	}
+
+	// The process that answers the network is the server the exporter
+	// started: the same user, no capability at all, no_new_privs, and
+	// its seccomp filter.
+	server := exportertest.ListeningPID(t, addr)
+	if server == e.Cmd.Process.Pid {
+		t.Fatal("the exporter listens itself: no privilege separation under the unit's flags")
+	}
+	want := map[string]string{"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapInh": "0000000000000000",
+		"CapAmb": "0000000000000000", "NoNewPrivs": "1", "Seccomp": "2", "Uid": "65534\t65534\t65534\t65534"}
+	for path, got := range exportertest.StatusLines(t, server, slices.Collect(maps.Keys(want))...) {
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("server %s: %s %q, want %q", path, k, got[k], v)
+			}
 		}
 	}
 }

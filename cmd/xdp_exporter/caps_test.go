@@ -17,8 +17,9 @@ import (
 // collector and --runtime.drop-capabilities, scrapes it, and checks that
 // every thread is left with exactly the capabilities the enabled collectors
 // declare for scrape time, with empty inheritable and ambient sets and a
-// bounding set reduced to the same; a second instance without the flag
-// keeps root's capabilities, so the check can tell the two apart.
+// bounding set reduced to the same; a second instance with
+// --no-runtime.drop-capabilities keeps root's capabilities, so the check
+// can tell the two apart.
 func TestDropCapabilities(t *testing.T) {
 	testenv.Privileged(t)
 	var keep caps.Set
@@ -56,7 +57,7 @@ func TestDropCapabilities(t *testing.T) {
 		}
 	}
 
-	plain := startExporter(t)
+	plain := startExporter(t, "--no-runtime.drop-capabilities")
 	plain.Scrape(t)
 	for path, got := range plain.ThreadCaps(t) {
 		if got.Effective == keep {

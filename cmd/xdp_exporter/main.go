@@ -2,10 +2,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -19,7 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
@@ -28,6 +31,7 @@ import (
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/caps"
+	"github.com/xdp-exporter/xdp_exporter/internal/privsep"
 )
 
 const program = "xdp_exporter"
@@ -51,26 +55,44 @@ func init() {
 	}
 }
 
+// options are the flags outside the collectors'.
+type options struct {
+	dropCaps  *bool
+	separate  *bool
+	logConfig *promslog.Config
+	selection *collector.Selection
+}
+
+// addFlags declares every flag on app; the options fill in at Parse, the
+// web options when the returned function is called after it.
+func addFlags(app *kingpin.Application) (*options, func() webOptions) {
+	o := &options{logConfig: &promslog.Config{}}
+	metricsPath := app.Flag("web.telemetry-path", "Path under which to expose metrics.").
+		Default("/metrics").String()
+	maxRequests := app.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 disables the limit.").
+		Default("40").Int()
+	defaultTimeout := app.Flag("web.scrape-timeout", "Scrape deadline used when Prometheus sends no X-Prometheus-Scrape-Timeout-Seconds header.").
+		Default("10s").Duration()
+	o.dropCaps = app.Flag("runtime.drop-capabilities", "Once the collectors have loaded and attached their BPF programs, drop every Linux capability except those the enabled collectors still need at scrape time (see docs/privileges.md).").
+		Default("true").Bool()
+	o.separate = app.Flag("runtime.privilege-separation", "Serve HTTP from a second process that holds no capability and runs under a seccomp filter; this process keeps the collectors and answers only its requests for a gather (see docs/privileges.md).").
+		Default("true").Bool()
+	webConfig := kingpinflag.AddFlags(app, defaultListenAddress)
+	promslogflag.AddFlags(app, o.logConfig)
+	o.selection = collector.AddFlags(app)
+	return o, func() webOptions {
+		return webOptions{flags: webConfig, metricsPath: *metricsPath, maxRequests: *maxRequests, defaultTimeout: *defaultTimeout}
+	}
+}
+
 func run(args []string) int {
 	app := kingpin.New(program, "Prometheus exporter for XDP, NAPI, NIC (ethtool) and per-CPU softirq telemetry.")
-	var (
-		metricsPath = app.Flag("web.telemetry-path", "Path under which to expose metrics.").
-				Default("/metrics").String()
-		maxRequests = app.Flag("web.max-requests", "Maximum number of parallel scrape requests; 0 disables the limit.").
-				Default("40").Int()
-		defaultTimeout = app.Flag("web.scrape-timeout", "Scrape deadline used when Prometheus sends no X-Prometheus-Scrape-Timeout-Seconds header.").
-				Default("10s").Duration()
-		dropCaps = app.Flag("runtime.drop-capabilities", "Once the collectors have loaded and attached their BPF programs, drop every Linux capability except those the enabled collectors still need at scrape time (see docs/privileges.md).").
-				Default("false").Bool()
-		webConfig = kingpinflag.AddFlags(app, defaultListenAddress)
-		logConfig = &promslog.Config{}
-	)
-	promslogflag.AddFlags(app, logConfig)
-	selection := collector.AddFlags(app)
+	opts, parsedWeb := addFlags(app)
+	selection := opts.selection
 	app.Version(versionText(program))
 	app.HelpFlag.Short('h')
-	args, deprecated := collector.RenameDeprecatedFlags(args)
-	if _, err := app.Parse(args); err != nil {
+	renamed, deprecated := collector.RenameDeprecatedFlags(args)
+	if _, err := app.Parse(renamed); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: error: %v (try --help)\n", program, err)
 		return 2
 	}
@@ -79,7 +101,11 @@ func run(args []string) int {
 		return 2
 	}
 
-	logger := promslog.New(logConfig)
+	logger := promslog.New(opts.logConfig)
+	web := parsedWeb()
+	if listeners, ok := serverRole(); ok {
+		return runServer(listeners, web, logger)
+	}
 	logger.Info("starting "+program, "version", version.Info(), "collectors", selection.Enabled())
 	for _, flag := range deprecated {
 		logger.Warn("flag of a collector renamed in 1.0, parsed under its new name; the old name goes in 1.1 (CHANGELOG.md)", "flag", flag)
@@ -95,26 +121,41 @@ func run(args []string) int {
 	}
 
 	set := collector.NewSet(selection.Build(logger), logger)
-	set.UpdateFloor = *defaultTimeout
+	set.UpdateFloor = web.defaultTimeout
 	defer func() {
 		if err := set.Close(); err != nil {
 			logger.Error("closing collectors", "err", err)
 		}
 	}()
+	expose := exposer(gatherer(set, processCollectors()), logger)
 
-	if *dropCaps {
+	// The listeners are made before the drop, so that a port below 1024
+	// needs CAP_NET_BIND_SERVICE at start only.
+	files, err := listen(web.flags, logger)
+	if err != nil {
+		logger.Error("cannot listen", "err", err)
+		return 1
+	}
+	if *opts.dropCaps {
 		if err := dropCapabilities(selection, logger); err != nil {
 			logger.Error("dropping capabilities", "err", err)
 			return 1
 		}
 	}
-
-	mux, err := serveMux(set, *metricsPath, *maxRequests, *defaultTimeout, logger)
+	if *opts.separate {
+		server, err := startServer(args, files)
+		if err != nil {
+			logger.Error("starting the HTTP server process", "err", err)
+			return 1
+		}
+		return server.monitor(expose, web.maxRequests, logger)
+	}
+	listeners, err := fileListeners(files)
 	if err != nil {
-		logger.Error("building landing page", "err", err)
+		logger.Error("cannot listen", "err", err)
 		return 1
 	}
-	return serveUntilSignal(&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, webConfig, logger)
+	return serveOn(listeners, web, local(expose), signalled(logger), logger)
 }
 
 // dropCapabilities drops every capability but those the enabled
@@ -131,16 +172,81 @@ func dropCapabilities(selection *collector.Selection, logger *slog.Logger) error
 	return nil
 }
 
+// webOptions are the flags of the HTTP side.
+type webOptions struct {
+	flags          *web.FlagConfig
+	metricsPath    string
+	maxRequests    int
+	defaultTimeout time.Duration
+}
+
+// exposeFunc gathers every collector once, bounded by timeout and ctx,
+// and encodes the families in format (privsep.ExposeFunc with the
+// deadline given as a timeout, as the server sends it to the monitor).
+type exposeFunc func(ctx context.Context, timeout time.Duration, format expfmt.Format) ([]byte, error)
+
+// gatherer gathers the collectors and the process collectors into one
+// registry, bound to ctx; one registry for everything, so each sample is
+// checked and sorted once (prometheus.Gatherers would do both again to
+// merge two).
+func gatherer(set *collector.Set, process []prometheus.Collector) func(ctx context.Context) ([]*dto.MetricFamily, error) {
+	return func(ctx context.Context) ([]*dto.MetricFamily, error) {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(process...)
+		reg.MustRegister(set.Scrape(ctx))
+		return reg.Gather()
+	}
+}
+
+// exposer encodes what gather returns, as promhttp's handler does with
+// ContinueOnError: a gather error is logged and what was gathered is
+// served. The counters created at run time carry their created timestamp:
+// OpenMetrics serves it as _created, the protobuf format Prometheus asks
+// for with created-timestamp-zero-ingestion as created_timestamp; the
+// classic text format, which has no place for it, stays as it was. It is
+// written here rather than left to promhttp because the monitor encodes
+// and the server only sends: promhttp does both in one handler.
+func exposer(gather func(ctx context.Context) ([]*dto.MetricFamily, error), logger *slog.Logger) privsep.ExposeFunc {
+	return func(ctx context.Context, format expfmt.Format) ([]byte, error) {
+		mfs, err := gather(ctx)
+		if err != nil {
+			logger.Error("error gathering metrics", "err", err)
+		}
+		var buf bytes.Buffer
+		enc := expfmt.NewEncoder(&buf, format, expfmt.WithCreatedLines())
+		for _, mf := range mfs {
+			if eerr := enc.Encode(mf); eerr != nil {
+				logger.Error("error encoding metric family", "family", mf.GetName(), "err", eerr)
+			}
+		}
+		if closer, ok := enc.(expfmt.Closer); ok {
+			if cerr := closer.Close(); cerr != nil {
+				logger.Error("error closing the exposition", "err", cerr)
+			}
+		}
+		return buf.Bytes(), err
+	}
+}
+
+// local exposes in this process.
+func local(expose privsep.ExposeFunc) exposeFunc {
+	return func(ctx context.Context, timeout time.Duration, format expfmt.Format) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return expose(ctx, format)
+	}
+}
+
 // serveMux serves the metrics at metricsPath and a landing page at /.
-func serveMux(set *collector.Set, metricsPath string, maxRequests int, defaultTimeout time.Duration, logger *slog.Logger) (*http.ServeMux, error) {
+func serveMux(expose exposeFunc, opts webOptions, logger *slog.Logger) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
-	mux.Handle(metricsPath, metricsHandler(set, processCollectors(), logger, maxRequests, defaultTimeout))
-	if metricsPath != "/" {
+	mux.Handle(opts.metricsPath, metricsHandler(expose, logger, opts.maxRequests, opts.defaultTimeout))
+	if opts.metricsPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
 			Name:        program,
 			Description: "XDP, NAPI, NIC and CPU telemetry for Prometheus",
 			Version:     version.Info(),
-			Links:       []web.LandingLinks{{Address: metricsPath, Text: "Metrics"}},
+			Links:       []web.LandingLinks{{Address: opts.metricsPath, Text: "Metrics"}},
 		})
 		if err != nil {
 			return nil, err
@@ -150,29 +256,43 @@ func serveMux(set *collector.Set, metricsPath string, maxRequests int, defaultTi
 	return mux, nil
 }
 
-// serveUntilSignal serves until the server fails or SIGINT or SIGTERM asks it to
-// stop; it returns the exit code.
-func serveUntilSignal(server *http.Server, webConfig *web.FlagConfig, logger *slog.Logger) int {
+// serveOn serves on listeners until the server fails or end is closed; it
+// returns the exit code.
+func serveOn(listeners []net.Listener, opts webOptions, expose exposeFunc, end <-chan struct{}, logger *slog.Logger) int {
+	mux, err := serveMux(expose, opts, logger)
+	if err != nil {
+		logger.Error("building landing page", "err", err)
+		return 1
+	}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- web.ListenAndServe(server, webConfig, logger) }()
-
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	go func() { serveErr <- web.ServeMultiple(listeners, server, opts.flags, logger) }()
 	select {
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("cannot serve", "err", err)
 			return 1
 		}
-	case sig := <-stop:
-		logger.Info("shutting down", "signal", sig.String())
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := server.Shutdown(ctx); err != nil {
-			logger.Error("shutting down web server", "err", err)
-		}
+	case <-end:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := server.Shutdown(ctx); err != nil {
+		logger.Error("shutting down web server", "err", err)
 	}
 	return 0
+}
+
+// signalled is closed when SIGINT or SIGTERM asks the exporter to stop.
+func signalled(logger *slog.Logger) <-chan struct{} {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	end := make(chan struct{})
+	go func() {
+		logger.Info("shutting down", "signal", (<-stop).String())
+		close(end)
+	}()
+	return end
 }
 
 // processCollectors are the exporter's own metrics: Go runtime, process
@@ -188,11 +308,12 @@ func processCollectors() []prometheus.Collector {
 // metricsHandler gathers the collectors afresh for every request, bounded by
 // the scrape timeout Prometheus announces (minus a little for the transfer),
 // so a hung source cannot hold the scrape past the point Prometheus gives up.
-func metricsHandler(set *collector.Set, process []prometheus.Collector, logger *slog.Logger, maxRequests int, defaultTimeout time.Duration) http.Handler {
-	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelError)
-	// The in-flight limit lives here, not in promhttp.HandlerOpts: the
-	// promhttp handler is built afresh per request, so its own limit would
-	// count one request at a time.
+// It negotiates the format as promhttp does with OpenMetrics enabled, and
+// answers a gather that failed with nothing gathered as promhttp does.
+func metricsHandler(expose exposeFunc, logger *slog.Logger, maxRequests int, defaultTimeout time.Duration) http.Handler {
+	// The in-flight limit lives here, not in the monitor: the monitor
+	// refuses requests beyond the same limit, which the server then never
+	// sends.
 	var inFlight chan struct{}
 	if maxRequests > 0 {
 		inFlight = make(chan struct{}, maxRequests)
@@ -213,30 +334,19 @@ func metricsHandler(set *collector.Set, process []prometheus.Collector, logger *
 				timeout = time.Duration(s * float64(time.Second) * 0.9)
 			}
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
-		defer cancel()
-
-		// One registry per request, whose collector is bound to the
-		// request's deadline; one registry for everything, so each
-		// sample is checked and sorted once (prometheus.Gatherers would
-		// do both again to merge two).
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(process...)
-		reg.MustRegister(set.Scrape(ctx))
+		format := expfmt.NegotiateAccept(r.Header, privsep.Formats...)
+		body, err := expose(r.Context(), timeout, format)
+		if err != nil && len(body) == 0 {
+			logger.Error("serving metrics", "err", err)
+			http.Error(w, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Add("Vary", "Accept")
+		w.Header().Set("Content-Type", string(format))
 		cw, finish := compressed(w, r)
 		defer finish()
-		promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-			ErrorLog:           errLog,
-			ErrorHandling:      promhttp.ContinueOnError,
-			DisableCompression: true,
-			// The counters created at run time carry their created
-			// timestamp: OpenMetrics serves it as _created, the
-			// protobuf format Prometheus asks for with
-			// created-timestamp-zero-ingestion as created_timestamp;
-			// the classic text format, which has no place for it,
-			// stays as it was.
-			EnableOpenMetrics:                   true,
-			EnableOpenMetricsTextCreatedSamples: true,
-		}).ServeHTTP(cw, r)
+		if _, err := cw.Write(body); err != nil {
+			logger.Debug("sending metrics", "err", err)
+		}
 	})
 }

@@ -35,6 +35,10 @@ var allowed = []licence{
 	{id: "MIT", all: []string{"permission is hereby granted, free of charge", "the above copyright notice and this permission notice shall be included"}},
 	{id: "BSD-3-Clause", all: []string{"redistribution and use in source and binary forms", "neither the name of"}},
 	{id: "BSD-3-Clause", all: []string{"redistribution and use in source and binary forms", "names of its contributors may"}},
+	// libcap's psx offers its own wording of BSD-3-Clause or GPL-2.0-only
+	// ("one or the other of these two Licenses"): the binaries take the
+	// BSD terms.
+	{id: "BSD-3-Clause", all: []string{"redistribution and use in source and binary forms", "the name of any author may not be used to endorse"}},
 	{id: "BSD-2-Clause", all: []string{"redistribution and use in source and binary forms", "this list of conditions and the following disclaimer"},
 		none: []string{"neither the name of", "names of its contributors may", "advertising"}},
 	{id: "ISC", all: []string{"permission to use, copy, modify, and/or distribute this software for any purpose"}},

@@ -8,14 +8,15 @@
 //
 // Capabilities are per thread in Linux, and capset(2) and prctl(2) change
 // only the calling thread. The Go runtime runs goroutines on many threads, so
-// Drop goes through syscall.AllThreadsSyscall, which applies each call to
-// every thread of the runtime while the world is stopped; threads created
-// later inherit the result. AllThreadsSyscall refuses to run in a binary
-// built with cgo, which is why the exporter is built with CGO_ENABLED=0.
+// Drop goes through libcap's psx package, which applies each call to every
+// thread of the process: without cgo through syscall.AllThreadsSyscall, which
+// stops the world; with cgo (a plain `go build` where a C compiler is
+// installed), where AllThreadsSyscall refuses, by signalling each pthread,
+// which psx tracks by wrapping pthread_create. Threads created later inherit
+// the result either way.
 package caps
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // Set is a bit set of capabilities, bit n for capability number n.
@@ -181,7 +183,7 @@ func Drop(keep Set) (Result, error) {
 			if keep.Has(c) || !before.Bounding.Has(c) {
 				continue
 			}
-			if _, _, errno := syscall.AllThreadsSyscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0, 0); errno != 0 {
+			if _, _, errno := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0, 0); errno != 0 {
 				return res, allThreadsErr("prctl(PR_CAPBSET_DROP, "+Name(c)+")", errno)
 			}
 		}
@@ -190,7 +192,7 @@ func Drop(keep Set) (Result, error) {
 	}
 
 	if before.Ambient != 0 {
-		if _, _, errno := syscall.AllThreadsSyscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); errno != 0 {
+		if _, _, errno := psx.Syscall6(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0); errno != 0 {
 			return res, allThreadsErr("prctl(PR_CAP_AMBIENT_CLEAR_ALL)", errno)
 		}
 	}
@@ -201,7 +203,7 @@ func Drop(keep Set) (Result, error) {
 		{Effective: uint32(kept), Permitted: uint32(kept)},
 		{Effective: uint32(kept >> 32), Permitted: uint32(kept >> 32)},
 	}
-	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+	if _, _, errno := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
 		return res, allThreadsErr("capset", errno)
 	}
 
@@ -210,9 +212,6 @@ func Drop(keep Set) (Result, error) {
 }
 
 func allThreadsErr(what string, errno syscall.Errno) error {
-	if errors.Is(errno, syscall.ENOTSUP) {
-		return fmt.Errorf("%s on all threads: %w (the binary was built with cgo; build it with CGO_ENABLED=0 as `make build` does)", what, errno)
-	}
 	return fmt.Errorf("%s on all threads: %w", what, errno)
 }
 

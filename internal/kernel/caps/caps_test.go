@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
 
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
@@ -62,7 +62,7 @@ func child(scenario string) error {
 			{Effective: uint32(eff), Permitted: uint32(st.Permitted), Inheritable: uint32(st.Inheritable)},
 			{Effective: uint32(eff >> 32), Permitted: uint32(st.Permitted >> 32), Inheritable: uint32(st.Inheritable >> 32)},
 		}
-		if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
+		if _, _, errno := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
 			return fmt.Errorf("preparing: capset: %v", errno)
 		}
 	}
