@@ -167,7 +167,7 @@ func dropCapabilities(selection *collector.Selection, logger *slog.Logger) error
 	}
 	logger.Info("dropped capabilities", "before", res.Before.Permitted, "kept", res.After.Permitted)
 	if res.BoundingKept {
-		logger.Info("bounding set left as is: no CAP_SETPCAP to reduce it; it only limits execve, which the exporter never calls", "bounding", res.After.Bounding)
+		logger.Info("bounding set left as is: no CAP_SETPCAP to reduce it; it only limits what an execve gains, and the one program the exporter executes, its HTTP server, drops every capability at start", "bounding", res.After.Bounding)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,4 +226,108 @@ func TestCgoBuildSeparates(t *testing.T) {
 			t.Errorf("server %s: %v, want no capability and seccomp filter mode", path, got)
 		}
 	}
+}
+
+// TestServerOrMonitorGone: when the server process dies, the monitor
+// logs it and exits with status 1 (for systemd's Restart=on-failure to
+// start both again); when the monitor dies, the server dies with it and
+// the port is free.
+func TestServerOrMonitorGone(t *testing.T) {
+	testenv.Privileged(t)
+	e := startExporter(t)
+	server := exportertest.ListeningPID(t, e.Addr)
+	if err := unix.Kill(server, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := e.Exited(t, 10*time.Second)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("the monitor ended with %v after its server was killed, want exit status 1", err)
+	}
+	if !strings.Contains(e.Stderr.String(), `msg="the HTTP server process ended" err="signal: killed"`) {
+		t.Errorf("the monitor did not log its server's end:\n%s", e.Stderr)
+	}
+
+	e = startExporter(t)
+	server = exportertest.ListeningPID(t, e.Addr)
+	e.Kill(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for running(server) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if running(server) {
+		t.Errorf("the server %d outlived its monitor's SIGKILL by 10s", server)
+	}
+	l, err := net.Listen("tcp", e.Addr)
+	if err != nil {
+		t.Errorf("the port is still taken after both processes ended: %v", err)
+	} else {
+		l.Close()
+	}
+}
+
+// TestPrivilegedPort: the listeners are made before the drop, so root
+// serves on a port below 1024 though neither process keeps
+// CAP_NET_BIND_SERVICE.
+func TestPrivilegedPort(t *testing.T) {
+	testenv.Privileged(t)
+	var addr string
+	for port := 1000; port > 900 && addr == ""; port-- {
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			addr = l.Addr().String()
+			l.Close()
+		}
+	}
+	if addr == "" {
+		t.Fatal("no free port between 901 and 1000")
+	}
+	e := exportertest.Run(t, addr)
+	if err := exportertest.CheckScrape(e.Scrape(t)); err != nil {
+		t.Fatal(err)
+	}
+	for path, got := range e.ThreadCaps(t) {
+		if got.Effective.Has(unix.CAP_NET_BIND_SERVICE) {
+			t.Errorf("monitor %s keeps CAP_NET_BIND_SERVICE", path)
+		}
+	}
+}
+
+// TestSystemdSocketActivation: with --web.systemd-socket the monitor
+// takes the socket systemd passes (LISTEN_FDS, LISTEN_PID) and hands it
+// to the server, which alone holds it.
+func TestSystemdSocketActivation(t *testing.T) {
+	testenv.Privileged(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	// sh's exec keeps the pid, which LISTEN_PID must name.
+	cmd := exec.Command("sh", "-c", `LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" "$@"`, exportertest.Build(t), "--web.systemd-socket")
+	cmd.ExtraFiles = []*os.File{f}
+	e := exportertest.Start(t, addr, cmd)
+	l.Close()
+	f.Close()
+	if err := exportertest.CheckScrape(e.Scrape(t)); err != nil {
+		t.Fatal(err)
+	}
+	if pid := exportertest.ListeningPID(t, addr); exportertest.ParentPID(t, pid) != e.Cmd.Process.Pid {
+		t.Errorf("the socket is held by %d, not by the exporter's server", pid)
+	}
+}
+
+// running reports whether process pid exists and is not a zombie: an
+// orphan that died stays one where PID 1 does not reap it, as in the
+// kernel matrix's guests.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, ok := strings.Cut(string(b), ") ")
+	return ok && !strings.HasPrefix(rest, "Z")
 }

@@ -213,13 +213,16 @@ func (s *serverProcess) monitor(expose privsep.ExposeFunc, limit int, logger *sl
 	case err := <-exited:
 		logger.Error("the HTTP server process ended", "err", err)
 	case err := <-served:
+		// The channel ends first when the server dies: its exit status
+		// says why.
 		select {
 		case werr := <-exited:
-			err = errors.Join(err, werr)
+			err = werr
 		case <-time.After(10 * time.Second):
 			_ = s.cmd.Process.Kill()
+			err = errors.Join(err, errors.New("it closed the channel and did not exit within 10s; killed"))
 		}
-		logger.Error("the HTTP server process closed its channel", "err", err)
+		logger.Error("the HTTP server process ended", "err", err)
 	}
 	s.channel.Close()
 	return 1

@@ -156,8 +156,9 @@ type Result struct {
 	// BoundingKept is set when the bounding set could not be reduced
 	// because the process lacks CAP_SETPCAP (as under systemd with
 	// AmbientCapabilities). The bounding set only limits what an execve can
-	// gain; the exporter never executes anything, and NoNewPrivileges or
-	// the unit's CapabilityBoundingSet already bound it.
+	// gain; the one program the exporter executes, its HTTP server, drops
+	// every capability at start, and NoNewPrivileges or the unit's
+	// CapabilityBoundingSet already bound it.
 	BoundingKept bool
 }
 

@@ -162,6 +162,20 @@ func (p *Process) Kill(t testing.TB) {
 	<-p.done
 }
 
+// Exited waits up to d for the process to end on its own and returns how
+// it ended; the test fails if it does not.
+func (p *Process) Exited(t testing.TB, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.stopped = true
+		return err
+	case <-time.After(d):
+		t.Fatalf("the exporter did not exit within %v; log:\n%s", d, p.Stderr)
+		return nil
+	}
+}
+
 // Stop sends SIGINT and waits for a clean exit; it is safe to call twice.
 func (p *Process) Stop(t testing.TB) {
 	t.Helper()
