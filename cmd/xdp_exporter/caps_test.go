@@ -22,12 +22,7 @@ import (
 // can tell the two apart.
 func TestDropCapabilities(t *testing.T) {
 	testenv.Privileged(t)
-	var keep caps.Set
-	for _, r := range collector.Registrations() {
-		if r.DefaultEnabled {
-			keep |= caps.Of(r.ScrapeCapabilities...)
-		}
-	}
+	keep := defaultScrapeCaps()
 	want := caps.State{Effective: keep, Permitted: keep, Bounding: keep}
 
 	// An XDP program on a device gives the collectors that read programs
@@ -64,4 +59,17 @@ func TestDropCapabilities(t *testing.T) {
 			t.Errorf("%s: without the flag the exporter holds only %s; the test cannot tell dropping from not dropping", path, got.Effective)
 		}
 	}
+}
+
+// defaultScrapeCaps is the union of the capabilities the default
+// collectors declare for scrape time: what the exporter keeps after the
+// drop.
+func defaultScrapeCaps() caps.Set {
+	var keep caps.Set
+	for _, r := range collector.Registrations() {
+		if r.DefaultEnabled {
+			keep |= caps.Of(r.ScrapeCapabilities...)
+		}
+	}
+	return keep
 }

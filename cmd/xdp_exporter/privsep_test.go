@@ -16,8 +16,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/xdp-exporter/xdp_exporter/collector"
-	"github.com/xdp-exporter/xdp_exporter/internal/kernel/caps"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/vethtest"
@@ -55,12 +53,7 @@ func TestPrivilegeSeparation(t *testing.T) {
 			}
 		}
 	}
-	var keep caps.Set
-	for _, r := range collector.Registrations() {
-		if r.DefaultEnabled {
-			keep |= caps.Of(r.ScrapeCapabilities...)
-		}
-	}
+	keep := defaultScrapeCaps()
 	for path, got := range split.ThreadCaps(t) {
 		if got.Effective != keep || got.Permitted != keep {
 			t.Errorf("monitor %s: effective %s, permitted %s, want %s", path, got.Effective, got.Permitted, keep)
@@ -209,12 +202,7 @@ func TestCgoBuildSeparates(t *testing.T) {
 	if err := exportertest.CheckScrape(e.Scrape(t)); err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, e.Stderr)
 	}
-	var keep caps.Set
-	for _, r := range collector.Registrations() {
-		if r.DefaultEnabled {
-			keep |= caps.Of(r.ScrapeCapabilities...)
-		}
-	}
+	keep := defaultScrapeCaps()
 	for path, got := range e.ThreadCaps(t) {
 		if got.Effective != keep || got.Permitted != keep {
 			t.Errorf("monitor %s: effective %s, permitted %s, want %s", path, got.Effective, got.Permitted, keep)

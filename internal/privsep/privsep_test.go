@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 )
 
 // socketPair is the two ends of a Unix stream socket pair, as the exporter
@@ -50,28 +51,11 @@ func families(t *testing.T) []*dto.MetricFamily {
 	return mfs
 }
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // start runs a Monitor on one end and a Client on the other.
-func start(t *testing.T, expose ExposeFunc, limit int) (*Client, *os.File, *logBuffer) {
+func start(t *testing.T, expose ExposeFunc, limit int) (*Client, *os.File, *exportertest.Log) {
 	t.Helper()
 	mon, srv := socketPair(t)
-	log := &logBuffer{}
+	log := &exportertest.Log{}
 	m := &Monitor{Expose: expose, Limit: limit, Logger: slog.New(slog.NewTextHandler(log, nil))}
 	served := make(chan error, 1)
 	go func() { served <- m.Serve(mon) }()
@@ -206,7 +190,7 @@ func rawRequest(t *testing.T, w io.Writer, magicValue, kind, id, timeoutMS uint3
 // stays in step.
 func TestRefusals(t *testing.T) {
 	mon, srv := socketPair(t)
-	log := &logBuffer{}
+	log := &exportertest.Log{}
 	gathers := 0
 	m := &Monitor{Expose: func(context.Context, expfmt.Format) ([]byte, error) {
 		gathers++
