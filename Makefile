@@ -70,13 +70,15 @@ fuzz:
 
 # Every generated file, each from the go:generate line beside its source:
 # the bpf2go objects (bpf/, lab/trafficgen), METRICS.md (collector/metricsdoc),
-# the dashboards and rules with the Helm chart's and the mixin's copies
-# (dashboards), and docs/kernels.md's support table (kernelmatrix, from its
-# recording). RECORD=1 first rewrites the recordings the tests compare
+# the dashboards and rules with the Helm chart's and the mixin's copies and
+# docs/panels.md (dashboards), docs/kernels.md's support table (kernelmatrix,
+# from its recording); then docs/flags.md, from the flags themselves
+# (cmd/xdp_exporter's TestDocsFlagsReference). RECORD=1 first rewrites the recordings the tests compare
 # with: the constructed netdev and ethtool STATS_GET, PAUSE_GET and FEC_GET replies, the AF_XDP
 # diag reply, the whole-host fixture's scrape, the per-driver alert cases
 # (dashboards/rules/tests/nic_drivers.yml), the XY charts' transformed
-# frames, and what the kernel matrix measures (it boots the matrix: about
+# frames, docs/cardinality.md's table of the fixture host's series, and
+# what the kernel matrix measures (it boots the matrix: about
 # 25 minutes). RECORD=capture also records this kernel's netdev and
 # STATS_GET replies, whose values the readers' TestDecodeCaptured and
 # TestCapturedReply then state anew.
@@ -84,11 +86,12 @@ RECORD ?=
 generate:
 ifneq ($(RECORD),)
 	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 \
-		-run '^(TestReplies|TestConstructedReply|TestConstructedPauseFECReplies|TestMACStatsLive|TestDecodeRecording|TestHostRecording|TestNICDriverAlertCases|TestXYReferenceSeriesResolve)$$' \
+		-run '^(TestReplies|TestConstructedReply|TestConstructedPauseFECReplies|TestMACStatsLive|TestDecodeRecording|TestHostRecording|TestHostSeriesDoc|TestNICDriverAlertCases|TestXYReferenceSeriesResolve)$$' \
 		./internal/kernel/netdev ./internal/kernel/ethtoolnl ./internal/kernel/xskdiag ./collector ./dashboards
 	XDP_EXPORTER_RECORD=$(RECORD) $(GO) test -count=1 -v -timeout 45m -run '^TestKernelMatrix$$' ./kernelmatrix
 endif
 	$(GO) generate ./...
+	XDP_EXPORTER_WRITE_DOCS=1 $(GO) test -count=1 -run '^TestDocsFlagsReference$$' ./cmd/xdp_exporter
 
 # Regenerates every generated file and fails if any differs from what is
 # committed.

@@ -52,7 +52,7 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			enableStats := f.Flag("enable-stats",
 				"Hold a BPF_ENABLE_STATS fd so the kernel counts run count and run time of every BPF program "+
-					"(about 20 ns per program run: two clock reads); see docs/collectors/bpf.md.").Bool()
+					"(two clock reads per program run; docs/performance.md has the measured cost); see docs/collectors/bpf.md.").Bool()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
 				return asCollector(newBPFCollector(BPFConfig{EnableStats: *enableStats, ProcFS: shared.ProcFS, SysFS: shared.SysFS, Filter: shared.Filter}, logger))
 			}

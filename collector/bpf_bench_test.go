@@ -172,7 +172,7 @@ func BenchmarkBPFScrapeTC(b *testing.B) {
 		testenv.Check(b, err, "attaching tcx ingress")
 		b.Cleanup(func() { l.Close() })
 	}
-	noTC, err := newFamilyFilter("bpf", nil, regexp.MustCompile("tc_prog_info"))
+	noTC, err := newFamilyFilter("bpf", nil, regexp.MustCompile("tc_prog_info"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,7 +16,7 @@ const maxHelp = 120
 var helpNamesFlagOrPath = regexp.MustCompile(`--[a-z]|\bdocs/|\.md\b`)
 
 // TestCatalogueInterface holds every declared family to the interface
-// rules of docs/metrics-design.md: its name starts with its collector's
+// rules of docs/dev/metrics-design.md: its name starts with its collector's
 // (the exporter's own xdp_scrape_* alone excepted), it has a stability
 // level, and its HELP is one sentence of at most maxHelp characters that
 // names no flag or doc path, an experimental family's saying so.

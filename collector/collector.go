@@ -155,12 +155,18 @@ func (f *FlagSet) filterFlags(r Registration) func() (Filter, error) {
 	devInclude, devExclude := &none, &none
 	includeFlag := f.Flag("metrics-include", "Regexp of the collector's metric families to build, matched against the name without xdp_ and the collector's name (METRICS.md gives each; anchored); empty: all.").Default("").Regexp()
 	exclude := f.Flag("metrics-exclude", "Regexp of the collector's metric families not to build (anchored, matched as metrics-include is), applied after metrics-include.").Default(r.MetricsExclude).Regexp()
+	// A default exclude is a long regexp: the extra flag adds to it
+	// without copying it.
+	extra := &none
+	if r.MetricsExclude != "" {
+		extra = f.Flag("metrics-exclude-extra", "Regexp of further metric families not to build, in addition to metrics-exclude and its default (anchored, matched as metrics-include is).").Default("").Regexp()
+	}
 	if r.DeviceLabel {
 		devInclude = f.Flag("device-include", "Regexp of devices to report (anchored, matched against the device label; empty: all).").Default("").Regexp()
 		devExclude = f.Flag("device-exclude", "Regexp of devices not to report (anchored), applied after device-include.").Default(r.DeviceExclude).Regexp()
 	}
 	return func() (Filter, error) {
-		fams, err := newFamilyFilter(r.Name, *includeFlag, *exclude)
+		fams, err := newFamilyFilter(r.Name, *includeFlag, *exclude, *extra)
 		return Filter{Families: fams, Devices: newDeviceFilter(*devInclude, *devExclude)}, err
 	}
 }

@@ -4,7 +4,7 @@ import "strings"
 
 // renamedCollectors are the collectors that 1.0 renamed, old name to new,
 // so that every family starts with the name of the collector that sends it
-// (docs/metrics-design.md). Their old flags still parse until 1.1.
+// (docs/dev/metrics-design.md). Their old flags still parse until 1.1.
 var renamedCollectors = map[string]string{"xdp": "monitor", "ethtool": "nic"}
 
 // RenameDeprecatedFlags returns args with every flag of a renamed

@@ -183,7 +183,7 @@ func TestEthtoolSettingsInterval(t *testing.T) {
 	src := loadFixtures(t, "mlx5")
 	src.devs["mlx5"].config = hostNICConfig()
 	src.devs["mlx5"].chans = &ethtool.Channels{CombinedCount: 6, MaxCombined: 8}
-	fams, err := newFamilyFilter("nic", regexp.MustCompile(""), regexp.MustCompile(DefaultEthtoolMetricsExclude))
+	fams, err := newFamilyFilter("nic", regexp.MustCompile(""), regexp.MustCompile(DefaultEthtoolMetricsExclude), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

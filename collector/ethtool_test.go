@@ -20,7 +20,7 @@ import (
 // that --collector.nic.metrics-include and -exclude select.
 func fixtureCollector(t testing.TB, src ethtoolSource, include, exclude string, logger *slog.Logger) *ethtoolCollector {
 	t.Helper()
-	fams, err := newFamilyFilter("nic", regexp.MustCompile(include), regexp.MustCompile(exclude))
+	fams, err := newFamilyFilter("nic", regexp.MustCompile(include), regexp.MustCompile(exclude), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

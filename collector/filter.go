@@ -29,14 +29,16 @@ type familyFilter struct {
 }
 
 // newFamilyFilter selects the families of collector whose ShortName the
-// anchored include matches (nil: all) and exclude does not. A non-empty
-// regexp that matches none of the collector's families is an error: it is
-// a typo that would otherwise filter nothing, or everything, in silence
-// (unless the collector names families at run time, which it may match).
-func newFamilyFilter(collector string, include, exclude *regexp.Regexp) (familyFilter, error) {
-	f := familyFilter{off: map[*Family]bool{}, include: anchor(include), exclude: anchor(exclude)}
+// anchored include matches (nil: all) and neither exclude nor extra does.
+// A non-empty regexp that matches none of the collector's families is an
+// error: it is a typo that would otherwise filter nothing, or everything,
+// in silence (unless the collector names families at run time, which it
+// may match).
+func newFamilyFilter(collector string, include, exclude, extra *regexp.Regexp) (familyFilter, error) {
+	f := familyFilter{off: map[*Family]bool{}, include: anchor(include), exclude: anchor(either(exclude, extra))}
+	exclude, extra = anchor(exclude), anchor(extra)
 	var names []string
-	inHit, outHit, runTime := false, false, false
+	inHit, outHit, extraHit, runTime := false, false, false, false
 	for _, fam := range Catalogue() {
 		if fam.Collector != collector {
 			continue
@@ -47,8 +49,10 @@ func newFamilyFilter(collector string, include, exclude *regexp.Regexp) (familyF
 		}
 		short := fam.ShortName()
 		names = append(names, short)
-		kept, dropped := f.keepsName(short), f.exclude != nil && f.exclude.MatchString(short)
-		inHit, outHit = inHit || f.include == nil || f.include.MatchString(short), outHit || dropped
+		kept := f.keepsName(short)
+		inHit = inHit || f.include == nil || f.include.MatchString(short)
+		outHit = outHit || exclude != nil && exclude.MatchString(short)
+		extraHit = extraHit || extra != nil && extra.MatchString(short)
 		if !kept {
 			f.off[fam] = true
 		}
@@ -60,7 +64,7 @@ func newFamilyFilter(collector string, include, exclude *regexp.Regexp) (familyF
 		flag string
 		re   *regexp.Regexp
 		hit  bool
-	}{{"metrics-include", f.include, inHit}, {"metrics-exclude", f.exclude, outHit}} {
+	}{{"metrics-include", f.include, inHit}, {"metrics-exclude", exclude, outHit}, {"metrics-exclude-extra", extra, extraHit}} {
 		if c.re != nil && !c.hit {
 			return familyFilter{}, fmt.Errorf("--collector.%s.%s matches none of the collector's families (%s)",
 				collector, c.flag, strings.Join(names, ", "))
@@ -109,6 +113,21 @@ type deviceFilter struct{ include, exclude *regexp.Regexp }
 
 func newDeviceFilter(include, exclude *regexp.Regexp) deviceFilter {
 	return deviceFilter{include: anchor(include), exclude: anchor(exclude)}
+}
+
+// either is the regexp matching what a or b matches; nil or empty ones
+// are left out.
+func either(a, b *regexp.Regexp) *regexp.Regexp {
+	var alts []string
+	for _, re := range []*regexp.Regexp{a, b} {
+		if re != nil && re.String() != "" {
+			alts = append(alts, "(?:"+re.String()+")")
+		}
+	}
+	if len(alts) == 0 {
+		return nil
+	}
+	return regexp.MustCompile(strings.Join(alts, "|"))
 }
 
 // anchor makes a user's regexp match whole names. An empty regexp stays

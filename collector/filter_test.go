@@ -29,14 +29,14 @@ func TestFamilyShortName(t *testing.T) {
 
 func TestFamilyFilter(t *testing.T) {
 	re := regexp.MustCompile
-	f, err := newFamilyFilter("netdev", nil, re("page_pool_.*"))
+	f, err := newFamilyFilter("netdev", nil, re("page_pool_.*"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !f.keeps(netdevQueueInfo) || f.keeps(netdevPagePoolInflight) || f.keeps(netdevPagePoolAllocs) {
 		t.Error("metrics-exclude page_pool_.* kept a page pool family or dropped queue_info")
 	}
-	f, err = newFamilyFilter("netdev", re("queue_info|page_pool_.*"), re("page_pool_detached"))
+	f, err = newFamilyFilter("netdev", re("queue_info|page_pool_.*"), re("page_pool_detached"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +44,14 @@ func TestFamilyFilter(t *testing.T) {
 		t.Error("include then exclude decided wrong")
 	}
 	// Anchored: "queue" alone names no family.
-	if _, err := newFamilyFilter("netdev", nil, re("queue")); err == nil || !strings.Contains(err.Error(), "--collector.netdev.metrics-exclude") {
+	if _, err := newFamilyFilter("netdev", nil, re("queue"), nil); err == nil || !strings.Contains(err.Error(), "--collector.netdev.metrics-exclude") {
 		t.Errorf("an exclude that matches no family: err %v", err)
 	}
-	if _, err := newFamilyFilter("cpu", re("bogus"), nil); err == nil || !strings.Contains(err.Error(), "--collector.cpu.metrics-include") {
+	if _, err := newFamilyFilter("cpu", re("bogus"), nil, nil); err == nil || !strings.Contains(err.Error(), "--collector.cpu.metrics-include") {
 		t.Errorf("an include that matches no family: err %v", err)
 	}
 	// Untyped ethtool stats are named at run time: any regexp may match.
-	if _, err := newFamilyFilter("nic", nil, re("stat_rx_vport_.*")); err != nil {
+	if _, err := newFamilyFilter("nic", nil, re("stat_rx_vport_.*"), nil); err != nil {
 		t.Error(err)
 	}
 	var zero familyFilter
@@ -116,6 +116,40 @@ func TestValidateFamilyFlags(t *testing.T) {
 	}
 }
 
+// TestMetricsExcludeExtra: --collector.netdev.metrics-exclude-extra adds
+// families to the default exclude without repeating it, and a typo in it
+// is refused even though the default matches families.
+func TestMetricsExcludeExtra(t *testing.T) {
+	app := kingpin.New("test", "")
+	s := AddFlags(app)
+	if _, err := app.Parse([]string{"--collector.netdev.metrics-exclude-extra=queue_info|irq_affinity_info"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.flags["netdev"].filter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Families.keeps(netdevQueueInfo) || f.Families.keeps(netdevIRQAffinity) || f.Families.keeps(netdevPagePoolAllocs) || f.Families.keeps(netdevNapiInfo) {
+		t.Error("queue_info or irq_affinity_info (the extra), page_pool_allocations_total or napi_info (the default) was kept")
+	}
+	if !f.Families.keeps(netdevPagePoolInflight) {
+		t.Error("page_pool_inflight, in neither the default nor the extra, was dropped")
+	}
+	app = kingpin.New("test", "")
+	s = AddFlags(app)
+	if _, err := app.Parse([]string{"--collector.netdev.metrics-exclude-extra=queue"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "--collector.netdev.metrics-exclude-extra matches none") {
+		t.Errorf("an extra exclude that matches no family: err %v", err)
+	}
+	for _, r := range Registrations() {
+		if has := app.GetFlag("collector."+r.Name+".metrics-exclude-extra") != nil; has != (r.MetricsExclude != "") {
+			t.Errorf("collector %s: metrics-exclude-extra %v, default exclude %q", r.Name, has, r.MetricsExclude)
+		}
+	}
+}
+
 // TestEthtoolSumQueues sums the per-queue series of the families
 // sum-queues names into one per device without a queue label, equal to the sum of
 // the per-queue ones, and leaves the other families per queue.
@@ -152,7 +186,7 @@ func TestEthtoolSumQueues(t *testing.T) {
 // excluded, the collector does not ask the kernel for them at all.
 func TestNetdevExcludedDumpNotMade(t *testing.T) {
 	for _, exclude := range []string{"", DefaultNetdevMetricsExclude} {
-		fams, err := newFamilyFilter("netdev", nil, regexp.MustCompile(exclude))
+		fams, err := newFamilyFilter("netdev", nil, regexp.MustCompile(exclude), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/nltest"
 )
 
-// Helpers shared by the fuzz targets (docs/fuzzing.md). Unlike gather they
+// Helpers shared by the fuzz targets (docs/dev/fuzzing.md). Unlike gather they
 // report problems as errors, so a target can decide which ones are bugs.
 
 // collect runs one Update and returns what it sent and its error. A panic

@@ -6,7 +6,7 @@ import (
 )
 
 // Label is what one label name means: the same in every family that has
-// it (docs/metrics-design.md, "Labels identify what is counted").
+// it (docs/dev/metrics-design.md, "Labels identify what is counted").
 type Label struct {
 	Name    string
 	Meaning string

@@ -22,7 +22,7 @@ const (
 	Histogram Type = "histogram"
 )
 
-// Stability is what a family promises its readers (docs/metrics-design.md).
+// Stability is what a family promises its readers (docs/dev/metrics-design.md).
 type Stability string
 
 // The stability levels, as the Kubernetes metrics stability framework

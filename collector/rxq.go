@@ -98,7 +98,7 @@ func init() {
 			mode := f.Flag("mode", "XDP attach mode: native (driver) or generic (skb).").Default("native").Enum("native", "generic")
 			force := f.Flag("force", "Replace an XDP program already attached to a device. Without it the collector refuses such a device.").Bool()
 			checkIfindex := f.Flag("check-ifindex", "Count packets whose ctx->ingress_ifindex is not the device as issues "+
-				`(reason="ifindex_mismatch"), for parity with xdp_rxq_info; costs 0.5-2 ns per packet, and cannot fire `+
+				`(reason="ifindex_mismatch"), for parity with xdp_rxq_info; costs three dependent loads per packet, and cannot fire `+
 				"when the program is attached to one device as here.").Bool()
 			return func(logger *slog.Logger, shared Shared) (Collector, error) {
 				if *observe {

@@ -31,7 +31,7 @@ func init() {
 		Flags: func(f *FlagSet) Builder {
 			xmit := f.Flag("xmit",
 				"Also count bulk transmits: xdp:xdp_devmap_xmit, xdp:xdp_bulk_tx, xdp:xdp_cpumap_enqueue and xdp:xdp_cpumap_kthread (packets, drops, bulk sizes). "+
-					"Costs a tracepoint program run per 8 to 16 forwarded frames, about 2% of a core forwarding 6 Mpps (docs/performance.md).").
+					"Costs a tracepoint program run per 8 to 16 forwarded frames (docs/performance.md has the measured cost).").
 				Default("false").Bool()
 			success := f.Flag("redirect-success",
 				"Also count successful redirects (xdp:xdp_redirect). Costs a tracepoint program run per redirected packet.").

@@ -17,7 +17,7 @@ import (
 //
 //	go run ./dashboards/cmd/gen -config my-thresholds.yaml -out /tmp/rules
 //
-// The seed figures quoted below come from the XDP paper's benchmark notes
+// The benchmark notes' figures quoted below come from the XDP paper's benchmark notes
 // (the benchmark notes behind the XDP paper, CoNEXT 2018: mlx5 ConnectX-5,
 // Xeon E5-1650 v4).
 type Config struct {
@@ -26,7 +26,7 @@ type Config struct {
 	RunbookURL string `yaml:"runbook_url"`
 	// Selector selects the exporter's series in every rule, as node-mixin's
 	// nodeExporterSelector does: job="xdp" by default, the job of every
-	// scrape configuration in deploy/ and the README's. Exact, so that an
+	// scrape configuration in deploy/ and the tutorial's. Exact, so that an
 	// unrelated job (xdp-lb, xdpfilter-probe) is not read as the
 	// exporter's. The exporter-down alert watches up{Selector}.
 	Selector string `yaml:"selector"`
@@ -87,7 +87,7 @@ type Config struct {
 }
 
 // GlobalConfig: the alerts of the global tier, which need more than one
-// host's series. A device with the seed's signature (NICDropsWhileIdle's
+// host's series. A device with the benchmark notes' signature (NICDropsWhileIdle's
 // thresholds, read from the edge's recorded series) is one host's problem
 // until FleetWideDrops.MinShare of its job's hosts, and at least
 // FleetWideDrops.MinHosts, show it: then the drops are fleet-wide (an
@@ -154,7 +154,7 @@ type LabConfig struct {
 // NICDropsConfig: the NIC drops for lack of host resources while the RX
 // CPUs still have idle time, i.e. the host cannot take packets off the
 // wire fast enough although the CPUs could process them: PCIe (or
-// memory/DDIO) bottleneck. Seed: rx_discards_phy 13,760,980/s of
+// memory/DDIO) bottleneck. Benchmark notes: rx_discards_phy 13,760,980/s of
 // rx_packets_phy 88,049,446/s (15.6%) with the six RX CPUs 37-40% idle.
 type NICDropsConfig struct {
 	MinDiscards  float64 `yaml:"min_discards_per_second"`
@@ -165,8 +165,8 @@ type NICDropsConfig struct {
 }
 
 // OutOfBufferConfig: the NIC had no RX descriptor posted (the driver did
-// not refill the ring in time). Seed XDP_REDIRECT: rx_out_of_buffer
-// 43,246,222/s of 88,243,138/s (49%); seed XDP_DROP: 93,624/s (0.1%), which
+// not refill the ring in time). Benchmark notes, XDP_REDIRECT: rx_out_of_buffer
+// 43,246,222/s of 88,243,138/s (49%); benchmark notes, XDP_DROP: 93,624/s (0.1%), which
 // must stay quiet.
 type OutOfBufferConfig struct {
 	MinDrops float64 `yaml:"min_drops_per_second"`
@@ -177,8 +177,8 @@ type OutOfBufferConfig struct {
 
 // PageCacheConfig: page allocations miss the driver's page cache (mlx5
 // rx_cache_empty vs rx_cache_reuse) or the page_pool fast path (slow vs
-// fast allocations). Seed XDP_REDIRECT: rx_cache_empty 30,362,207/s and no
-// reuse; seed XDP_DROP: rx_cache_reuse 74,194,562/s and no empty.
+// fast allocations). Benchmark notes, XDP_REDIRECT: rx_cache_empty 30,362,207/s and no
+// reuse; benchmark notes, XDP_DROP: rx_cache_reuse 74,194,562/s and no empty.
 type PageCacheConfig struct {
 	MinSlow  float64 `yaml:"min_slow_allocations_per_second"`
 	MinRatio float64 `yaml:"min_slow_ratio"`
@@ -188,7 +188,7 @@ type PageCacheConfig struct {
 
 // PCIeConfig: mlx5 outbound_pci_stalled_rd/wr is the percent of the last
 // second the NIC could not issue PCIe transactions for lack of credits;
-// the driver's own *_events counter counts seconds above 30%. Seed: a
+// the driver's own *_events counter counts seconds above 30%. Benchmark notes: a
 // saturated XDP_DROP run showed outbound_pci_stalled_wr 4 (4%), quiet.
 type PCIeConfig struct {
 	MaxAvgRatio       float64 `yaml:"max_avg_stalled_ratio"`          // averaged over Window
@@ -200,7 +200,7 @@ type PCIeConfig struct {
 
 // CacheMissConfig: last-level cache misses per reference on an RX CPU.
 // With DDIO, packet data should be in LLC; misses mean the RX rings hold
-// more memory than DDIO's share of LLC. Seed XDP_DROP --read, RXQ=4, ring
+// more memory than DDIO's share of LLC. Benchmark notes, XDP_DROP --read, RXQ=4, ring
 // 1024: CPU 3 at 21.4% (IPC 1.54), CPU 0 at 0.42% (IPC 2.79); XDP_TX with
 // ring 256 stayed below 1.4% up to 6 queues.
 type CacheMissConfig struct {
@@ -212,8 +212,8 @@ type CacheMissConfig struct {
 
 // RSSConfig: one RX queue of a device receives more than MaxOverMean
 // times the mean of the device's busy queues (at least MinQueuePackets/s).
-// Seed 002: five queues at 180 kpps and one at 907 kpps, 3.0x the mean;
-// the balanced six-queue runs of seed 000 are within 1.01x. The RXQ=4
+// The i40e RSS example: five queues at 180 kpps and one at 907 kpps, 3.0x the mean;
+// the balanced six-queue runs of the paper's mlx5 runs are within 1.01x. The RXQ=4
 // XDP_DROP --read run (queues at 21.6, 21.6, 12.7, 12.3 Mpps, 1.27x) is
 // DDIO cache misses slowing two CPUs, not RSS: it must stay quiet here
 // and fire XDPDDIOCacheMissHigh.
@@ -243,7 +243,7 @@ type PauseConfig struct {
 // QueuesShareCPUConfig: one CPU processes MinQueues or more busy RX queues
 // of a device (each above MinQueuePackets/s) while the host has at least
 // as many CPUs as the device has busy queues, so the sharing is an IRQ
-// affinity choice, not a shortage. Seed 002: queues 0, 1, 3, 4, 5 all on
+// affinity choice, not a shortage. The i40e RSS example: queues 0, 1, 3, 4, 5 all on
 // CPU 0 while queue 2 has CPU 2 to itself.
 type QueuesShareCPUConfig struct {
 	MinQueues       int     `yaml:"min_queues"`
@@ -270,7 +270,7 @@ type EventConfig struct {
 
 // NAPIConfig: most NAPI polls use their whole budget and a real share of
 // them runs from ksoftirqd, i.e. softirq processing was deferred to the
-// scheduler: overload. Seed napi_monitor: 81% of polls exhausted the
+// scheduler: overload. Benchmark notes, napi_monitor: 81% of polls exhausted the
 // budget of 64 but only 0.96% ran in ksoftirqd: busy, not overloaded.
 type NAPIConfig struct {
 	MinExhaustedRatio float64 `yaml:"min_budget_exhausted_ratio"`
@@ -383,16 +383,16 @@ func DefaultConfig() Config {
 		Selector:     `job="xdp"`,
 		ClusterLabel: "cluster",
 		RXCPU:        RXCPUConfig{MinPackets: 1000, MinSoftirqRatio: 0.05},
-		// 1% of the port's packets and 10k/s: the seed's PCIe case is 15.6%;
+		// 1% of the port's packets and 10k/s: the benchmark notes' PCIe case is 15.6%;
 		// idle above 20% leaves no doubt the CPUs are not the limit.
 		NICDropsWhileIdle: NICDropsConfig{MinDiscards: 10000, MinRatio: 0.01, MinIdleRatio: 0.2, For: "5m", Severity: "warning"},
-		// 1%: the seed's healthy XDP_DROP run loses 0.1%, the REDIRECT run 49%.
+		// 1%: the benchmark notes' healthy XDP_DROP run loses 0.1%, the REDIRECT run 49%.
 		RxOutOfBuffer: OutOfBufferConfig{MinDrops: 10000, MinRatio: 0.01, For: "5m", Severity: "warning"},
 		// Half the allocations missing the recycle path.
 		PageCacheStarved: PageCacheConfig{MinSlow: 10000, MinRatio: 0.5, For: "10m", Severity: "warning"},
 		// 30% is where mlx5 itself counts a stalled second.
 		PCIeStalled: PCIeConfig{MaxAvgRatio: 0.3, MaxStalledSeconds: 0.5, Window: "5m", For: "5m", Severity: "warning"},
-		// 10%: the seed's XDP_TX ring-1024 run lost throughput from 11.8% on.
+		// 10%: the benchmark notes' XDP_TX ring-1024 run lost throughput from 11.8% on.
 		DDIOCacheMiss: CacheMissConfig{MaxRatio: 0.1, MinReferences: 1e6, For: "10m", Severity: "warning"},
 		// The measured DDIO alert: the share of the device's full-line
 		// writes that missed the LLC (uncore CHA), above MaxRatio while at
@@ -400,7 +400,7 @@ func DefaultConfig() Config {
 		// a starting point, not a measured edge: with DDIO working, RX
 		// writes allocate in the LLC and nearly all hit.
 		DDIOWriteMiss: CacheMissConfig{MaxRatio: 0.2, MinReferences: 1e6, For: "10m", Severity: "warning"},
-		// 1.5x: above the DDIO run's 1.27x, well below seed 002's 3.0x.
+		// 1.5x: above the DDIO run's 1.27x, well below the i40e RSS example's 3.0x.
 		RSSImbalance:      RSSConfig{MaxOverMean: 1.5, UnevenTableWeight: 1.5, MinQueues: 2, MinQueuePackets: 1000, For: "15m", Severity: "warning"},
 		RXQueuesShareCPU:  QueuesShareCPUConfig{MinQueues: 2, MinQueuePackets: 1000, For: "15m", Severity: "warning"},
 		ExporterDown:      ExporterDownConfig{For: "5m", Severity: "warning"},

@@ -209,10 +209,10 @@ func TestQueriesValidPromQL(t *testing.T) {
 	}
 }
 
-// TestExemptionsDocumented: every exempt panel exists and docs/dashboards.md
+// TestExemptionsDocumented: every exempt panel exists and docs/panels.md
 // names it.
 func TestExemptionsDocumented(t *testing.T) {
-	doc, err := os.ReadFile("../docs/dashboards.md")
+	doc, err := os.ReadFile("../docs/panels.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestExemptionsDocumented(t *testing.T) {
 			t.Errorf("exempt panel %q not in %q", e.Panel, e.Dashboard)
 		}
 		if !bytes.Contains(doc, []byte(e.Panel)) {
-			t.Errorf("docs/dashboards.md does not mention exempt panel %q", e.Panel)
+			t.Errorf("docs/panels.md does not mention exempt panel %q", e.Panel)
 		}
 	}
 }
@@ -245,10 +245,10 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-// TestPanelDocsCommitted: docs/dashboards.md has a paragraph for every
+// TestPanelDocsCommitted: docs/panels.md has a paragraph for every
 // panel, as the generator writes it (go generate ./dashboards).
 func TestPanelDocsCommitted(t *testing.T) {
-	doc, err := os.ReadFile("../docs/dashboards.md")
+	doc, err := os.ReadFile("../docs/panels.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func TestPanelDocsCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want != string(doc) {
-		t.Error("docs/dashboards.md's panel section differs from the generator's: run go generate ./dashboards")
+		t.Error("docs/panels.md's panel section differs from the generator's: run go generate ./dashboards")
 	}
 	for _, b := range boards(DefaultConfig()) {
 		for _, r := range b.rows {

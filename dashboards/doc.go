@@ -8,4 +8,4 @@
 // docs/runbook.md.
 package dashboards
 
-//go:generate go run ./cmd/gen -out . -docs ../docs/dashboards.md -packages ..
+//go:generate go run ./cmd/gen -out . -docs ../docs/panels.md -packages ..

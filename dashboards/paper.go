@@ -44,7 +44,7 @@ func rxCPUs(r recorded, series string) string {
 	return series + "{" + selInst + "} and on (cluster, job, instance, cpu) " + r.rxCPU() + "{" + selInst + "}"
 }
 
-// csvTable renders a seed table as TestData CSV content; NaN cells are
+// csvTable renders a paper table as TestData CSV content; NaN cells are
 // left empty (the paper has no point there). scale divides every value
 // but the first column (pps -> Mpps).
 func csvTable(header []string, rows [][]float64, scale float64) string {

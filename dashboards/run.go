@@ -56,14 +56,14 @@ func runBoard(cfg Config) board {
 				{
 					title: "RX queue x CPU: which CPU serves which queue",
 					description: "xdp_rxq_info's RXQ:CPU rows as a table: packets/s of each RX queue on each CPU, with the queue's NAPI id, IRQ (xdp_netdev_queue_info, where the driver reports them) and the CPUs its IRQ runs on (xdp_netdev_irq_affinity_info). " +
-						"Several busy queues on one CPU while other CPUs idle is seed 002's RSS/IRQ-affinity imbalance.",
+						"Several busy queues on one CPU while other CPUs idle is the i40e RSS example's RSS/IRQ-affinity imbalance.",
 					kind: kindTable, unit: "pps", width: 12, runbook: AlertRXQueuesShareCPU,
 					targets: []target{{refID: "A", instant: true, expr: recDev(rec.queueCPUIRQ())},
 						{refID: "B", instant: true, expr: "xdp_netdev_irq_affinity_info{" + selInstDev + "}", exempt: "IRQ affinity: veth has no IRQ"}},
 				},
 				{
 					title: "RSS imbalance: busiest RX queue / mean, and busy queues per CPU",
-					description: "The busiest RX queue's packet rate over the mean of the busy queues (above 1 kpps): 1 is even, seed 002's five queues at 180 kpps and one at 907 kpps is 3.0. " +
+					description: "The busiest RX queue's packet rate over the mean of the busy queues (above 1 kpps): 1 is even, the i40e RSS example's five queues at 180 kpps and one at 907 kpps is 3.0. " +
 						"Counted by the rxq collector where it runs, else by the NIC's per-queue counters (netdev qstats, ethtool -S): the legend names the source. And the number of busy queues each CPU serves.",
 					unit: "short", min: &f0, runbook: AlertRSSImbalance,
 					targets: []target{
@@ -248,7 +248,7 @@ func runBoard(cfg Config) board {
 				},
 				{
 					title:       "Channels, rings and private flags",
-					description: "What the seed's experiments change: channels (ethtool -l), ring sizes (ethtool -g) and driver private flags such as mlx5 rx_cqe_compress (ethtool --show-priv-flags). The value is the count, the descriptors, or 1/0 for a flag.",
+					description: "What the benchmark notes' experiments change: channels (ethtool -l), ring sizes (ethtool -g) and driver private flags such as mlx5 rx_cqe_compress (ethtool --show-priv-flags). The value is the count, the descriptors, or 1/0 for a flag.",
 					kind:        kindTable, width: 12, height: 10,
 					targets: []target{{refID: "A", instant: true, expr: `{__name__=~"xdp_nic_(channels|ring_descriptors|private_flag_enabled)",` + selInstDev + `}`}},
 				},
@@ -294,7 +294,7 @@ func runBoard(cfg Config) board {
 				{
 					title: "Interrupts and packets per interrupt per RX queue",
 					description: "Interrupts/s of each RX queue's MSI-X vector (/proc/interrupts) and the queue's packets per interrupt: what coalescing buys. " +
-						"Seed 000 (mlx5, XDP_DROP): about 245,000 interrupts/s per CPU at 12.4 Mpps, some 50 packets per interrupt.",
+						"The paper's mlx5 runs (mlx5, XDP_DROP): about 245,000 interrupts/s per CPU at 12.4 Mpps, some 50 packets per interrupt.",
 					unit: "ops", min: &f0, exempt: exemptIRQ,
 					targets: []target{
 						{refID: "A", expr: recDev(rec.queueInterrupts()), legend: "{{device}} queue {{queue}} interrupts/s"},

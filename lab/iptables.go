@@ -7,7 +7,7 @@ import (
 	"github.com/coreos/go-iptables/iptables"
 )
 
-// rawDropRule is the Linux baseline of the seed (`iptables -t raw -I
+// rawDropRule is the Linux baseline of the benchmark notes (`iptables -t raw -I
 // PREROUTING -p udp --dport 9:19 -j DROP`), limited to the DUT and tagged
 // with the lab's namespace so Down can find it after a crash.
 func (lb Lab) rawDropRule() []string {

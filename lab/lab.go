@@ -38,7 +38,7 @@ type Lab struct {
 	Net uint8
 }
 
-// Default is the lab of `xdp-lab up`, which the README's commands use.
+// Default is the lab of `xdp-lab up`, which the tutorial's commands use (docs/tutorial.md).
 func Default() Lab {
 	return Lab{Namespace: "xdp-lab", DUT: "xlab0", Gen: "xlab0g", Egress: "xlab1", Sink: "xlab1g"}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/lab/paper"
 )
 
-// The seed's matplotlib rcParams: grey panel, white grid, this colour cycle
+// The benchmark notes' matplotlib rcParams: grey panel, white grid, this colour cycle
 // and the markers o, s, ^, x.
 var (
 	panelGrey = color.RGBA{0xE6, 0xE6, 0xE6, 0xff}

@@ -27,7 +27,7 @@ type Scenario string
 
 // The paper's scenarios, plus two without XDP: the Linux baseline, frames
 // dropped by iptables in the raw table (`iptables -t raw -j DROP`) as the
-// seed did, and the whole receive path, frames delivered to the DUT's UDP
+// benchmark notes did, and the whole receive path, frames delivered to the DUT's UDP
 // port 9, where no socket listens, and dropped there.
 const (
 	Drop     Scenario = "drop"

@@ -144,7 +144,7 @@ func writeCSV(path string, rows [][]string) error {
 	return f.Close()
 }
 
-// Tables renders the results in the seed's Markdown table style.
+// Tables renders the results in the benchmark notes' Markdown table style.
 func (r SweepResult) Tables() string {
 	var b strings.Builder
 	b.WriteString("| RXQs | XDP_DROP | XDP_REDIRECT | XDP_TX | Linux (raw) |\n|---|---|---|---|---|\n")

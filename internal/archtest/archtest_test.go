@@ -1,4 +1,4 @@
-// Package archtest holds the layering of docs/architecture.md to the tree:
+// Package archtest holds the layering of docs/dev/architecture.md to the tree:
 // what may import what, the size of collector/, and the length of
 // functions.
 package archtest
@@ -73,9 +73,11 @@ var frameworkFiles = []string{"collector.go", "scrape.go", "metric.go", "filter.
 // deadline, filters applied before series are built, one link dump per
 // scrape and the catalogue METRICS.md is rendered from, with each family's
 // stability level and METRICS.md's explanation beside its HELP (1.0's
-// interface, about 40 lines, hence 1,200 from 1,100). Growing past it is a
-// reason to simplify, not to move code out of collector/.
-const frameworkLimit = 1200
+// interface, about 40 lines, hence 1,200 from 1,100), and
+// --collector.NAME.metrics-exclude-extra, which adds to a long default
+// exclude without repeating it (about 20 lines, hence 1,230). Growing past
+// it is a reason to simplify, not to move code out of collector/.
+const frameworkLimit = 1230
 
 // TestCollectorSize holds collector/ to small files, each collector's
 // own or the framework's, and the framework to frameworkLimit lines.

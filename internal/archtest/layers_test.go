@@ -12,7 +12,7 @@ import (
 // module is the import path every package of the tree starts with.
 const module = "github.com/xdp-exporter/xdp_exporter"
 
-// Role is the part a package plays in the tree (docs/architecture.md).
+// Role is the part a package plays in the tree (docs/dev/architecture.md).
 type Role string
 
 const (

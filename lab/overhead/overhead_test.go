@@ -182,7 +182,7 @@ func measure(b *testing.B, rig *Rig, variants []Variant, cfg Config, unit string
 // BenchmarkDropOverhead is the throughput A/B of the drop collector on
 // the Linux-drop path, where every frame is an skb the kernel frees as
 // dropped: no XDP program, GRO on the DUT (veth runs NAPI without XDP only
-// with it), and the seed's raw-table rule dropping every frame in
+// with it), and the benchmark notes' raw-table rule dropping every frame in
 // PREROUTING, so skb:kfree_skb fires once per frame (reason
 // NETFILTER_DROP). Beside the bare path: the control, the exporter's
 // default set, the default set with the drop collector, and an empty

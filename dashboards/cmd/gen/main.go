@@ -17,7 +17,7 @@ import (
 func main() {
 	config := flag.String("config", "", "YAML file overriding thresholds of dashboards.DefaultConfig (see dashboards/config.go)")
 	out := flag.String("out", ".", "directory to write the dashboards (*.json) and rules (rules/*.yml) to")
-	docs := flag.String("docs", "", "docs/dashboards.md to rewrite the per-panel section of")
+	docs := flag.String("docs", "", "docs/panels.md to rewrite the per-panel section of")
 	packages := flag.String("packages", "", "repository root to write the Helm chart's and the mixin's copies of the rules and dashboards, and the fleet's example Prometheus configurations (deploy/prometheus/edge.yml, global.yml), under")
 	flag.Parse()
 	if err := run(*config, *out, *docs, *packages); err != nil {

@@ -200,7 +200,7 @@ xdp_nic_channels{device="eth0",channel="combined"} 8
 	}
 }
 
-// TestNICViewSignals: the NIC view's line per device has the seed's
+// TestNICViewSignals: the NIC view's line per device has the benchmark notes'
 // port load, its drops for lack of host resources by counter and their
 // share, and the allocation failures, each with its source.
 func TestNICViewSignals(t *testing.T) {

@@ -8,16 +8,16 @@ import (
 	"testing"
 )
 
-// TestReadmeLayout fails when a directory with Go code is in no row of
-// the README's layout table, itself or through a parent row.
-func TestReadmeLayout(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+// TestContributingLayout fails when a directory with Go code is in no row
+// of CONTRIBUTING.md's layout table, itself or through a parent row.
+func TestContributingLayout(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(root, "CONTRIBUTING.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, layout, ok := strings.Cut(string(readme), "## Layout")
 	if !ok {
-		t.Fatal("README.md has no Layout section")
+		t.Fatal("CONTRIBUTING.md has no Layout section")
 	}
 	layout, _, _ = strings.Cut(layout, "\n## ")
 	listed := func(dir string) bool {
@@ -44,7 +44,7 @@ func TestReadmeLayout(t *testing.T) {
 			return err
 		}
 		if dir != "." && !listed(dir) {
-			t.Errorf("%s/ holds Go code and no row of the README's layout table names it", dir)
+			t.Errorf("%s/ holds Go code and no row of CONTRIBUTING.md's layout table names it", dir)
 		}
 		return nil
 	})
