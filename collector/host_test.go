@@ -29,6 +29,7 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/netdev"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/pci/pcitest"
 	"github.com/xdp-exporter/xdp_exporter/internal/kernel/rtnl"
+	"github.com/xdp-exporter/xdp_exporter/internal/mdsection"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/exportertest"
 	"github.com/xdp-exporter/xdp_exporter/internal/testkit/testenv"
 )
@@ -546,11 +547,10 @@ func checkSeriesDoc(t *testing.T, cols []string, got, wide hostCount) {
 		t.Fatal(err)
 	}
 	text := string(doc)
-	i, j := strings.Index(text, seriesDocBegin), strings.Index(text, seriesDocEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no %q ... %q section", seriesDoc, strings.TrimSpace(seriesDocBegin), strings.TrimSpace(seriesDocEnd))
+	want, err := mdsection.Replace(text, seriesDocBegin, seriesDocEnd, "\n"+b.String()+"\n")
+	if err != nil {
+		t.Fatalf("%s: %v", seriesDoc, err)
 	}
-	want := text[:i+len(seriesDocBegin)] + "\n" + b.String() + "\n" + text[j:]
 	if testenv.Recording() {
 		if err := os.WriteFile(seriesDoc, []byte(want), 0o644); err != nil {
 			t.Fatal(err)

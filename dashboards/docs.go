@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/xdp-exporter/xdp_exporter/collector"
+	"github.com/xdp-exporter/xdp_exporter/internal/mdsection"
 )
 
 // seriesRef finds what an expression reads: exporter families (or the
@@ -204,13 +205,9 @@ const (
 
 // WithPanelDocs replaces the generated section of a docs/panels.md.
 func WithPanelDocs(doc string) (string, error) {
-	i, j := strings.Index(doc, PanelDocsBegin), strings.Index(doc, PanelDocsEnd)
-	if i < 0 || j < i {
-		return "", fmt.Errorf("no %q ... %q section", strings.TrimSpace(PanelDocsBegin), strings.TrimSpace(PanelDocsEnd))
-	}
 	panels, err := PanelDocs()
 	if err != nil {
 		return "", err
 	}
-	return doc[:i+len(PanelDocsBegin)] + "\n" + panels + "\n" + doc[j:], nil
+	return mdsection.Replace(doc, PanelDocsBegin, PanelDocsEnd, "\n"+panels+"\n")
 }

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/xdp-exporter/xdp_exporter/internal/mdsection"
 	"github.com/xdp-exporter/xdp_exporter/kernelmatrix/internal/vm"
 )
 
@@ -66,12 +67,7 @@ func Save(path string, results map[string]Support) error {
 // Rewrite is doc with the text between its support table's markers
 // replaced by the table of results.
 func Rewrite(doc string, results map[string]Support) (string, error) {
-	before, rest, ok1 := strings.Cut(doc, tableBegin+"\n")
-	_, after, ok2 := strings.Cut(rest, tableEnd)
-	if !ok1 || !ok2 {
-		return "", errors.New("no " + tableBegin + " ... " + tableEnd + " section")
-	}
-	return before + tableBegin + "\n" + Table(results) + tableEnd + after, nil
+	return mdsection.Replace(doc, tableBegin+"\n", tableEnd, Table(results))
 }
 
 // Table renders what the default exporter reported on each kernel
