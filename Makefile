@@ -1,6 +1,6 @@
 GO ?= go
 
-.PHONY: all build release image test check test-kernels fuzz deps generate check-generated lint
+.PHONY: all build release image test test-methods check test-kernels fuzz deps generate check-generated lint
 
 all: build
 
@@ -45,9 +45,18 @@ deps:
 # unless XDP_EXPORTER_REQUIRE_PRIVILEGED=1 (CI) turns the skip into a failure.
 # Packages run one at a time (-p 1): the end-to-end test compares
 # Prometheus' rates with the generator's within 5%, which another package's
-# traffic test on the same two CPUs would disturb.
+# traffic test on the same two CPUs would disturb. Then the tests that
+# send traffic again with each other method of the traffic generator the
+# kernel allows (test-methods).
 test: deps
 	$(GO) test -p 1 -count=1 -timeout 45m ./...
+	GO=$(GO) ./scripts/test-methods
+
+# The tests that send traffic, with each method of the traffic generator
+# (live frames, the devmap broadcast, AF_PACKET) that the kernel allows
+# besides the one it picks by itself (scripts/test-methods).
+test-methods:
+	GO=$(GO) ./scripts/test-methods
 
 # What needs neither root nor QEMU, for a contributor's first minute:
 # the tests that need root (netns, veth, BPF, the kernel matrix, the

@@ -221,7 +221,7 @@ func (r SweepResult) figures() ([]figure, error) {
 	}
 	var figs []figure
 	for _, s := range specs {
-		box, err := newTile(s.title+": this box", s.x, s.y, s.integerX, s.low, s.ymax, s.box)
+		box, err := newTile(s.title+": this box, "+string(r.Method.Method)+" generator", s.x, s.y, s.integerX, s.low, s.ymax, s.box)
 		if err != nil {
 			return nil, err
 		}

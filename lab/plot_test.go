@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
 
 // sweepFixture is a sweep of this lab's size: two cores, veth rates.
@@ -20,6 +22,7 @@ func sweepFixture() SweepResult {
 			{OfferedPPS: 50_000, Busy: map[Scenario]float64{Drop: 12, Linux: 30}},
 			{OfferedPPS: 200_000, Busy: map[Scenario]float64{Drop: 45, Linux: 100}},
 		},
+		Method: trafficgen.Choice{Method: trafficgen.Broadcast, Reason: "the fastest method this kernel allows"},
 	}
 }
 
@@ -59,6 +62,9 @@ func TestFigures(t *testing.T) {
 					t.Errorf("%s tile %d: legend %q", f.name, i, l)
 				}
 			}
+		}
+		if want := "broadcast generator"; !strings.HasSuffix(f.tiles[0].plot.Title.Text, want) {
+			t.Errorf("%s: this box's tile titled %q, want it to name the %s", f.name, f.tiles[0].plot.Title.Text, want)
 		}
 		if !strings.HasSuffix(f.tiles[1].plot.Title.Text, paperLabel) {
 			t.Errorf("%s: paper tile titled %q", f.name, f.tiles[1].plot.Title.Text)

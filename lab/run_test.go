@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +48,48 @@ func TestRunExact(t *testing.T) {
 			// short of it.
 			if res.Sent < n || res.Received != res.Sent {
 				t.Fatalf("sent %d (asked %d), DUT received %d", res.Sent, n, res.Received)
+			}
+			if res.Method.Method == "" || res.Method.Reason == "" {
+				t.Fatalf("the result names no generator method: %+v", res.Method)
+			}
+		})
+	}
+}
+
+// TestRunNamesMethod runs the drop scenario with every generator method
+// forced in turn: a run with a method the kernel takes says it on its
+// first line (and, for AF_PACKET, that its rates are the sender's) and
+// counts exactly; one the kernel refuses fails before sending, with the
+// kernel's answer and the methods that work.
+func TestRunNamesMethod(t *testing.T) {
+	lb := upForTest(t, 1)
+	g, err := trafficgen.New()
+	testenv.Check(t, err, "loading the traffic generator")
+	defer g.Close()
+	for _, m := range trafficgen.Methods {
+		t.Run(string(m), func(t *testing.T) {
+			_, refused := g.Choose(m)
+			var progress strings.Builder
+			res, err := lb.Run(context.Background(), RunConfig{Scenario: Drop, Queues: 1, Count: 20_000,
+				Size: trafficgen.MinFrameSize, Attach: lb.AttachRxq, Method: m, Progress: &progress})
+			if refused != nil {
+				if err == nil || !strings.Contains(err.Error(), "methods that work here") || res.Sent != 0 {
+					t.Fatalf("forced %s, which the kernel refuses (%v): run sent %d, %v", m, refused, res.Sent, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := strings.Cut(progress.String(), "\n")
+			if want := "generator: " + string(m) + ": asked for"; first != want {
+				t.Errorf("first line %q, want %q", first, want)
+			}
+			if slow := strings.Contains(progress.String(), SlowWarning); slow != (m == trafficgen.Packet) {
+				t.Errorf("%s: slow warning printed: %v\n%s", m, slow, progress.String())
+			}
+			if res.Sent != 20_000 || res.Received != res.Sent || res.Method.Method != m {
+				t.Fatalf("sent %d, received %d, method %v", res.Sent, res.Received, res.Method)
 			}
 		})
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
 
 // SweepConfig describes the paper's experiments in miniature.
@@ -24,6 +26,9 @@ type SweepConfig struct {
 	OutDir string
 	Attach AttachFunc
 	Log    io.Writer
+	// Method forces the generator's method; empty: the fastest the
+	// kernel allows.
+	Method trafficgen.Method
 }
 
 // ScalingRow is one line of the "Mpps vs cores" tables.
@@ -43,6 +48,8 @@ type SweepResult struct {
 	Scaling []ScalingRow
 	Load    []LoadRow
 	Files   []string
+	// Method is the generator's method, the same for every point.
+	Method trafficgen.Choice
 }
 
 // scalingScenarios are measured at every queue count.
@@ -57,9 +64,18 @@ func (lb Lab) Sweep(ctx context.Context, cfg SweepConfig) (SweepResult, error) {
 		return res, fmt.Errorf("no queues to sweep (lab queues %d, CPUs %d)", cfg.MaxQueues, runtime.NumCPU())
 	}
 	run := func(sc Scenario, q int, rate float64) (Result, error) {
-		r, err := lb.Run(ctx, RunConfig{Scenario: sc, Queues: q, Size: cfg.Size, Rate: rate, Duration: cfg.Duration, Attach: cfg.Attach})
+		r, err := lb.Run(ctx, RunConfig{Scenario: sc, Queues: q, Size: cfg.Size, Rate: rate, Duration: cfg.Duration, Attach: cfg.Attach, Method: cfg.Method})
 		if err != nil {
 			return r, fmt.Errorf("%s with %d queues: %w", sc, q, err)
+		}
+		if res.Method.Method == "" {
+			res.Method = r.Method
+			if cfg.Log != nil {
+				fmt.Fprintf(cfg.Log, "generator: %s\n", r.Method)
+				if r.Method.Slow() {
+					fmt.Fprintf(cfg.Log, "generator: %s\n", SlowWarning)
+				}
+			}
 		}
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "%-8s queues %d offered %12s: received %12s pps, RX CPUs %%soft %5.1f\n",
@@ -107,15 +123,16 @@ func rateName(r float64) string {
 }
 
 func (r SweepResult) write(dir string) ([]string, error) {
-	scaling := [][]string{{"rxqs", "xdp_drop_pps", "xdp_redirect_pps", "xdp_tx_pps", "linux_raw_drop_pps"}}
+	m := string(r.Method.Method)
+	scaling := [][]string{{"rxqs", "xdp_drop_pps", "xdp_redirect_pps", "xdp_tx_pps", "linux_raw_drop_pps", "generator"}}
 	for _, row := range r.Scaling {
 		scaling = append(scaling, []string{strconv.Itoa(row.Queues),
-			f0(row.PPS[Drop]), f0(row.PPS[Redirect]), f0(row.PPS[TX]), f0(row.PPS[Linux])})
+			f0(row.PPS[Drop]), f0(row.PPS[Redirect]), f0(row.PPS[TX]), f0(row.PPS[Linux]), m})
 	}
-	load := [][]string{{"offered_mpps", "xdp_cpu_pct", "linux_cpu_pct"}}
+	load := [][]string{{"offered_mpps", "xdp_cpu_pct", "linux_cpu_pct", "generator"}}
 	for _, row := range r.Load {
 		load = append(load, []string{fmt.Sprintf("%.3f", row.OfferedPPS/1e6),
-			fmt.Sprintf("%.1f", row.Busy[Drop]), fmt.Sprintf("%.1f", row.Busy[Linux])})
+			fmt.Sprintf("%.1f", row.Busy[Drop]), fmt.Sprintf("%.1f", row.Busy[Linux]), m})
 	}
 	var files []string
 	for name, rows := range map[string][][]string{"scaling.csv": scaling, "cpu-load.csv": load} {
@@ -147,6 +164,7 @@ func writeCSV(path string, rows [][]string) error {
 // Tables renders the results in the benchmark notes' Markdown table style.
 func (r SweepResult) Tables() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "generator: %s\n\n", r.Method)
 	b.WriteString("| RXQs | XDP_DROP | XDP_REDIRECT | XDP_TX | Linux (raw) |\n|---|---|---|---|---|\n")
 	for _, row := range r.Scaling {
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", row.Queues,

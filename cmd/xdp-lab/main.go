@@ -1,7 +1,8 @@
 // Command xdp-lab is the XDP benchmark bench on veth: it builds a namespace
 // and veth pairs (up/down), drives traffic with the kernel's live-frame
-// generator against the exporter's own rxq program (run), and runs the XDP
-// paper's experiments in miniature (sweep).
+// generator against the exporter's own rxq program (run), runs the XDP
+// paper's experiments in miniature (sweep), and says which ways of sending
+// frames the kernel allows (methods).
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/xdp-exporter/xdp_exporter/lab"
+	"github.com/xdp-exporter/xdp_exporter/lab/trafficgen"
 )
 
 func main() {
@@ -51,6 +53,13 @@ func run(args []string, out io.Writer) error {
 	sweepLoads := sweep.Flag("loads", "Offered loads for the CPU-usage figure, as fractions of the single-queue XDP_DROP maximum.").Default("0.1,0.25,0.5,0.75,1").String()
 	sweepOut := sweep.Flag("out", "Directory for the CSV files and figures.").Default("xdp-lab-results").String()
 
+	methodHelp := "How the generator sends: auto (the fastest the kernel allows), live (BPF_PROG_RUN live frames), broadcast (a devmap broadcast loop, for kernels that refuse live frames) or packet (AF_PACKET, slow). Overrides $" + trafficgen.MethodEnv + "."
+	runMethod := runCmd.Flag("method", methodHelp).Default("auto").Enum("auto", "live", "broadcast", "packet")
+	sweepMethod := sweep.Flag("method", methodHelp).Default("auto").Enum("auto", "live", "broadcast", "packet")
+
+	methods := app.Command("methods", "Which of the generator's methods this kernel allows, and the one auto takes.")
+	methodsOthers := methods.Flag("others", "Print only the names of the methods the kernel allows besides the one auto takes, one a line (for scripts).").Bool()
+
 	cmd, err := app.Parse(args)
 	if err != nil {
 		return fmt.Errorf("%w (try --help)", err)
@@ -75,9 +84,19 @@ func run(args []string, out io.Writer) error {
 	case "down":
 		return lb.Down()
 	case "run":
-		return runScenario(ctx, lb, out, runFlags{*scenario, *rate, lab.RunConfig{Queues: *queues, Size: *size, Duration: *duration, Progress: out}, *attach})
+		m, err := trafficgen.ParseMethod(*runMethod)
+		if err != nil {
+			return err
+		}
+		return runScenario(ctx, lb, out, runFlags{*scenario, *rate, lab.RunConfig{Queues: *queues, Size: *size, Duration: *duration, Progress: out, Method: m}, *attach})
 	case "sweep":
-		return runSweep(ctx, lb, out, *sweepLoads, lab.SweepConfig{Size: *sweepSize, Duration: *sweepDuration, OutDir: *sweepOut, Attach: lb.AttachRxq, Log: out})
+		m, err := trafficgen.ParseMethod(*sweepMethod)
+		if err != nil {
+			return err
+		}
+		return runSweep(ctx, lb, out, *sweepLoads, lab.SweepConfig{Size: *sweepSize, Duration: *sweepDuration, OutDir: *sweepOut, Attach: lb.AttachRxq, Log: out, Method: m})
+	case "methods":
+		return listMethods(out, *methodsOthers)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
 }
@@ -131,6 +150,36 @@ func runSweep(ctx context.Context, lb lab.Lab, out io.Writer, loadList string, c
 		return err
 	}
 	fmt.Fprintf(out, "\n%s\nwrote: %s\n", res.Tables(), strings.Join(res.Files, ", "))
+	return nil
+}
+
+// listMethods probes every method as a run would.
+func listMethods(out io.Writer, othersOnly bool) error {
+	g, err := trafficgen.New()
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	auto, err := g.Choose("")
+	if err != nil {
+		return err
+	}
+	if !othersOnly {
+		fmt.Fprintf(out, "a run without --method: %s\n", auto)
+	}
+	for _, m := range trafficgen.Methods {
+		_, err := g.Choose(m)
+		switch {
+		case othersOnly:
+			if err == nil && m != auto.Method {
+				fmt.Fprintln(out, m)
+			}
+		case err != nil:
+			fmt.Fprintf(out, "%s: refused: %v\n", m, err)
+		default:
+			fmt.Fprintf(out, "%s: allowed\n", m)
+		}
+	}
 	return nil
 }
 

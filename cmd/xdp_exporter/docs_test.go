@@ -33,7 +33,9 @@ const (
 	readmeMaxLine   = 300
 	// userDocsMaxWords bounds README.md and docs/ apart from docs/dev/,
 	// with the generated references (METRICS.md, docs/flags.md) left out.
-	userDocsMaxWords = 25000
+	// 25,000 until the traffic generator's methods (what each needs of
+	// the kernel and sends, how to force one) took their 600 words.
+	userDocsMaxWords = 26000
 )
 
 // docFiles lists every Markdown file of the repository, relative to its

@@ -12,7 +12,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -185,16 +187,34 @@ type webOptions struct {
 // deadline given as a timeout, as the server sends it to the monitor).
 type exposeFunc func(ctx context.Context, timeout time.Duration, format expfmt.Format) ([]byte, error)
 
-// gatherer gathers the collectors and the process collectors into one
-// registry, bound to ctx; one registry for everything, so each sample is
-// checked and sorted once (prometheus.Gatherers would do both again to
-// merge two).
+// gatherer gathers the collectors and the process collectors, bound to
+// ctx: everything but the Go runtime's collector in one registry, so each
+// sample is checked and sorted once (prometheus.Gatherers would do both
+// again to merge two).
+//
+// The Go runtime's collector, first of process, is gathered alone and
+// before the rest: go_goroutines then counts the exporter at rest plus a
+// fixed few of the scrape's own (the monitor's answer, the registry's
+// collect worker and its closer). Gathered with the others, it counted
+// however many collect workers client_golang's registry had started by
+// the time it ran, which the registry starts on demand: the same idle
+// exporter read 8 or 9 from scrape to scrape (25 when the collector set
+// ran first), and a leak check that took the least of some scrapes as
+// its baseline failed when a lucky 8 came before and none after. Its
+// families (go_*) are no other collector's, so the two lists merge by
+// name alone.
 func gatherer(set *collector.Set, process []prometheus.Collector) func(ctx context.Context) ([]*dto.MetricFamily, error) {
 	return func(ctx context.Context) ([]*dto.MetricFamily, error) {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(process...)
-		reg.MustRegister(set.Scrape(ctx))
-		return reg.Gather()
+		goRuntime := prometheus.NewRegistry()
+		goRuntime.MustRegister(process[0])
+		goFamilies, goErr := goRuntime.Gather()
+		rest := prometheus.NewRegistry()
+		rest.MustRegister(process[1:]...)
+		rest.MustRegister(set.Scrape(ctx))
+		mfs, err := rest.Gather()
+		mfs = append(mfs, goFamilies...)
+		slices.SortFunc(mfs, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+		return mfs, errors.Join(goErr, err)
 	}
 }
 
@@ -295,8 +315,8 @@ func signalled(logger *slog.Logger) <-chan struct{} {
 	return end
 }
 
-// processCollectors are the exporter's own metrics: Go runtime, process
-// and build information.
+// processCollectors are the exporter's own metrics: Go runtime (first,
+// see gatherer), process and build information.
 func processCollectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		collectors.NewGoCollector(),

@@ -12,7 +12,7 @@ import (
 )
 
 // TestNapiEndToEnd runs the binary with its defaults (napi is on), sends
-// live frames into an XDP_DROP veth and checks through HTTP that the
+// frames into an XDP_DROP veth and checks through HTTP that the
 // device's NAPI histogram counted every frame.
 func TestNapiEndToEnd(t *testing.T) {
 	pair := vethtest.Pair(t, 2)

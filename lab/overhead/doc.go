@@ -1,6 +1,7 @@
 // Package overhead measures what a monitor costs the packet path, side by
-// side with the same path bare, on a veth lab: live frames from one pinned
-// CPU into a device whose XDP program drops them.
+// side with the same path bare, on a veth lab: frames from one pinned CPU,
+// by the fastest method of the traffic generator the kernel allows, into
+// a device whose XDP program drops them.
 //
 // The method (docs/performance.md): every round runs every variant once,
 // the order rotated by one each round, and every variant gets the same

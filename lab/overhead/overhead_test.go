@@ -165,6 +165,22 @@ func BenchmarkCollectorDUTCost(b *testing.B) {
 	measure(b, rig, variants, Config{Frames: frames, Pause: pause, Measure: DUTCPU(pids)}, "ns_per_frame")
 }
 
+// BenchmarkGeneratorBound shows that the rig measures the XDP path, not
+// its sender, with whichever method the generator takes (forced with
+// $XDP_EXPORTER_TRAFFICGEN_METHOD): beside the bare XDP_DROP path, the
+// control, and a drop program slowed by 8 bpf_ktime_get_ns calls a frame.
+// The control's ratio must stay within 1% of 1 and the slowed program's
+// fall measurably below it.
+func BenchmarkGeneratorBound(b *testing.B) {
+	rig := newRig(b, 1)
+	variants := []Variant{
+		WithDrop(rig, Bare("bare XDP_DROP")),
+		WithDrop(rig, control()),
+		Slowed(rig, "XDP_DROP after 8 ktime reads", 8),
+	}
+	measure(b, rig, variants, Config{Frames: frames, Pause: pause}, "Mpps")
+}
+
 func measure(b *testing.B, rig *Rig, variants []Variant, cfg Config, unit string) {
 	b.Helper()
 	if testing.Verbose() {
@@ -176,6 +192,7 @@ func measure(b *testing.B, rig *Rig, variants []Variant, cfg Config, unit string
 			b.Fatal(err)
 		}
 	}
+	b.Logf("generator: %s", rig.Gen.Choice())
 	report(b, res, unit)
 }
 

@@ -473,6 +473,30 @@ func WithDrop(r *Rig, v Variant) Variant {
 	}}
 }
 
+// Slowed is a variant whose DUT program drops every frame after reads
+// calls of bpf_ktime_get_ns: a program deliberately slower than the bare
+// drop by a known amount of work, which a rig that measures the XDP path,
+// not its sender, must see.
+func Slowed(r *Rig, name string, reads int) Variant {
+	return Variant{Name: name, Start: func() (func() error, error) {
+		var insns asm.Instructions
+		for range reads {
+			insns = append(insns, asm.FnKtimeGetNs.Call())
+		}
+		insns = append(insns, asm.Mov.Imm(asm.R0, int32(xdptest.Drop)), asm.Return())
+		prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "xdpo_slowed", Type: ebpf.XDP, License: "GPL", Instructions: insns})
+		if err != nil {
+			return nil, fmt.Errorf("loading the slowed drop program: %w", err)
+		}
+		defer prog.Close() // the link holds its own reference
+		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: r.Pair.Host.Index})
+		if err != nil {
+			return nil, fmt.Errorf("attaching the slowed drop program: %w", err)
+		}
+		return l.Close, nil
+	}}
+}
+
 // EmptyPrograms is a variant with a program that does nothing attached to
 // each tracepoint (tp_btf names, without the group): the cost of the
 // tracepoints' dispatch alone, the floor under any program on them.

@@ -22,18 +22,12 @@ import (
 const refusalLimit = 2 * time.Second
 
 func (w worker) packetLoop(ctx context.Context) error {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	fd, err := packetSocket(w.cfg.Ifindex)
 	if err != nil {
-		return fmt.Errorf("AF_PACKET socket: %w", err)
+		return err
 	}
 	defer unix.Close(fd)
-	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
-		return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
-	}
 	to := &unix.SockaddrLinklayer{Ifindex: w.cfg.Ifindex}
-	if err := unix.Bind(fd, to); err != nil {
-		return fmt.Errorf("binding AF_PACKET to ifindex %d: %w", w.cfg.Ifindex, err)
-	}
 	start := w.start
 	var done uint64
 	var refusedSince time.Time
@@ -62,8 +56,26 @@ func (w worker) packetLoop(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("AF_PACKET send on ifindex %d, CPU %d: %w", w.cfg.Ifindex, w.cpu, err)
 		}
-		w.packetSent.Add(1)
+		w.counted.Add(1)
 		done++
 	}
 	return nil
+}
+
+// packetSocket opens an AF_PACKET socket that sends out of ifindex, in the
+// calling thread's namespace, past the qdisc.
+func packetSocket(ifindex int) (int, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("AF_PACKET socket: %w", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifindex}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("binding AF_PACKET to ifindex %d: %w", ifindex, err)
+	}
+	return fd, nil
 }

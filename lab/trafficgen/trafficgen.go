@@ -1,13 +1,16 @@
-// Package trafficgen sends real frames out of a veth end with the kernel's
-// live-frame mode of BPF_PROG_RUN (BPF_F_TEST_XDP_LIVE_FRAMES), the method
-// xdp-tools' xdp-trafficgen uses. One worker per CPU, each pinned; on veth
-// the receiving RX queue is the sending CPU modulo the peer's queue count,
-// so pinning spreads flows over RX queues deterministically.
+// Package trafficgen sends real frames out of a veth end at kernel speed,
+// by the fastest method the kernel allows (see Method): live frames of
+// BPF_PROG_RUN (BPF_F_TEST_XDP_LIVE_FRAMES), the method xdp-tools'
+// xdp-trafficgen uses; where they are refused, a devmap broadcast that
+// one frame looping between two veth ends of the generator's own keeps
+// going (broadcast.go); and last one AF_PACKET sendto(2) a frame
+// (afpacket.go). Each is exact: the count a run returns is the count the
+// receiving end was handed, or the run fails.
 //
-// Kernels before 5.18 have no live-frame mode; there a worker sends the
-// same frames through an AF_PACKET socket with PACKET_QDISC_BYPASS, whose
-// transmit queue is also the sending CPU modulo the queue count (see
-// afpacket.go).
+// One worker per CPU, each pinned; with every method the frame leaves on
+// the transmit queue of the sending CPU, and on veth the receiving RX
+// queue is the sending CPU modulo the peer's queue count, so pinning
+// spreads flows over RX queues deterministically.
 package trafficgen
 
 import (
@@ -16,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -29,20 +31,9 @@ import (
 	"github.com/xdp-exporter/xdp_exporter/lab/vethns"
 )
 
-// bpfFTestXDPLiveFrames is BPF_F_TEST_XDP_LIVE_FRAMES from linux/bpf.h.
-const bpfFTestXDPLiveFrames = 1 << 1
-
 // MinFrameSize is the smallest frame the generator builds: Ethernet + IPv4
 // + UDP headers with no payload, padded to the Ethernet minimum without FCS.
 const MinFrameSize = 60
-
-// MethodEnv set to "packet" makes every run send through AF_PACKET, as on
-// kernels without live frames. The kernel matrix sets it in its guests:
-// under QEMU's emulator a live-frame run fills veth's 256-frame ring
-// faster than NAPI drains it on kernels that leave NET_RX to ksoftirqd
-// once it is woken (seen on 6.1: 11,456 of 100,000 frames lost at the
-// ring), while one frame per sendto(2) runs the receive before returning.
-const MethodEnv = "XDP_EXPORTER_TRAFFICGEN_METHOD"
 
 // Config describes one run.
 type Config struct {
@@ -69,41 +60,82 @@ type Config struct {
 	// Slice, when not zero, is the number of frames each worker sends per
 	// BPF_PROG_RUN call (at most 1<<32 - 1), instead of slices sized by
 	// time. A measurement that samples counters while one long call runs
-	// then sees no call set-up inside its window.
+	// then sees no call set-up inside its window. Only live frames have
+	// calls; the other methods have no set-up to hide.
 	Slice uint64
+	// Method forces a method; empty leaves it to MethodEnv, then to the
+	// fastest the kernel allows (Generator.Choose).
+	Method Method
+	// MayLose lets the receiver lose frames, as a flood wants (more than
+	// one CPU into one queue, a receiver slower than the sender): the run
+	// then returns the count sent without checking that the peer took
+	// them all.
+	MayLose bool
 }
 
-// Generator owns the loaded generator program.
+// Generator owns the loaded generator programs; broadcast runs use the
+// process's broadcast loop (broadcast.go).
 type Generator struct {
-	objs       trafficgenObjects
-	packetSent atomic.Uint64
-	packetUsed atomic.Bool
+	objs trafficgenObjects
+	// counted is what the generator sent through AF_PACKET or the
+	// broadcast loop, which its own counter does not see.
+	counted atomic.Uint64
+
+	mu     sync.Mutex
+	choice Choice // the last run's
 }
 
-// UsesPacketSocket reports whether a run has sent through AF_PACKET
-// because the kernel has no live frames: the frames then reach the peer
-// as skbs, which some counters (veth's XDP bytes) measure differently.
-func (g *Generator) UsesPacketSocket() bool { return g.packetUsed.Load() }
+// UsesPacketSocket reports whether the last run sent through AF_PACKET:
+// the frames then reach the peer as skbs, which some counters (veth's XDP
+// bytes) measure differently.
+func (g *Generator) UsesPacketSocket() bool { return g.Choice().Method == Packet }
 
-// New loads the generator program. It needs CAP_BPF (or root).
+// Choice returns the method the last run used and why; zero before a run.
+func (g *Generator) Choice() Choice {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.choice
+}
+
+// New loads the generator's programs. It needs CAP_BPF (or root).
 func New() (*Generator, error) {
 	g := &Generator{}
-	if err := loadTrafficgenObjects(&g.objs, nil); err != nil {
-		return nil, fmt.Errorf("loading the traffic generator program: %w", err)
+	if err := load(&g.objs); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
 
-// Close releases the program and its map.
+// load loads the generator's programs and maps into objs, the maps sized
+// for this machine's CPUs and the fan's copies.
+func load(objs *trafficgenObjects) error {
+	spec, err := loadTrafficgen()
+	if err != nil {
+		return fmt.Errorf("loading the traffic generator program: %w", err)
+	}
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	spec.Maps[trafficgenMapFanTarget].MaxEntries = uint32(cpus)
+	spec.Maps[trafficgenMapFan].MaxEntries = 1 + fanCopies
+	if err := spec.LoadAndAssign(objs, nil); err != nil {
+		return fmt.Errorf("loading the traffic generator program: %w", err)
+	}
+	return nil
+}
+
+// Close releases the programs and their maps.
 func (g *Generator) Close() error { return g.objs.Close() }
 
-// Sent returns the frames handed to the kernel since New, summed over CPUs.
+// Sent returns the frames handed to the kernel since New, summed over CPUs
+// and methods.
 func (g *Generator) Sent() (uint64, error) {
 	var perCPU []uint64
 	if err := g.objs.Sent.Lookup(uint32(0), &perCPU); err != nil {
 		return 0, fmt.Errorf("reading the sent counter: %w", err)
 	}
-	var total uint64
+	total := g.counted.Load()
 	for _, n := range perCPU {
 		total += n
 	}
@@ -114,20 +146,6 @@ func (g *Generator) Sent() (uint64, error) {
 type xdpMd struct {
 	Data, DataEnd, DataMeta, IngressIfindex, RxQueueIndex, EgressIfindex uint32
 }
-
-// Each live-frame BPF_PROG_RUN call pays a fixed set-up and tear-down cost
-// (a page pool is created and destroyed per call: 20-80 ms measured on the
-// development VM), so frames are sent in large slices: as fast as possible,
-// a slice grows until one call takes sliceTarget; paced, a slice holds
-// pacedSlice worth of frames at the requested rate. Within a call the
-// kernel flushes every 64 frames (the default batch size) and lets NAPI
-// drain veth's 256-frame ring, so no frame is lost to a full ring.
-const (
-	sliceTarget = 500 * time.Millisecond
-	pacedSlice  = 100 * time.Millisecond
-	minSlice    = 1 << 16
-	maxSlice    = 1 << 24
-)
 
 // Run sends frames until Count is reached or ctx ends and returns the
 // number this run sent, as counted by the program.
@@ -140,6 +158,33 @@ func (g *Generator) Run(ctx context.Context, cfg Config) (uint64, error) {
 	}
 	if len(cfg.CPUs) == 0 {
 		cfg.CPUs = []int{0}
+	}
+	choice, err := g.Choose(cfg.Method)
+	if err != nil {
+		return 0, err
+	}
+	g.mu.Lock()
+	g.choice = choice
+	g.mu.Unlock()
+	var bc *broadcaster
+	if choice.Method == Broadcast {
+		if bc, err = takeBroadcaster(); err != nil {
+			return 0, err
+		}
+		defer bc.release()
+		if err := bc.aim(cfg); err != nil {
+			return 0, err
+		}
+	}
+	// Live frames and the broadcast count a frame before veth queues it
+	// on the peer's XDP ring, which may be full; AF_PACKET's sendto
+	// returns once the peer has run it.
+	check := !cfg.MayLose && choice.Method != Packet
+	var xmitBefore uint64
+	if check {
+		if xmitBefore, err = xdpXmit(cfg.NS, cfg.Ifindex); err != nil {
+			return 0, err
+		}
 	}
 	before, err := g.Sent()
 	if err != nil {
@@ -160,8 +205,8 @@ func (g *Generator) Run(ctx context.Context, cfg Config) (uint64, error) {
 			count++
 		}
 		frame := Frame(cfg.SrcMAC, cfg.DstMAC, cfg.SrcIP, cfg.DstIP, uint16(1024+i), cfg.Size)
-		w := worker{prog: g.objs.XdpTrafficgen, cfg: cfg, cpu: cpu, count: count, start: start,
-			rate: cfg.Rate / float64(len(cfg.CPUs)), frame: frame, packetSent: &g.packetSent, packetUsed: &g.packetUsed}
+		w := worker{objs: &g.objs, method: choice.Method, cfg: cfg, cpu: cpu, count: count, start: start,
+			rate: cfg.Rate / float64(len(cfg.CPUs)), frame: frame, counted: &g.counted, broadcaster: bc}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -173,21 +218,48 @@ func (g *Generator) Run(ctx context.Context, cfg Config) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return after - before + g.packetSent.Swap(0), errors.Join(errs...)
+	sent := after - before
+	if err := errors.Join(errs...); err != nil || !check {
+		return sent, err
+	}
+	return sent, checkDelivered(cfg, choice.Method, xmitBefore, sent)
+}
+
+// checkDelivered waits until the receiver has taken every frame counted
+// as sent, and fails with the number lost if it does not: a receiver with
+// a full ring, or without NAPI (no XDP program, GRO off), loses frames
+// the counter has seen.
+func checkDelivered(cfg Config, m Method, xmitBefore, sent uint64) error {
+	deadline := time.Now().Add(drainWait)
+	for {
+		xmit, err := xdpXmit(cfg.NS, cfg.Ifindex)
+		if err != nil {
+			return err
+		}
+		got := xmit - xmitBefore
+		if got == sent {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: ifindex %d's peer took %d of the %d frames sent, %d lost (its XDP ring full, or no XDP program or GRO on the peer to run NAPI; Config.MayLose allows it)", m, cfg.Ifindex, got, sent, int64(sent)-int64(got))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 type worker struct {
-	prog  *ebpf.Program
-	cfg   Config
-	cpu   int
-	count uint64 // 0: until ctx ends
-	rate  float64
-	start time.Time // when the run started, which pacing counts from
-	frame []byte
-	// packetSent counts the frames sent through AF_PACKET, which the
-	// program's counter does not see; packetUsed says one was.
-	packetSent *atomic.Uint64
-	packetUsed *atomic.Bool
+	objs   *trafficgenObjects
+	method Method
+	cfg    Config
+	cpu    int
+	count  uint64 // 0: until ctx ends
+	rate   float64
+	start  time.Time // when the run started, which pacing counts from
+	frame  []byte
+	// counted is the generator's count of frames its own counter does
+	// not see.
+	counted     *atomic.Uint64
+	broadcaster *broadcaster // for broadcast runs
 }
 
 func (w worker) run(ctx context.Context) error {
@@ -211,73 +283,17 @@ func (w worker) run(ctx context.Context) error {
 		return fmt.Errorf("blocking signals on the generator thread: %w", err)
 	}
 	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
-	send := func() error { return w.loop(ctx) }
-	if w.cfg.NS.IsOpen() {
-		return vethns.InNamespace(w.cfg.NS, send)
+	ns, send := w.cfg.NS, func() error { return w.liveLoop(ctx) }
+	switch w.method {
+	case Broadcast:
+		ns, send = w.broadcaster.loop.ns, func() error { return w.broadcastLoop(ctx) }
+	case Packet:
+		send = func() error { return w.packetLoop(ctx) }
+	}
+	if ns.IsOpen() {
+		return vethns.InNamespace(ns, send)
 	}
 	return send()
-}
-
-func (w worker) loop(ctx context.Context) error {
-	if os.Getenv(MethodEnv) == "packet" {
-		w.packetUsed.Store(true)
-		return w.packetLoop(ctx)
-	}
-	opts := &ebpf.RunOptions{
-		Data:    w.frame,
-		Flags:   bpfFTestXDPLiveFrames,
-		Context: xdpMd{DataEnd: uint32(len(w.frame)), IngressIfindex: uint32(w.cfg.Ifindex)},
-	}
-	chunk := uint64(minSlice)
-	if w.rate > 0 {
-		chunk = max(1, uint64(w.rate*pacedSlice.Seconds()))
-	}
-	fixed := w.cfg.Slice > 0
-	if fixed {
-		chunk = min(w.cfg.Slice, 1<<32-1)
-	}
-	deadline, timed := ctx.Deadline()
-	start := w.start
-	var done uint64
-	for w.count == 0 || done < w.count {
-		if ctx.Err() != nil {
-			return nil
-		}
-		n := chunk
-		if w.count > 0 {
-			n = min(n, w.count-done)
-		}
-		if timed && w.rate == 0 && done > 0 && !fixed {
-			// Do not overrun the deadline by more than about a slice's
-			// overhead: scale to the time left at the rate seen so far.
-			left := time.Until(deadline).Seconds() * float64(done) / time.Since(start).Seconds()
-			n = min(n, max(1, uint64(left)))
-		}
-		opts.Repeat = uint32(n)
-		callStart := time.Now()
-		if _, err := w.prog.Run(opts); err != nil {
-			if done == 0 && errors.Is(err, unix.EINVAL) {
-				// XDP test runs take no flags before Linux 5.18 ("bpf:
-				// Add "live packet" mode for XDP in BPF_PROG_RUN"):
-				// nothing was sent, so send another way.
-				w.packetUsed.Store(true)
-				return w.packetLoop(ctx)
-			}
-			return fmt.Errorf("BPF_PROG_RUN live frames on ifindex %d, CPU %d: %w", w.cfg.Ifindex, w.cpu, err)
-		}
-		done += n
-		if w.rate == 0 {
-			took := time.Since(callStart)
-			if took < sliceTarget && n == chunk && !fixed {
-				chunk = min(maxSlice, chunk*2)
-			}
-			continue
-		}
-		if !pace(ctx, start, done, w.rate) {
-			return nil
-		}
-	}
-	return nil
 }
 
 // pace waits until done frames are due at rate frames per second since

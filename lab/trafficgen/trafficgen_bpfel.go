@@ -8,15 +8,33 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"structs"
 
 	"github.com/cilium/ebpf"
 )
+
+type trafficgenBpfDevmapVal struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	BpfProg struct {
+		_  structs.HostLayout
+		Fd int32
+	}
+}
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	trafficgenMapFan            = "fan"
+	trafficgenMapFanTarget      = "fan_target"
+	trafficgenMapLapSkip        = "lap_skip"
+	trafficgenMapProbeFan       = "probe_fan"
 	trafficgenMapSent           = "sent"
+	trafficgenProgXdpBounce     = "xdp_bounce"
+	trafficgenProgXdpFan        = "xdp_fan"
+	trafficgenProgXdpFanOut     = "xdp_fan_out"
+	trafficgenProgXdpProbe      = "xdp_probe"
 	trafficgenProgXdpTrafficgen = "xdp_trafficgen"
 )
 
@@ -62,6 +80,10 @@ type trafficgenSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type trafficgenProgramSpecs struct {
+	XdpBounce     *ebpf.ProgramSpec `ebpf:"xdp_bounce"`
+	XdpFan        *ebpf.ProgramSpec `ebpf:"xdp_fan"`
+	XdpFanOut     *ebpf.ProgramSpec `ebpf:"xdp_fan_out"`
+	XdpProbe      *ebpf.ProgramSpec `ebpf:"xdp_probe"`
 	XdpTrafficgen *ebpf.ProgramSpec `ebpf:"xdp_trafficgen"`
 }
 
@@ -69,7 +91,11 @@ type trafficgenProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type trafficgenMapSpecs struct {
-	Sent *ebpf.MapSpec `ebpf:"sent"`
+	Fan       *ebpf.MapSpec `ebpf:"fan"`
+	FanTarget *ebpf.MapSpec `ebpf:"fan_target"`
+	LapSkip   *ebpf.MapSpec `ebpf:"lap_skip"`
+	ProbeFan  *ebpf.MapSpec `ebpf:"probe_fan"`
+	Sent      *ebpf.MapSpec `ebpf:"sent"`
 }
 
 // trafficgenVariableSpecs contains global variables before they are loaded into the kernel.
@@ -98,11 +124,19 @@ func (o *trafficgenObjects) Close() error {
 //
 // It can be passed to loadTrafficgenObjects or ebpf.CollectionSpec.LoadAndAssign.
 type trafficgenMaps struct {
-	Sent *ebpf.Map `ebpf:"sent"`
+	Fan       *ebpf.Map `ebpf:"fan"`
+	FanTarget *ebpf.Map `ebpf:"fan_target"`
+	LapSkip   *ebpf.Map `ebpf:"lap_skip"`
+	ProbeFan  *ebpf.Map `ebpf:"probe_fan"`
+	Sent      *ebpf.Map `ebpf:"sent"`
 }
 
 func (m *trafficgenMaps) Close() error {
 	return _TrafficgenClose(
+		m.Fan,
+		m.FanTarget,
+		m.LapSkip,
+		m.ProbeFan,
 		m.Sent,
 	)
 }
@@ -117,11 +151,19 @@ type trafficgenVariables struct {
 //
 // It can be passed to loadTrafficgenObjects or ebpf.CollectionSpec.LoadAndAssign.
 type trafficgenPrograms struct {
+	XdpBounce     *ebpf.Program `ebpf:"xdp_bounce"`
+	XdpFan        *ebpf.Program `ebpf:"xdp_fan"`
+	XdpFanOut     *ebpf.Program `ebpf:"xdp_fan_out"`
+	XdpProbe      *ebpf.Program `ebpf:"xdp_probe"`
 	XdpTrafficgen *ebpf.Program `ebpf:"xdp_trafficgen"`
 }
 
 func (p *trafficgenPrograms) Close() error {
 	return _TrafficgenClose(
+		p.XdpBounce,
+		p.XdpFan,
+		p.XdpFanOut,
+		p.XdpProbe,
 		p.XdpTrafficgen,
 	)
 }

@@ -27,6 +27,7 @@ type Pair struct {
 	NS        netns.NsHandle
 	Host      *net.Interface // the DUT end, in the caller's namespace
 	Peer      *net.Interface // the generator end, inside Namespace
+	Queues    int            // RX and TX queues of each end
 }
 
 // PairConfig names the objects to make.
@@ -56,7 +57,7 @@ func NewPair(cfg PairConfig) (p *Pair, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p = &Pair{Namespace: cfg.Namespace, NS: ns}
+	p = &Pair{Namespace: cfg.Namespace, NS: ns, Queues: cfg.Queues}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, p.Close())

@@ -119,8 +119,11 @@ func AttachedXDP(t testing.TB, dev string) uint32 {
 	return 0
 }
 
-// SendExactly makes the generator send n frames from CPUs 0 and 1 of pair's
-// peer to its host end, failing the test unless exactly n went out.
+// SendExactly makes the generator send n frames from pair's peer to its
+// host end, failing the test unless the host end took exactly n: from
+// CPUs 0 and 1 into a pair with two queues or more (one CPU a queue, as
+// veth maps them), from CPU 0 alone into one queue, which two CPUs would
+// flood.
 func SendExactly(t testing.TB, pair *vethns.Pair, n uint64) {
 	t.Helper()
 	SendSized(t, pair, n, trafficgen.MinFrameSize)
@@ -129,13 +132,37 @@ func SendExactly(t testing.TB, pair *vethns.Pair, n uint64) {
 // SendSized is SendExactly with frames of size bytes.
 func SendSized(t testing.TB, pair *vethns.Pair, n uint64, size int) {
 	t.Helper()
+	send(t, pair, n, size, false)
+}
+
+// exactCPUs are the CPUs an exact send uses into pair: one a queue.
+func exactCPUs(pair *vethns.Pair) []int {
+	if pair.Queues < 2 {
+		return []int{0}
+	}
+	return []int{0, 1}
+}
+
+// Flood sends n frames from CPUs 0 and 1, whatever the queues, and lets
+// the host end lose what its XDP ring cannot take.
+func Flood(t testing.TB, pair *vethns.Pair, n uint64) {
+	t.Helper()
+	send(t, pair, n, trafficgen.MinFrameSize, true)
+}
+
+func send(t testing.TB, pair *vethns.Pair, n uint64, size int, mayLose bool) {
+	t.Helper()
+	cpus := []int{0, 1}
+	if !mayLose {
+		cpus = exactCPUs(pair)
+	}
 	g, err := trafficgen.New()
 	testenv.Check(t, err, "loading the traffic generator")
 	defer g.Close()
 	sent, err := g.Run(context.Background(), trafficgen.Config{
 		NS: pair.NS, Ifindex: pair.Peer.Index,
 		SrcMAC: pair.Peer.HardwareAddr, DstMAC: pair.Host.HardwareAddr,
-		Count: n, CPUs: []int{0, 1}, Size: size,
+		Count: n, CPUs: cpus, Size: size, MayLose: mayLose,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +170,7 @@ func SendSized(t testing.TB, pair *vethns.Pair, n uint64, size int) {
 	if sent != n {
 		t.Fatalf("generator sent %d frames, want %d", sent, n)
 	}
+	t.Logf("generator: %s", g.Choice())
 }
 
 // EthtoolS runs the ethtool(8) command, `ethtool -S dev`, inside the named
