@@ -192,8 +192,7 @@ type exposeFunc func(ctx context.Context, timeout time.Duration, format expfmt.F
 // sample is checked and sorted once (prometheus.Gatherers would do both
 // again to merge two).
 //
-// The Go runtime's collector, first of process, is gathered alone and
-// before the rest: go_goroutines then counts the exporter at rest plus a
+// The Go runtime's collector is gathered alone and before the rest: go_goroutines then counts the exporter at rest plus a
 // fixed few of the scrape's own (the monitor's answer, the registry's
 // collect worker and its closer). Gathered with the others, it counted
 // however many collect workers client_golang's registry had started by
@@ -203,13 +202,15 @@ type exposeFunc func(ctx context.Context, timeout time.Duration, format expfmt.F
 // its baseline failed when a lucky 8 came before and none after. Its
 // families (go_*) are no other collector's, so the two lists merge by
 // name alone.
-func gatherer(set *collector.Set, process []prometheus.Collector) func(ctx context.Context) ([]*dto.MetricFamily, error) {
+func gatherer(set *collector.Set, self selfCollectors) func(ctx context.Context) ([]*dto.MetricFamily, error) {
 	return func(ctx context.Context) ([]*dto.MetricFamily, error) {
 		goRuntime := prometheus.NewRegistry()
-		goRuntime.MustRegister(process[0])
+		if self.goRuntime != nil {
+			goRuntime.MustRegister(self.goRuntime)
+		}
 		goFamilies, goErr := goRuntime.Gather()
 		rest := prometheus.NewRegistry()
-		rest.MustRegister(process[1:]...)
+		rest.MustRegister(self.rest...)
 		rest.MustRegister(set.Scrape(ctx))
 		mfs, err := rest.Gather()
 		mfs = append(mfs, goFamilies...)
@@ -315,13 +316,20 @@ func signalled(logger *slog.Logger) <-chan struct{} {
 	return end
 }
 
-// processCollectors are the exporter's own metrics: Go runtime (first,
-// see gatherer), process and build information.
-func processCollectors() []prometheus.Collector {
-	return []prometheus.Collector{
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		versioncollector.NewCollector(program),
+// selfCollectors are the exporter's own metrics: the Go runtime's, which
+// gatherer gathers first, and the process's and build information.
+type selfCollectors struct {
+	goRuntime prometheus.Collector
+	rest      []prometheus.Collector
+}
+
+func processCollectors() selfCollectors {
+	return selfCollectors{
+		goRuntime: collectors.NewGoCollector(),
+		rest: []prometheus.Collector{
+			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+			versioncollector.NewCollector(program),
+		},
 	}
 }
 
