@@ -219,7 +219,8 @@ func (bc *broadcaster) aim(cfg Config) error {
 // xdpXmit returns how many XDP frames the device's peer took from it:
 // veth's tx_queue_N_xdp_xmit summed over queues, the receiver's own count
 // of frames handed to its XDP ring; false where the device shows no such
-// counter.
+// counter (another driver, or a veth being torn down, whose stats leave
+// out its peer's queues): such runs count what was handed to the kernel.
 func xdpXmit(ns netns.NsHandle, ifindex int) (total uint64, found bool, err error) {
 	read := func() error {
 		dev, err := net.InterfaceByIndex(ifindex)

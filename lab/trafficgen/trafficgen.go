@@ -179,10 +179,7 @@ func (g *Generator) Run(ctx context.Context, cfg Config) (uint64, error) {
 	// Live frames and the broadcast count a frame before veth queues it
 	// on the peer's XDP ring, which may be full; AF_PACKET's sendto
 	// returns once the peer has run it.
-	// A device without veth's counters (another driver, or a veth being
-	// torn down, whose stats leave out its peer's queues) cannot be
-	// checked: its runs count what was handed to the kernel, as before
-	// the check existed.
+	// A device without veth's counters is not checked (see xdpXmit).
 	check := !cfg.MayLose && choice.Method != Packet
 	var xmitBefore uint64
 	if check {
